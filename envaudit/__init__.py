@@ -1,0 +1,40 @@
+"""envaudit: audit RL environments and the reward process around them before training in them."""
+
+from envaudit.config import ScanConfig
+from envaudit.faults import FaultInjector, inject_faults
+from envaudit.findings import Finding, Severity
+from envaudit.pipeline import Pipeline, group_advantages
+from envaudit.probe import Probe, ProbeContext
+from envaudit.recording import AuditWrapper, Recorder, Records, wrap
+from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
+from envaudit.toolenv import Tool, ToolCall, ToolEnv, ToolOutput, ToolResult, Transition
+
+__all__ = [
+    "AuditWrapper",
+    "FaultInjector",
+    "Finding",
+    "Pipeline",
+    "Policy",
+    "Probe",
+    "ProbeContext",
+    "RandomPolicy",
+    "Recorder",
+    "Records",
+    "ScanConfig",
+    "SequencePolicy",
+    "Severity",
+    "Tool",
+    "ToolCall",
+    "ToolEnv",
+    "ToolOutput",
+    "ToolResult",
+    "Transition",
+    "group_advantages",
+    "inject_faults",
+    "wrap",
+]
+
+__version__ = "0.1.0"
+
+# Importing the bundled envs registers them with Gymnasium under the envaudit/ namespace.
+from envaudit import envs as _envs  # noqa: E402,F401

@@ -1,0 +1,79 @@
+"""``ScanConfig``: every knob of a scan, each with its help text, validated once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from envaudit.findings import Severity
+from envaudit.pipeline import HANDLINGS, Pipeline, timeout_handling_pipeline
+
+FAIL_ON = ("info", "warn", "fail", "never")
+
+
+def _opt(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class ScanConfig:
+    """What a scan does. CLI flags and ``[tool.envaudit]`` keys use these names (dashes or underscores)."""
+
+    seed: int = _opt(0, "Seed of every random choice in the scan: the same seed gives the same report.")
+    episodes: int = _opt(256, "Exploration episodes (random policy), collected as GRPO-style groups.")
+    group_size: int = _opt(8, "Rollouts per group: G episodes from the same reset(seed=s).")
+    max_steps: int = _opt(500, "Step cap for envs with no step limit of their own (episodes are truncated there).")
+    step_timeout_s: float = _opt(5.0, "A reset() or step() that takes longer than this is reported as a hang.")
+    budget_s: float = _opt(60.0, "Wall-clock budget of the whole scan; probes share what exploration leaves.")
+    quick: bool = _opt(False, "Small sample sizes for a fast look (about a quarter of the default work).")
+    probes: tuple[str, ...] | None = _opt(None, "Probe names to run (default: all registered probes).")
+    fail_on: str = _opt("fail", "Exit 1 when a finding reaches this severity (info, warn, fail, never).")
+    timeout_handling: str = _opt("keep", "What the pipeline does with timed-out rollouts: keep, zero, penalty, drop.")
+    timeout_penalty: float = _opt(-1.0, "Training reward of timed-out rollouts under --timeout-handling penalty.")
+    pipeline: str | None = _opt(None, "A trainer preset for the whole rollout pipeline (overrides --timeout-handling).")
+    success_threshold: float | None = _opt(None, "Return at or above which an episode counts as a success when the env gives no info['success'].")
+    alpha: float = _opt(0.05, "Family-wise error rate for the Holm correction across a scan's tests.")
+    engine: str = _opt("torch", "Policy engine of the GRPO probe: torch (embedded MLP) or vllm (language model).")
+    out: str | None = _opt(None, "Report folder (default reports/<env>-<timestamp>/).")
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.episodes >= 1, f"episodes must be at least 1, got {self.episodes}"),
+            (self.group_size >= 2, f"group_size must be at least 2 (GRPO needs a group), got {self.group_size}"),
+            (self.max_steps >= 1, f"max_steps must be at least 1, got {self.max_steps}"),
+            (self.step_timeout_s > 0, f"step_timeout_s must be positive, got {self.step_timeout_s}"),
+            (self.budget_s > 0, f"budget_s must be positive, got {self.budget_s}"),
+            (self.fail_on in FAIL_ON, f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}"),
+            (self.timeout_handling in HANDLINGS,
+             f"timeout_handling must be one of {', '.join(HANDLINGS)}, got {self.timeout_handling!r}"),
+            (0 < self.alpha < 1, f"alpha must be in (0, 1), got {self.alpha}"),
+            (self.engine in ("torch", "vllm"), f"engine must be 'torch' or 'vllm', got {self.engine!r}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+        if self.probes is not None:
+            object.__setattr__(self, "probes", tuple(self.probes))
+
+    @property
+    def fail_severity(self) -> Severity | None:
+        return None if self.fail_on == "never" else Severity.parse(self.fail_on)
+
+    def scaled(self, n: int) -> int:
+        """A sample size for this scan: ``n`` normally, about a quarter of it under ``--quick``."""
+        return max(2, n // 4) if self.quick else n
+
+    def rollout_pipeline(self) -> Pipeline:
+        """The rollout pipeline the scan models: a named preset, or the simple timeout handling."""
+        if self.pipeline is not None:
+            from envaudit.presets import get_preset
+
+            return get_preset(self.pipeline)
+        return timeout_handling_pipeline(self.timeout_handling, self.timeout_penalty)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+
+def config_help() -> dict[str, str]:
+    return {f.name: f.metadata["help"] for f in fields(ScanConfig)}

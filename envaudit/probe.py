@@ -1,0 +1,184 @@
+"""The probe interface: what a probe receives (``ProbeContext``) and how it is registered.
+
+A probe is a ``Probe`` object exposed by a module and registered under the entry-point group
+``envaudit.probes`` (third-party packages add probes the same way). Its ``run(ctx)`` returns
+findings. It reads the scan's exploration records, runs its own policies through ``ctx.run``
+(hang-protected, recorded, seeded) and keeps whatever it wants in the report with ``ctx.keep`` and
+``ctx.table``. A probe that raises or overruns becomes a finding about the probe; the scan goes on.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from envaudit.config import ScanConfig
+from envaudit.findings import CODES, Finding
+from envaudit.pipeline import Pipeline
+from envaudit.recording import Records
+from envaudit.rollout import EnvFactory, Policy, Problem, Runner, RunResult
+from envaudit.seeding import child_rng, child_seed
+from envaudit.toolenv import ToolEnv
+
+GROUP = "envaudit.probes"
+
+# The bundled probes, importable even when the package metadata is stale (an editable install made
+# before a probe was added); the entry points are the public registry and take precedence.
+BUILTIN = {
+    "api": "envaudit.probes.api:probe",
+    "replay": "envaudit.probes.replay:probe",
+}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A registered probe: a name, the finding codes it can emit, and its entry function."""
+
+    name: str
+    run: Callable[[ProbeContext], Iterable[Finding]]
+    summary: str
+    codes: tuple[str, ...] = ()
+    weight: float = 1.0
+    """Share of the probe budget relative to other probes."""
+    order: int = 50
+    """Probes run in ascending order (cheap API checks first)."""
+
+    def __post_init__(self) -> None:
+        bad = [c for c in self.codes if c not in CODES]
+        if bad:
+            raise ValueError(f"probe {self.name!r} declares unknown finding codes {bad}")
+        if not callable(self.run):
+            raise TypeError(f"probe {self.name!r}: run must be callable, got {type(self.run).__name__}")
+
+
+class ProbeRegistryError(Exception):
+    pass
+
+
+def _load(name: str, target: Any) -> Probe:
+    obj = target
+    if isinstance(target, str):
+        module, _, attr = target.partition(":")
+        obj = getattr(importlib.import_module(module), attr)
+    else:
+        obj = target.load()
+    if not isinstance(obj, Probe):
+        raise ProbeRegistryError(
+            f"entry point {name!r} in group {GROUP!r} gives a {type(obj).__name__}, not an "
+            "envaudit.Probe; expose `probe = Probe(name=..., run=..., summary=...)` in its module"
+        )
+    if obj.name != name:
+        raise ProbeRegistryError(f"entry point {name!r} loads a probe named {obj.name!r}; use the same name")
+    return obj
+
+
+def registered_probes() -> dict[str, Probe]:
+    """All probes: the bundled ones and those of installed packages, in run order."""
+    found: dict[str, Any] = dict(BUILTIN)
+    for ep in entry_points(group=GROUP):
+        found[ep.name] = ep
+    probes = {name: _load(name, target) for name, target in found.items()}
+    return dict(sorted(probes.items(), key=lambda kv: (kv[1].order, kv[0])))
+
+
+@dataclass
+class ProbeContext:
+    """What a probe gets from the scan."""
+
+    env_id: str
+    make_env: EnvFactory
+    config: ScanConfig
+    exploration: Records
+    exploration_problems: list[Problem]
+    pipeline: Pipeline
+    name: str = ""
+    deadline: float = float("inf")
+    ids: Iterator[int] = field(default_factory=itertools.count)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    kept: list[Records] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+    _probe_env: gym.Env | None = None
+
+    # -- randomness and time ------------------------------------------------------------------
+    def rng(self, *names: str | int) -> np.random.Generator:
+        """A generator for one purpose of this probe, derived from the scan seed."""
+        return child_rng(self.config.seed, "probe", self.name, *names)
+
+    def seeds(self, n: int, *names: str | int) -> list[int]:
+        """``n`` reset seeds for one purpose of this probe."""
+        base = child_seed(self.config.seed, "probe", self.name, "seeds", *names)
+        return [int((base + i) % (2**31 - 1)) for i in range(n)]
+
+    def time_left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    # -- the env ------------------------------------------------------------------------------
+    @property
+    def env(self) -> gym.Env:
+        """One instance for inspection (spaces, labels, tools); do not step it, use ``run``."""
+        if self._probe_env is None:
+            self._probe_env = self.make_env()
+        return self._probe_env
+
+    @property
+    def is_tool_env(self) -> bool:
+        return isinstance(self.env.unwrapped, ToolEnv)
+
+    @property
+    def action_labels(self) -> list[str] | None:
+        labels = getattr(self.env.unwrapped, "action_labels", None)
+        return list(labels) if labels is not None else None
+
+    def describe_action(self, action: Any) -> str:
+        """An action in the user's words: its catalogue label when the env has one."""
+        labels = self.action_labels
+        if labels is not None and isinstance(action, (int, np.integer)) and 0 <= int(action) < len(labels):
+            return labels[int(action)]
+        return repr(action)
+
+    def runner(self, make_env: EnvFactory | None = None) -> Runner:
+        c = self.config
+        return Runner(make_env or self.make_env, step_timeout_s=c.step_timeout_s, max_steps=c.max_steps,
+                      success_threshold=c.success_threshold, ids=self.ids)
+
+    def run(
+        self,
+        policy: Policy,
+        seeds: Sequence[int],
+        *,
+        wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+        tags: Mapping[str, Any] | None = None,
+        rng_name: str | None = None,
+        make_env: EnvFactory | None = None,
+    ) -> RunResult:
+        """Run ``policy`` once per seed (hang-protected, recorded), within the probe's deadline."""
+        rng = self.rng("policy", rng_name or policy.name)
+        return self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers,
+                                         tags={"probe": self.name, "policy": policy.name, **(tags or {})},
+                                         deadline=self.deadline)
+
+    # -- what goes into the report -------------------------------------------------------------
+    def keep(self, records: Records) -> None:
+        """Add these episodes to the report's tables (so findings can cite their ids)."""
+        self.kept.append(records)
+
+    def table(self, name: str, frame: pd.DataFrame) -> None:
+        """Save a table in the report folder as ``<probe>_<name>.parquet``."""
+        self.tables[name] = frame
+
+    def close(self) -> None:
+        if self._probe_env is not None:
+            try:
+                self._probe_env.close()
+            except Exception:
+                pass
+            self._probe_env = None

@@ -1,0 +1,106 @@
+"""The info protocol of DESIGN.md: the words envaudit uses for what happened in an episode.
+
+An environment tells envaudit about tool calls through ``info["tool"]`` (a mapping with ``name``,
+``status`` and optional ``latency_s`` / ``error``) and about the designer's own judgement of the
+episode through ``info["success"]`` on its last step. Everything else envaudit derives: the
+*end reason* of an episode and its *outcome class*, which is what a training pipeline keys on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+TOOL_KEY = "tool"
+SUCCESS_KEY = "success"
+
+TOOL_OK = "ok"
+TOOL_ERROR = "error"
+TOOL_TIMEOUT = "timeout"
+TOOL_STATUSES = (TOOL_OK, TOOL_ERROR, TOOL_TIMEOUT)
+
+# Why an episode ended. A tool status only names the end reason when the episode ended on that step.
+END_TERMINATED = "terminated"
+END_TRUNCATED = "truncated"
+END_TOOL_TIMEOUT = "tool_timeout"
+END_TOOL_ERROR = "tool_error"
+END_ENV_EXCEPTION = "env_exception"
+END_REASONS = (END_TERMINATED, END_TRUNCATED, END_TOOL_TIMEOUT, END_TOOL_ERROR, END_ENV_EXCEPTION)
+
+# What a training pipeline sees: the class it attaches a handling to.
+SUCCESS = "success"
+FAILURE = "failure"
+TIMEOUT = "timeout"
+ERROR = "error"
+UNKNOWN = "unknown"
+OUTCOMES = (SUCCESS, FAILURE, TIMEOUT, ERROR)
+
+
+def read_tool_info(info: Mapping[str, Any], key: str = TOOL_KEY) -> dict[str, Any] | None:
+    """Return the normalised tool record of one step, or None when the step called no tool.
+
+    Accepts a mapping with at least ``name`` and ``status``. A status outside ``TOOL_STATUSES`` is
+    kept as ``"error"`` with the unknown status in ``error``, so a typo in an env cannot hide a
+    failure from the probes.
+    """
+    raw = info.get(key)
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise TypeError(
+            f"info[{key!r}] must be a mapping with 'name' and 'status', got {type(raw).__name__}; "
+            "pass tool_key=... to envaudit.wrap if your env uses another key"
+        )
+    status = str(raw.get("status", TOOL_OK))
+    error = raw.get("error")
+    if status not in TOOL_STATUSES:
+        error = f"unknown tool status {status!r}" + (f": {error}" if error else "")
+        status = TOOL_ERROR
+    latency = raw.get("latency_s")
+    return {
+        "name": str(raw.get("name", "")),
+        "status": status,
+        "latency_s": float(latency) if latency is not None else None,
+        "error": None if error is None else str(error),
+        "injected": bool(raw.get("injected", False)),
+    }
+
+
+def end_reason(
+    *, terminated: bool, truncated: bool, tool_status: str | None, exception: bool = False
+) -> str:
+    """The end reason of an episode from its last step."""
+    if exception:
+        return END_ENV_EXCEPTION
+    if truncated and not terminated:
+        # The step limit cut the episode, whatever its last tool call did.
+        return END_TRUNCATED
+    if tool_status == TOOL_TIMEOUT:
+        return END_TOOL_TIMEOUT
+    if tool_status == TOOL_ERROR:
+        return END_TOOL_ERROR
+    return END_TERMINATED
+
+
+def outcome_class(
+    reason: str,
+    *,
+    success: bool | None,
+    episode_return: float,
+    success_threshold: float | None = None,
+) -> str:
+    """The outcome class of an episode: what a pipeline's handling keys on.
+
+    Timeouts (truncation or a final tool timeout) and errors come first: a pipeline sees a
+    timed-out rollout as timed out whatever its reward. Otherwise the env's own success flag
+    decides; without one, ``success_threshold`` on the return does; without that, ``unknown``.
+    """
+    if reason in (END_TRUNCATED, END_TOOL_TIMEOUT):
+        return TIMEOUT
+    if reason in (END_TOOL_ERROR, END_ENV_EXCEPTION):
+        return ERROR
+    if success is not None:
+        return SUCCESS if success else FAILURE
+    if success_threshold is not None:
+        return SUCCESS if episode_return >= success_threshold else FAILURE
+    return UNKNOWN

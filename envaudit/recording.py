@@ -1,0 +1,264 @@
+"""Instrumentation: ``AuditWrapper`` records every step and episode without changing the 5-tuple.
+
+Records come out as two pandas DataFrames, ``steps`` (one row per step) and ``episodes`` (one row
+per finished episode, with its end reason and outcome class), and save to / load from a folder as
+Parquet. Recording is a few list appends per step; the tables are built only when asked for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from envaudit.protocol import (
+    END_ENV_EXCEPTION,
+    SUCCESS_KEY,
+    TOOL_ERROR,
+    TOOL_KEY,
+    TOOL_TIMEOUT,
+    end_reason,
+    outcome_class,
+    read_tool_info,
+)
+
+SuccessFn = Callable[[Mapping[str, Any]], "bool | None"]
+
+STEP_COLUMNS = [
+    "episode_id", "step", "action", "action_label", "reward", "terminated", "truncated",
+    "tool_name", "tool_status", "latency_s", "error", "injected",
+]
+EPISODE_COLUMNS = [
+    "episode_id", "seed", "length", "return", "end_reason", "outcome", "success",
+    "n_tool_calls", "n_tool_errors", "n_tool_timeouts", "n_injected", "error",
+]
+
+
+def action_labels_of(env: gym.Env) -> list[str] | None:
+    """The env's readable action labels (``ToolEnv.action_labels``), when it has them."""
+    labels = getattr(env.unwrapped, "action_labels", None)
+    return list(labels) if labels is not None else None
+
+
+def _plain_action(action: Any) -> Any:
+    arr = np.asarray(action)
+    if arr.shape == () and np.issubdtype(arr.dtype, np.integer):
+        return int(arr)
+    if arr.shape == () and np.issubdtype(arr.dtype, np.floating):
+        return float(arr)
+    return repr(action.tolist() if hasattr(action, "tolist") else action)
+
+
+@dataclass
+class Records:
+    """The steps and episodes tables of a set of recorded episodes."""
+
+    steps: pd.DataFrame
+    episodes: pd.DataFrame
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """Write ``steps.parquet`` and ``episodes.parquet`` atomically into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, df in (("steps", self.steps), ("episodes", self.episodes)):
+            frame = df.copy()
+            # Parquet needs one type per column; actions of mixed kinds are kept as text.
+            if "action" in frame and frame["action"].map(type).nunique() > 1:
+                frame["action"] = frame["action"].astype(str)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+            os.close(fd)
+            try:
+                frame.to_parquet(tmp, index=False)
+                os.replace(tmp, folder / f"{name}.parquet")
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> Records:
+        folder = Path(folder)
+        missing = [n for n in ("steps", "episodes") if not (folder / f"{n}.parquet").exists()]
+        if missing:
+            raise FileNotFoundError(
+                f"{folder} has no {', '.join(m + '.parquet' for m in missing)}; "
+                "is it a report folder written by `envaudit scan`?"
+            )
+        return cls(pd.read_parquet(folder / "steps.parquet"), pd.read_parquet(folder / "episodes.parquet"))
+
+    @classmethod
+    def concat(cls, parts: list[Records]) -> Records:
+        parts = [p for p in parts if p is not None]
+        if not parts:
+            return Recorder().records()
+        return cls(
+            pd.concat([p.steps for p in parts], ignore_index=True),
+            pd.concat([p.episodes for p in parts], ignore_index=True),
+        )
+
+
+class Recorder:
+    """Collects steps and episodes from one or more ``AuditWrapper``s; ids are unique within it."""
+
+    def __init__(self, *, ids: Iterator[int] | None = None) -> None:
+        self._steps: dict[str, list] = {c: [] for c in STEP_COLUMNS}
+        self._episodes: dict[str, list] = {c: [] for c in EPISODE_COLUMNS}
+        self._tags: list[dict[str, Any]] = []
+        # Recorders that share an id iterator give ids unique across all of them (one per scan).
+        self._ids = ids if ids is not None else itertools.count()
+        self.abandoned = 0
+
+    def new_episode_id(self) -> int:
+        return next(self._ids)
+
+    def add_step(self, row: tuple) -> None:
+        for column, value in zip(STEP_COLUMNS, row, strict=True):
+            self._steps[column].append(value)
+
+    def add_episode(self, row: tuple, tags: Mapping[str, Any]) -> None:
+        for column, value in zip(EPISODE_COLUMNS, row, strict=True):
+            self._episodes[column].append(value)
+        self._tags.append(dict(tags))
+
+    def __len__(self) -> int:
+        return len(self._episodes["episode_id"])
+
+    def records(self) -> Records:
+        steps = pd.DataFrame(self._steps, columns=STEP_COLUMNS)
+        episodes = pd.DataFrame(self._episodes, columns=EPISODE_COLUMNS)
+        if self._tags:
+            tags = pd.DataFrame(self._tags, index=episodes.index)
+            for column in tags.columns:
+                episodes[column] = tags[column]
+        episodes["success"] = episodes["success"].astype("boolean")
+        return Records(steps, episodes)
+
+
+class AuditWrapper(gym.Wrapper):
+    """Record every step of ``env``; the 5-tuple passes through unchanged.
+
+    ``success`` overrides where the success flag comes from: a callable on the last step's info, or
+    the name of an info key (default ``"success"``). ``success_threshold`` classifies episodes as
+    success/failure by return when the env gives no flag. ``tags`` set with ``set_tags`` are copied
+    onto every following episode row (the scan uses them for policy names and GRPO groups).
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        *,
+        tool_key: str = TOOL_KEY,
+        success: SuccessFn | str | None = None,
+        success_threshold: float | None = None,
+        recorder: Recorder | None = None,
+    ) -> None:
+        super().__init__(env)
+        self.tool_key = tool_key
+        if success is None or isinstance(success, str):
+            key = success or SUCCESS_KEY
+            self._success: SuccessFn = lambda info: info.get(key)  # noqa: E731
+        else:
+            self._success = success
+        self.success_threshold = success_threshold
+        self.recorder = recorder if recorder is not None else Recorder()
+        self.labels = action_labels_of(env)
+        self.tags: dict[str, Any] = {}
+        self._open = False
+
+    def set_tags(self, **tags: Any) -> None:
+        self.tags = dict(tags)
+
+    @property
+    def records(self) -> Records:
+        return self.recorder.records()
+
+    def _begin(self, seed: int | None) -> None:
+        if self._open:
+            self.recorder.abandoned += 1
+        self._open = True
+        self.episode_id = self.recorder.new_episode_id()
+        self._seed = seed
+        self._t = 0
+        self._return = 0.0
+        self._n_calls = self._n_errors = self._n_timeouts = self._n_injected = 0
+        self._rows: list[tuple] = []
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self._open = False  # a reset that raises leaves no half episode behind
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._begin(seed)
+        return obs, info
+
+    def step(self, action: Any):
+        try:
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        except Exception as exc:
+            if self._open:
+                self._record_step(action, float("nan"), False, False, None, f"{type(exc).__name__}: {exc}")
+                self._finish(None, exception=f"{type(exc).__name__}: {exc}")
+            raise
+        if self._open:
+            tool = read_tool_info(info, self.tool_key)
+            self._record_step(action, reward, terminated, truncated, tool, None)
+            if terminated or truncated:
+                self._finish(info)
+        return obs, reward, terminated, truncated, info
+
+    def _record_step(self, action, reward, terminated, truncated, tool, exception) -> None:
+        plain = _plain_action(action)
+        label = self.labels[plain] if self.labels is not None and isinstance(plain, int) and 0 <= plain < len(self.labels) else None
+        status = tool["status"] if tool else None
+        if tool:
+            self._n_calls += 1
+            self._n_errors += status == TOOL_ERROR
+            self._n_timeouts += status == TOOL_TIMEOUT
+        injected = bool(tool and tool.get("injected"))
+        self._n_injected += injected
+        self._status = status
+        reward = float(reward)
+        self._return += reward
+        self.recorder.add_step((
+            self.episode_id, self._t, plain, label, reward, bool(terminated), bool(truncated),
+            tool["name"] if tool else None, status, tool["latency_s"] if tool else None,
+            exception or (tool["error"] if tool else None), injected,
+        ))
+        self._t += 1
+
+    def _finish(self, info: Mapping[str, Any] | None, exception: str | None = None) -> None:
+        self._open = False
+        success = None
+        if info is not None:
+            flag = self._success(info)
+            success = None if flag is None else bool(flag)
+        steps = self.recorder._steps
+        terminated, truncated = steps["terminated"][-1], steps["truncated"][-1]
+        if exception is not None:
+            reason = END_ENV_EXCEPTION
+        else:
+            reason = end_reason(terminated=terminated, truncated=truncated, tool_status=self._status)
+        outcome = outcome_class(reason, success=success, episode_return=self._return,
+                                success_threshold=self.success_threshold)
+        self.recorder.add_episode((
+            self.episode_id, self._seed, self._t, self._return, reason, outcome, success,
+            self._n_calls, self._n_errors, self._n_timeouts, self._n_injected, exception,
+        ), self.tags)
+
+
+def wrap(
+    env: gym.Env,
+    *,
+    tool_key: str = TOOL_KEY,
+    success: SuccessFn | str | None = None,
+    success_threshold: float | None = None,
+    recorder: Recorder | None = None,
+) -> AuditWrapper:
+    """Wrap ``env`` so every step is recorded; see ``AuditWrapper``."""
+    return AuditWrapper(env, tool_key=tool_key, success=success,
+                        success_threshold=success_threshold, recorder=recorder)

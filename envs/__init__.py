@@ -1,0 +1,1 @@
+"""Bundled tool environments, registered with Gymnasium under ``envaudit/``."""

@@ -1,0 +1,1 @@
+"""Bundled probes; each module exposes ``probe`` and is registered under ``envaudit.probes``."""
