@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 
 from envaudit.config import ScanConfig
+from envaudit.errors import ProbeRegistryError
 from envaudit.findings import CODES, Finding
 from envaudit.pipeline import Pipeline
-from envaudit.recording import Records
+from envaudit.recording import Recorder, Records
 from envaudit.rollout import EnvFactory, Policy, Problem, Runner, RunResult
 from envaudit.seeding import child_rng, child_seed
 from envaudit.toolenv import ToolEnv
@@ -60,17 +61,19 @@ class Probe:
             raise TypeError(f"probe {self.name!r}: run must be callable, got {type(self.run).__name__}")
 
 
-class ProbeRegistryError(Exception):
-    pass
-
-
 def _load(name: str, target: Any) -> Probe:
-    obj = target
-    if isinstance(target, str):
-        module, _, attr = target.partition(":")
-        obj = getattr(importlib.import_module(module), attr)
-    else:
-        obj = target.load()
+    where = target if isinstance(target, str) else target.value
+    try:
+        if isinstance(target, str):
+            module, _, attr = target.partition(":")
+            obj = getattr(importlib.import_module(module), attr)
+        else:
+            obj = target.load()
+    except Exception as exc:
+        raise ProbeRegistryError(
+            f"probe plugin {name!r} ({where}) failed to load: {type(exc).__name__}: {exc}; "
+            "fix or uninstall the package that provides it"
+        ) from exc
     if not isinstance(obj, Probe):
         raise ProbeRegistryError(
             f"entry point {name!r} in group {GROUP!r} gives a {type(obj).__name__}, not an "
@@ -81,12 +84,18 @@ def _load(name: str, target: Any) -> Probe:
     return obj
 
 
-def registered_probes() -> dict[str, Probe]:
-    """All probes: the bundled ones and those of installed packages, in run order."""
+def probe_names() -> list[str]:
+    """Names of every registered probe, without importing any of them."""
+    return sorted(set(BUILTIN) | {ep.name for ep in entry_points(group=GROUP)})
+
+
+def registered_probes(names: Iterable[str] | None = None) -> dict[str, Probe]:
+    """The bundled probes and those of installed packages (only ``names`` when given), in run order."""
     found: dict[str, Any] = dict(BUILTIN)
     for ep in entry_points(group=GROUP):
         found[ep.name] = ep
-    probes = {name: _load(name, target) for name, target in found.items()}
+    wanted = found if names is None else {n: found[n] for n in names if n in found}
+    probes = {name: _load(name, target) for name, target in wanted.items()}
     return dict(sorted(probes.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
@@ -106,6 +115,9 @@ class ProbeContext:
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     kept: list[Records] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
+    hangs: list[Problem] = field(default_factory=list)
+    """Hangs seen so far in this scan (shared by all probes): once the env has hung, probes stop
+    stepping it, so one hanging env costs a few deadlines, not one per rollout."""
     _probe_env: gym.Env | None = None
 
     # -- randomness and time ------------------------------------------------------------------
@@ -161,10 +173,14 @@ class ProbeContext:
         make_env: EnvFactory | None = None,
     ) -> RunResult:
         """Run ``policy`` once per seed (hang-protected, recorded), within the probe's deadline."""
+        if self.hangs:
+            return RunResult(Recorder().records(), [], stopped_early=True)
         rng = self.rng("policy", rng_name or policy.name)
-        return self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers,
-                                         tags={"probe": self.name, "policy": policy.name, **(tags or {})},
-                                         deadline=self.deadline)
+        result = self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers,
+                                           tags={"probe": self.name, "policy": policy.name, **(tags or {})},
+                                           deadline=self.deadline)
+        self.hangs.extend(p for p in result.problems if p.kind == "hang")
+        return result
 
     # -- what goes into the report -------------------------------------------------------------
     def keep(self, records: Records) -> None:

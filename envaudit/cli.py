@@ -1,0 +1,149 @@
+"""The ``envaudit`` command. The only module that prints.
+
+Exit codes: 0 (no finding reached ``--fail-on``), 1 (one did), 2 (usage error: a one-line message
+that names the fix, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+import tomllib
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from envaudit.config import FAIL_ON, ScanConfig, config_help
+from envaudit.pipeline import HANDLINGS
+from envaudit.resolve import UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own errors: exit 2 with one line
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    helps = config_help()
+    parser = _Parser(prog="envaudit", description="Audit an RL environment's incentives before training in it.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    scan = sub.add_parser("scan", help="scan an env and write a report folder")
+    scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, or a module exposing make_env()")
+    scan.add_argument("--seed", type=int, help=helps["seed"])
+    scan.add_argument("--episodes", type=int, help=helps["episodes"])
+    scan.add_argument("--group-size", type=int, help=helps["group_size"])
+    scan.add_argument("--max-steps", type=int, help=helps["max_steps"])
+    scan.add_argument("--step-timeout", dest="step_timeout_s", type=float, help=helps["step_timeout_s"])
+    scan.add_argument("--budget", dest="budget_s", type=float, help=helps["budget_s"])
+    scan.add_argument("--out", help=helps["out"])
+    scan.add_argument("--timeout-handling", choices=HANDLINGS, help=helps["timeout_handling"])
+    scan.add_argument("--timeout-penalty", type=float, help=helps["timeout_penalty"])
+    scan.add_argument("--pipeline", help=helps["pipeline"])
+    scan.add_argument("--success-threshold", type=float, help=helps["success_threshold"])
+    scan.add_argument("--fail-on", choices=FAIL_ON, help=helps["fail_on"])
+    scan.add_argument("--probes", help="Comma-separated probe names (default: all; `envaudit probes` lists them).")
+    scan.add_argument("--engine", choices=("torch", "vllm"), help=helps["engine"])
+    scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
+    scan.add_argument("--alpha", type=float, help=helps["alpha"])
+    scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
+    sub.add_parser("probes", help="list the registered probes")
+    return parser
+
+
+def _pyproject_options(cwd: Path) -> dict[str, Any]:
+    """``[tool.envaudit]`` from ./pyproject.toml, keys normalised to ScanConfig field names."""
+    path = cwd / "pyproject.toml"
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path} is not valid TOML ({exc}); fix it or run from another folder") from None
+    section = data.get("tool", {}).get("envaudit", {})
+    names = {f.name for f in fields(ScanConfig)}
+    aliases = {"step_timeout": "step_timeout_s", "budget": "budget_s"}
+    options = {}
+    for key, value in section.items():
+        name = aliases.get(key.replace("-", "_"), key.replace("-", "_"))
+        if name not in names:
+            close = difflib.get_close_matches(name, sorted(names), n=1)
+            raise UsageError(f"unknown key {key!r} in [tool.envaudit] of {path}"
+                             + (f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(names))}"))
+        options[name] = value
+    if isinstance(options.get("probes"), str):
+        options["probes"] = [p.strip() for p in options["probes"].split(",") if p.strip()]
+    return options
+
+
+def _config(args: argparse.Namespace) -> ScanConfig:
+    options = _pyproject_options(Path.cwd())
+    for f in fields(ScanConfig):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            options[f.name] = value
+    if isinstance(args.probes, str):
+        options["probes"] = [p.strip() for p in args.probes.split(",") if p.strip()]
+    try:
+        return ScanConfig(**options)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from envaudit.scan import default_out_dir, run_scan
+
+    config = _config(args)
+    try:
+        config.rollout_pipeline()  # an unknown preset is a usage error before any work
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    show = not args.no_progress and err.is_terminal
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not show) as bar:
+        task = bar.add_task("starting", total=1.0)
+        report = run_scan(args.env, config,
+                          progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
+    out = config.out or default_out_dir(report.env_id)
+    folder = report.write(out)
+    console.print(report)
+    console.print(f"report written to {folder}/")
+    reached = report.reaches(config.fail_severity)
+    return 1 if reached else 0
+
+
+def _list_probes(console: Console) -> int:
+    from envaudit.probe import registered_probes
+
+    table = Table(show_header=True)
+    table.add_column("probe")
+    table.add_column("codes")
+    table.add_column("what it checks", overflow="fold")
+    for probe in registered_probes().values():
+        table.add_row(probe.name, ", ".join(probe.codes), probe.summary)
+    console.print(table)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    console = Console()
+    err = Console(stderr=True)
+    try:
+        args = _build_parser().parse_args(argv)
+        if args.command == "probes":
+            return _list_probes(console)
+        return _scan(args, console, err)
+    except UsageError as exc:
+        print(f"envaudit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("envaudit: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,220 @@
+"""Scan orchestration: resolve the env, explore it, run the probes within the budget, correct, report.
+
+``run_scan`` is the one call behind ``envaudit scan`` and the pytest plugin. A probe that raises
+or overruns its time slice becomes a finding about that probe; a hanging or crashing env becomes
+data for the ``api`` probe; the scan always returns a report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import difflib
+import itertools
+import math
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import pandas as pd
+
+from envaudit.config import ScanConfig
+from envaudit.deadline import DeadlineExceeded, DeadlineWorker
+from envaudit.findings import Finding, Severity
+from envaudit.probe import Probe, ProbeContext, probe_names, registered_probes
+from envaudit.recording import Records
+from envaudit.report import ProbeStatus, Report
+from envaudit.resolve import UsageError, fingerprint, resolve_env
+from envaudit.rollout import Problem, RandomPolicy, Runner
+from envaudit.seeding import child_rng, child_seed
+from envaudit.stats import holm
+
+Progress = Callable[[str, float], None]
+EXPLORATION_SHARE = 0.3
+"""Exploration may use at most this share of the budget; the probes share the rest."""
+
+
+def select_probes(names: Sequence[str] | None) -> list[Probe]:
+    if names is None:
+        return list(registered_probes().values())
+    known = probe_names()
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        hint = difflib.get_close_matches(unknown[0], known, n=1)
+        raise UsageError(
+            f"unknown probe {unknown[0]!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
+            + f" (registered: {', '.join(known)}; `envaudit probes` lists them)"
+        )
+    return list(registered_probes(names).values())
+
+
+def _explore(make_env, config: ScanConfig, ids, deadline: float) -> tuple[Records, list[Problem]]:
+    """Random-policy rollouts in GRPO-style groups: G episodes from each reset seed."""
+    n_episodes = config.scaled(config.episodes)
+    group_size = min(config.group_size, n_episodes)
+    n_groups = max(1, math.ceil(n_episodes / group_size))
+    runner = Runner(make_env, step_timeout_s=config.step_timeout_s, max_steps=config.max_steps,
+                    success_threshold=config.success_threshold, ids=ids)
+    rng = child_rng(config.seed, "explore", "policy")
+    parts, problems = [], []
+    for g in range(n_groups):
+        seed = child_seed(config.seed, "explore", "group", g) % (2**31 - 1)
+        result = runner.run(RandomPolicy(), [seed] * group_size, rng=rng, deadline=deadline,
+                            tags={"probe": "explore", "policy": "random", "group": g})
+        parts.append(result.records)
+        problems.extend(result.problems)
+        if result.stopped_early:
+            break
+    return Records.concat(parts), problems
+
+
+def _summary(records: Records) -> dict[str, Any]:
+    eps = records.episodes
+    if eps.empty:
+        return {"episodes": 0}
+    return {
+        "episodes": int(len(eps)),
+        "steps": int(len(records.steps)),
+        "mean_return": float(eps["return"].mean()),
+        "mean_length": float(eps["length"].mean()),
+        "outcomes": {k: int(v) for k, v in eps["outcome"].value_counts().sort_index().items()},
+        "end_reasons": {k: int(v) for k, v in eps["end_reason"].value_counts().sort_index().items()},
+        "success_flag": bool(eps["success"].notna().any()),
+    }
+
+
+def _probe_failure(probe: Probe, status: str, message: str) -> Finding:
+    return Finding(
+        code="env-error", severity=Severity.WARN, probe=probe.name,
+        title=f"probe {probe.name!r} {status}",
+        summary=f"The {probe.name} probe {status}, so its incentives were not checked: {message}",
+        evidence={"probe": probe.name, "status": status, "message": message},
+        fix="Most likely the env misbehaves under this probe's policies (see the other env-error "
+            "findings); if not, report it with this report.json.",
+    )
+
+
+def _holm(findings: list[Finding], alpha: float) -> list[Finding]:
+    """Holm across every finding of the scan that rests on a p-value; unsupported warn/fail become info."""
+    tested = [i for i, f in enumerate(findings) if isinstance(f.evidence.get("p_value"), (int, float))]
+    if not tested:
+        return findings
+    adjusted = holm([findings[i].evidence["p_value"] for i in tested])
+    out = list(findings)
+    for i, p_adj in zip(tested, adjusted, strict=True):
+        f = out[i]
+        evidence = {**f.evidence, "p_adjusted": float(p_adj), "tests_in_scan": len(tested)}
+        severity = f.severity
+        if severity > Severity.INFO and p_adj > alpha:
+            severity = Severity.INFO
+            evidence["downgraded"] = f"adjusted p {p_adj:.3g} > alpha {alpha:g} (Holm over {len(tested)} tests)"
+        out[i] = dataclasses.replace(f, severity=severity, evidence=evidence)
+    return out
+
+
+def run_scan(
+    target: str | Callable[[], gym.Env],
+    config: ScanConfig | None = None,
+    *,
+    progress: Progress | None = None,
+    env_id: str | None = None,
+    **overrides: Any,
+) -> Report:
+    """Scan an env (a spec string or a zero-argument factory) and return the report."""
+    config = dataclasses.replace(config or ScanConfig(), **overrides) if overrides else (config or ScanConfig())
+    started = time.monotonic()
+    deadline = started + config.budget_s
+    created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    if isinstance(target, str):
+        env_id, make_env = resolve_env(target)
+    else:
+        make_env, env_id = target, env_id or getattr(target, "__name__", repr(target))
+    probes = select_probes(config.probes)
+    pipeline = config.rollout_pipeline()
+    tell = progress or (lambda _msg, _frac: None)
+
+    guard = DeadlineWorker("envaudit-make")
+    findings: list[Finding] = []
+    try:
+        probe_env = guard.call(make_env, config.step_timeout_s, what="making the env")
+        if not isinstance(probe_env, gym.Env):
+            raise UsageError(f"{env_id!r} made a {type(probe_env).__name__}, not a gymnasium.Env")
+        env_fingerprint = fingerprint(probe_env)
+        probe_env.close()
+    except UsageError:
+        raise
+    except (DeadlineExceeded, Exception) as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        finding = Finding(code="env-error", severity=Severity.FAIL, probe="scan", title="the env cannot be made",
+                          summary=f"Making the env failed, so nothing else could be checked: {message}",
+                          evidence={"message": message}, fix="Make the factory/constructor work on its own first.")
+        return Report(env_id, config.to_dict(), {}, [finding], [], {"episodes": 0}, created,
+                      time.monotonic() - started, _version())
+
+    tell("exploring", 0.0)
+    ids = itertools.count()
+    exploration, problems = _explore(make_env, config, ids, started + EXPLORATION_SHARE * config.budget_s)
+    kept: list[Records] = [exploration]
+    tables: dict[str, pd.DataFrame] = {}
+    statuses: list[ProbeStatus] = []
+    hangs = [p for p in problems if p.kind == "hang"]
+    for i, probe in enumerate(probes):
+        now = time.monotonic()
+        remaining_weight = sum(p.weight for p in probes[i:])
+        time_slice = max(0.0, (deadline - now) * probe.weight / remaining_weight)
+        tell(f"probe {probe.name}", i / len(probes))
+        ctx = ProbeContext(env_id=env_id, make_env=make_env, config=config, exploration=exploration,
+                           exploration_problems=problems, pipeline=pipeline, name=probe.name,
+                           deadline=now + time_slice, ids=ids, hangs=hangs)
+        status, error, produced = _run_probe(probe, ctx, time_slice)
+        findings.extend(produced)
+        kept.extend(ctx.kept)
+        tables.update({f"{probe.name}_{k}": v for k, v in ctx.tables.items()})
+        statuses.append(ProbeStatus(probe.name, status, time.monotonic() - now, len(produced), error, ctx.notes))
+        ctx.close()
+    tell("done", 1.0)
+    findings = _holm(findings, config.alpha)
+    records = Records.concat(kept)
+    records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
+    return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
+                  created, time.monotonic() - started, _version(), records=records, tables=tables)
+
+
+def _run_probe(probe: Probe, ctx: ProbeContext, time_slice: float) -> tuple[str, str | None, list[Finding]]:
+    """Run one probe on its own thread with a hard deadline; failures become findings."""
+    worker = DeadlineWorker(f"envaudit-probe-{probe.name}")
+    grace = 2.0 + 0.1 * time_slice  # probes check ctx.time_left(); the hard stop is a backstop
+    try:
+        produced = worker.call(lambda: list(probe.run(ctx)), time_slice + grace, what=f"probe {probe.name!r}")
+    except DeadlineExceeded:
+        message = f"it did not finish within its {time_slice:.1f} s share of the budget (raise --budget)"
+        return "overran", message, [_probe_failure(probe, "overran", message)]
+    except Exception as exc:
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
+        message = f"{type(exc).__name__}: {exc}{where}"
+        return "crashed", message, [_probe_failure(probe, "crashed", message)]
+    finally:
+        worker.close()
+    bad = [f for f in produced if not isinstance(f, Finding)]
+    if bad:
+        message = f"returned {type(bad[0]).__name__} instead of envaudit.Finding"
+        return "crashed", message, [_probe_failure(probe, "crashed", message)]
+    return "ok", None, [dataclasses.replace(f, probe=f.probe or probe.name) for f in produced]
+
+
+def _version() -> str:
+    from envaudit import __version__
+
+    return __version__
+
+
+def default_out_dir(env_id: str) -> str:
+    slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in env_id).strip("-")
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"reports/{slug}-{stamp}"
+
+
+__all__ = ["default_out_dir", "run_scan", "select_probes"]

@@ -1,0 +1,87 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import envaudit.scan as scan_module
+from envaudit import Finding, Probe
+from envaudit.cli import main
+
+ROOT = Path(__file__).parents[1]
+
+
+@pytest.fixture
+def planted_probe(monkeypatch):
+    """A registry with one probe that reports a warn, so --fail-on decides the exit code."""
+
+    def warn(ctx):
+        return [Finding(code="length-bias", severity="warn", title="farming", summary="steps pay")]
+
+    registry = {"planted": Probe("planted", warn, "always warns")}
+    monkeypatch.setattr(scan_module, "probe_names", lambda: sorted(registry))
+    monkeypatch.setattr(scan_module, "registered_probes",
+                        lambda names=None: {n: p for n, p in registry.items() if names is None or n in names})
+
+
+@pytest.mark.parametrize(("fail_on", "code"), [("fail", 0), ("warn", 1), ("info", 1), ("never", 0)])
+def test_exit_code_follows_fail_on(planted_probe, tmp_path, monkeypatch, capsys, fail_on, code):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    rc = main(["scan", "tests.fixtures.user_envs:CoinEnv", "--episodes", "8", "--out", "out",
+               "--fail-on", fail_on, "--no-progress"])
+    assert rc == code
+    out = capsys.readouterr().out
+    assert "steps pay" in out and "report written to out/" in out
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["config"]["fail_on"] == fail_on and data["counts"]["warn"] == 1
+
+
+def test_pyproject_section_sets_options_and_flags_override(planted_probe, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.envaudit]\nseed = 7\nepisodes = 12\nfail-on = 'warn'\ntimeout-handling = 'drop'\n"
+    )
+    assert main(["scan", "tests.fixtures.user_envs:CoinEnv", "--out", "o", "--no-progress"]) == 1
+    config = json.loads((tmp_path / "o" / "report.json").read_text())["config"]
+    assert (config["seed"], config["episodes"], config["timeout_handling"]) == (7, 12, "drop")
+    assert main(["scan", "tests.fixtures.user_envs:CoinEnv", "--out", "o2", "--fail-on", "never",
+                 "--seed", "8", "--no-progress"]) == 0
+    config = json.loads((tmp_path / "o2" / "report.json").read_text())["config"]
+    assert (config["seed"], config["fail_on"]) == (8, "never")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["scan", "CartPol-v1"], "no Gymnasium env 'CartPol-v1'; did you mean 'CartPole-v1'?"),
+        (["scan", "CartPole-v1", "--episodes", "0"], "episodes must be at least 1, got 0"),
+        (["scan", "CartPole-v1", "--timeout-handling", "ignore"], "invalid choice: 'ignore'"),
+        (["scan", "CartPole-v1", "--probes", "replya"], "unknown probe 'replya'; did you mean 'replay'?"),
+        (["scan", "CartPole-v1", "--pipeline", "rlm"], "no pipeline preset 'rlm'"),
+        (["scan"], "the following arguments are required: ENV"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line_naming_the_fix(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_unknown_pyproject_key_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.envaudit]\nepisodez = 3\n")
+    assert main(["scan", "CartPole-v1"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'episodez' in [tool.envaudit]" in err and "did you mean 'episodes'?" in err
+
+
+def test_console_script_lists_probes():
+    out = subprocess.run([sys.executable, "-m", "envaudit.cli", "probes"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for name in ("api", "replay"):
+        assert name in out.stdout

@@ -1,0 +1,119 @@
+import json
+import time
+
+import pytest
+
+import envaudit.scan as scan_module
+from envaudit import Finding, Probe, ScanConfig, Severity
+from envaudit.errors import UsageError
+from envaudit.report import Report
+from envaudit.scan import _holm, run_scan
+from tests.fixtures.user_envs import CoinEnv
+
+
+def _with_probes(monkeypatch, *probes):
+    registry = {p.name: p for p in probes}
+    monkeypatch.setattr(scan_module, "probe_names", lambda: sorted(registry))
+    monkeypatch.setattr(scan_module, "registered_probes",
+                        lambda names=None: {n: p for n, p in registry.items() if names is None or n in names})
+
+
+def _finding(p_value, severity="fail"):
+    return Finding(code="timeout-rewarded", severity=severity, title="t", summary="s",
+                   evidence={"p_value": p_value})
+
+
+def test_exploration_runs_groups_of_rollouts_from_one_reset_seed():
+    report = run_scan(CoinEnv, ScanConfig(seed=3, episodes=40, group_size=8, probes=()))
+    eps = report.records.episodes
+    assert len(eps) == 40 and report.exploration["episodes"] == 40
+    per_group = eps.groupby("group")["seed"]
+    assert (per_group.nunique() == 1).all() and (per_group.size() == 8).all()
+    assert eps["seed"].nunique() == 5
+    # CoinEnv pays 1 exactly on success, half the time under a random policy.
+    assert (eps["return"] == eps["success"].astype(float)).all()
+    assert 0.25 < eps["return"].mean() < 0.75
+
+
+def test_same_seed_same_report_other_seed_other_data():
+    cfg = ScanConfig(seed=11, episodes=32, probes=())
+    a, b = run_scan(CoinEnv, cfg), run_scan(CoinEnv, cfg)
+    c = run_scan(CoinEnv, ScanConfig(seed=12, episodes=32, probes=()))
+    assert a.records.episodes.equals(b.records.episodes)
+    assert a.records.steps.equals(b.records.steps)
+    assert not a.records.steps["action"].equals(c.records.steps["action"])
+
+
+def test_probe_that_raises_becomes_a_finding_and_the_scan_goes_on(monkeypatch):
+    def boom(ctx):
+        raise RuntimeError("kaput")
+
+    def fine(ctx):
+        return [Finding(code="length-bias", severity="info", title="ok", summary="fine")]
+
+    _with_probes(monkeypatch, Probe("boom", boom, "raises", order=1), Probe("fine", fine, "works", order=2))
+    report = run_scan(CoinEnv, ScanConfig(episodes=16))
+    status = {p.name: p.status for p in report.probes}
+    assert status == {"boom": "crashed", "fine": "ok"}
+    crashed = [f for f in report.findings if f.code == "env-error"]
+    assert len(crashed) == 1 and "RuntimeError: kaput" in crashed[0].summary
+    assert crashed[0].probe == "boom" and crashed[0].severity == Severity.WARN
+    assert any(f.title == "ok" and f.probe == "fine" for f in report.findings)
+
+
+def test_probe_that_overruns_its_slice_is_abandoned_within_the_budget(monkeypatch):
+    def sleeper(ctx):
+        time.sleep(60)
+        return []
+
+    _with_probes(monkeypatch, Probe("sleeper", sleeper, "never returns"))
+    start = time.monotonic()
+    report = run_scan(CoinEnv, ScanConfig(episodes=16, budget_s=3.0))
+    assert time.monotonic() - start < 3.0 + 2.0 + 0.5 + 1.0
+    assert report.probes[0].status == "overran"
+    assert report.findings[0].code == "env-error" and "did not finish" in report.findings[0].summary
+
+
+def test_probe_returning_garbage_is_reported(monkeypatch):
+    _with_probes(monkeypatch, Probe("garbage", lambda ctx: ["not a finding"], "bad"))
+    report = run_scan(CoinEnv, ScanConfig(episodes=8))
+    assert report.probes[0].status == "crashed"
+    assert "instead of envaudit.Finding" in report.findings[0].summary
+
+
+def test_holm_downgrades_unsupported_findings_to_info():
+    findings = _holm([_finding(0.001), _finding(0.03), _finding(0.04), _finding(0.5, "info")], alpha=0.05)
+    # Holm: 0.001*4=0.004; 0.03*3=0.09; max(0.09, 0.04*2)=0.09; 0.5
+    assert [round(f.evidence["p_adjusted"], 6) for f in findings] == [0.004, 0.09, 0.09, 0.5]
+    assert [str(f.severity) for f in findings] == ["fail", "info", "info", "info"]
+    assert "Holm over 4 tests" in findings[1].evidence["downgraded"]
+
+
+def test_unknown_probe_name_is_a_usage_error_with_a_suggestion(monkeypatch):
+    _with_probes(monkeypatch, Probe("replay", lambda ctx: [], "r"))
+    with pytest.raises(UsageError, match="unknown probe 'replya'; did you mean 'replay'"):
+        run_scan(CoinEnv, ScanConfig(probes=("replya",)))
+
+
+def test_env_that_cannot_be_made_is_a_finding_not_a_crash():
+    def broken():
+        raise OSError("no GPU here")
+
+    report = run_scan(broken, ScanConfig(probes=()))
+    assert [f.code for f in report.findings] == ["env-error"]
+    assert "OSError: no GPU here" in report.findings[0].summary
+
+
+def test_report_folder_round_trips(tmp_path):
+    report = run_scan(CoinEnv, ScanConfig(seed=5, episodes=16, probes=()))
+    report.findings.append(_finding(0.01))
+    report.write(tmp_path / "r")
+    names = sorted(p.name for p in (tmp_path / "r").iterdir())
+    assert names == ["episodes.parquet", "report.json", "report.md", "steps.parquet"]
+    data = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert data["schema_version"] == 1 and data["config"]["seed"] == 5
+    assert data["fingerprint"]["class"].endswith("user_envs.CoinEnv")
+    loaded = Report.load(tmp_path / "r")
+    assert loaded.to_dict() == report.to_dict()
+    assert loaded.records.episodes["return"].tolist() == report.records.episodes["return"].tolist()
+    assert "# envaudit report" in (tmp_path / "r" / "report.md").read_text()
