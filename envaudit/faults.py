@@ -56,15 +56,19 @@ class FaultInjector(gym.Wrapper):
         if not isinstance(base, ToolEnv):
             raise TypeError(
                 f"FaultInjector needs an envaudit.ToolEnv, got {type(base).__name__}; faults are "
-                "injected through ToolEnv's tool path (plain Gymnasium envs have none)"
+                "injected through ToolEnv's tool path (plain Gymnasium envs have none): build the "
+                "env on envaudit.ToolEnv (add_tool / add_call) to inject faults into it"
             )
         if mode not in ("simulated", "real"):
             raise ValueError(f"mode must be 'simulated' or 'real', got {mode!r}")
         self._base = base
         known = set(base.tools)
-        unknown = sorted((set(tools or ()) | set(rates or ())) - known)
-        if unknown:
-            raise ValueError(f"unknown tool(s) {unknown}; this env's tools are {sorted(known)}")
+        for argument, names in (("tools", tools), ("rates", rates)):
+            unknown = sorted(set(names or ()) - known)
+            if unknown:
+                raise ValueError(
+                    f"{argument}= names unknown tool(s) {unknown}; this env's tools are {sorted(known)}"
+                )
         targets = list(tools) if tools is not None else sorted(known)
         self.rates: dict[str, tuple[float, float]] = {}
         for name in sorted(known):

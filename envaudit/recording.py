@@ -49,6 +49,14 @@ def action_labels_of(env: gym.Env) -> list[str] | None:
 
 
 def _plain_action(action: Any) -> Any:
+    # Fast paths for what policies usually hand over (this runs on every recorded step).
+    kind = type(action)
+    if kind is int or kind is float:
+        return action
+    if isinstance(action, np.integer):
+        return int(action)
+    if isinstance(action, np.floating):
+        return float(action)
     arr = np.asarray(action)
     if arr.shape == () and np.issubdtype(arr.dtype, np.integer):
         return int(arr)
@@ -122,6 +130,11 @@ class Recorder:
         for column, value in zip(STEP_COLUMNS, row, strict=True):
             self._steps[column].append(value)
 
+    def add_step_columns(self, columns: list[list]) -> None:
+        """Add the steps of one episode at once: one list per column, in ``STEP_COLUMNS`` order."""
+        for column, values in zip(STEP_COLUMNS, columns, strict=True):
+            self._steps[column].extend(values)
+
     def add_episode(self, row: tuple, tags: Mapping[str, Any]) -> None:
         for column, value in zip(EPISODE_COLUMNS, row, strict=True):
             self._episodes[column].append(value)
@@ -173,6 +186,9 @@ class AuditWrapper(gym.Wrapper):
         self._open = False
 
     def set_tags(self, **tags: Any) -> None:
+        clash = sorted(set(tags) & set(EPISODE_COLUMNS))
+        if clash:
+            raise ValueError(f"tags {clash} would overwrite episode columns; rename them")
         self.tags = dict(tags)
 
     @property
@@ -180,17 +196,16 @@ class AuditWrapper(gym.Wrapper):
         return self.recorder.records()
 
     def _begin(self, seed: int | None) -> None:
-        if self._open:
-            self.recorder.abandoned += 1
         self._open = True
         self.episode_id = self.recorder.new_episode_id()
         self._seed = seed
-        self._t = 0
-        self._return = 0.0
-        self._n_calls = self._n_errors = self._n_timeouts = self._n_injected = 0
+        # Steps are buffered per episode and reach the recorder when it ends: an episode that is
+        # reset mid-way (or hangs) leaves no orphan rows behind, and a step costs one append.
         self._rows: list[tuple] = []
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if self._open:
+            self.recorder.abandoned += 1
         self._open = False  # a reset that raises leaves no half episode behind
         obs, info = self.env.reset(seed=seed, options=options)
         self._begin(seed)
@@ -201,35 +216,16 @@ class AuditWrapper(gym.Wrapper):
             obs, reward, terminated, truncated, info = self.env.step(action)
         except Exception as exc:
             if self._open:
-                self._record_step(action, float("nan"), False, False, None, f"{type(exc).__name__}: {exc}")
-                self._finish(None, exception=f"{type(exc).__name__}: {exc}")
+                message = f"{type(exc).__name__}: {exc}"
+                self._rows.append((_plain_action(action), float("nan"), False, False, None, message))
+                self._finish(None, exception=message)
             raise
         if self._open:
-            tool = read_tool_info(info, self.tool_key)
-            self._record_step(action, reward, terminated, truncated, tool, None)
+            tool = read_tool_info(info, self.tool_key) if self.tool_key in info else None
+            self._rows.append((_plain_action(action), float(reward), terminated, truncated, tool, None))
             if terminated or truncated:
                 self._finish(info)
         return obs, reward, terminated, truncated, info
-
-    def _record_step(self, action, reward, terminated, truncated, tool, exception) -> None:
-        plain = _plain_action(action)
-        label = self.labels[plain] if self.labels is not None and isinstance(plain, int) and 0 <= plain < len(self.labels) else None
-        status = tool["status"] if tool else None
-        if tool:
-            self._n_calls += 1
-            self._n_errors += status == TOOL_ERROR
-            self._n_timeouts += status == TOOL_TIMEOUT
-        injected = bool(tool and tool.get("injected"))
-        self._n_injected += injected
-        self._status = status
-        reward = float(reward)
-        self._return += reward
-        self.recorder.add_step((
-            self.episode_id, self._t, plain, label, reward, bool(terminated), bool(truncated),
-            tool["name"] if tool else None, status, tool["latency_s"] if tool else None,
-            exception or (tool["error"] if tool else None), injected,
-        ))
-        self._t += 1
 
     def _finish(self, info: Mapping[str, Any] | None, exception: str | None = None) -> None:
         self._open = False
@@ -237,17 +233,45 @@ class AuditWrapper(gym.Wrapper):
         if info is not None:
             flag = self._success(info)
             success = None if flag is None else bool(flag)
-        steps = self.recorder._steps
-        terminated, truncated = steps["terminated"][-1], steps["truncated"][-1]
+        episode_id, n = self.episode_id, len(self._rows)
+        actions, rewards, terminated, truncated, tools, errors = map(list, zip(*self._rows, strict=True))
+        # The failing step of an env_exception episode has a NaN reward; the return is what was
+        # earned before it, so group statistics stay finite.
+        total = 0.0
+        for reward in rewards[:-1] if exception is not None else rewards:
+            total += reward
+        labels = self.labels
+        if labels is None:
+            action_labels = [None] * n
+        else:
+            n_labels = len(labels)
+            action_labels = [labels[a] if type(a) is int and 0 <= a < n_labels else None for a in actions]
+        n_calls = n_errors = n_timeouts = n_injected = 0
+        names, statuses, latencies, injected = [None] * n, [None] * n, [None] * n, [False] * n
+        for t, tool in enumerate(tools):
+            if tool is not None:
+                names[t], statuses[t], latencies[t] = tool["name"], tool["status"], tool["latency_s"]
+                injected[t] = bool(tool.get("injected"))
+                n_calls += 1
+                n_errors += statuses[t] == TOOL_ERROR
+                n_timeouts += statuses[t] == TOOL_TIMEOUT
+                n_injected += injected[t]
+                errors[t] = errors[t] or tool["error"]
+        self.recorder.add_step_columns([
+            [episode_id] * n, range(n), actions, action_labels, rewards,
+            [bool(x) for x in terminated], [bool(x) for x in truncated],
+            names, statuses, latencies, errors, injected,
+        ])
         if exception is not None:
             reason = END_ENV_EXCEPTION
         else:
-            reason = end_reason(terminated=terminated, truncated=truncated, tool_status=self._status)
-        outcome = outcome_class(reason, success=success, episode_return=self._return,
+            reason = end_reason(terminated=bool(terminated[-1]), truncated=bool(truncated[-1]),
+                                tool_status=statuses[-1])
+        outcome = outcome_class(reason, success=success, episode_return=total,
                                 success_threshold=self.success_threshold)
         self.recorder.add_episode((
-            self.episode_id, self._seed, self._t, self._return, reason, outcome, success,
-            self._n_calls, self._n_errors, self._n_timeouts, self._n_injected, exception,
+            episode_id, self._seed, n, total, reason, outcome, success,
+            n_calls, n_errors, n_timeouts, n_injected, exception,
         ), self.tags)
 
 

@@ -192,7 +192,8 @@ class ToolEnv(gym.Env):
             value, latency = out.value, latency + float(out.latency_s)
         if tool.deadline_s is not None and latency > tool.deadline_s:
             return ToolResult(name, TOOL_TIMEOUT, error=f"{name} took {latency:.3g} s, past its "
-                              f"{tool.deadline_s:g} s deadline", latency_s=latency)
+                              f"{tool.deadline_s:g} s deadline", latency_s=latency,
+                              injected=fault is not None)
         return ToolResult(name, TOOL_OK, value=value, latency_s=latency)
 
     # -- Gymnasium API ----------------------------------------------------------------------
@@ -208,9 +209,22 @@ class ToolEnv(gym.Env):
     def step(self, action: Any):
         if self._done:
             raise gym.error.ResetNeeded("step() called after the episode ended; call reset() first")
-        index = int(np.asarray(action).item())
-        if not 0 <= index < len(self.catalogue):
-            raise ValueError(f"action {action!r} is outside the catalogue of {len(self.catalogue)} calls")
+        n = len(self.catalogue)
+        try:
+            raw = np.asarray(action).item()
+            index = int(raw)
+            if index != raw:  # 1.7 is not catalogue entry 1
+                raise ValueError(raw)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"action {action!r} is not an index into the catalogue; {type(self).__name__} takes "
+                f"an integer 0..{n - 1} (use env.action_index(label) to look a label up)"
+            ) from None
+        if not 0 <= index < n:
+            raise ValueError(
+                f"action {action!r} is outside the catalogue of {n} calls; expected 0..{n - 1} "
+                f"for {self.action_labels}"
+            )
         call = self.catalogue[index]
         result = self.call_tool(call.tool, **call.args)
         tr = self.transition(call, result)

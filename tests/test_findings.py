@@ -1,0 +1,80 @@
+"""Finding, Severity and rank: the shape every probe reports in."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from envaudit.findings import CODES, Finding, Severity, rank
+
+
+def make(code="timeout-rewarded", severity="warn", title="t", **kw):
+    return Finding(code=code, severity=severity, title=title, summary="s", **kw)
+
+
+def test_round_trip_through_dict_and_json():
+    f = make(evidence={"p_value": 0.01, "diff_ci": [0.5, 1.5], "n": 40}, examples=[3, 7],
+             fix="penalise timeouts", probe="timeouts")
+    data = f.to_dict()
+    assert data["severity"] == "warn" and data["examples"] == [3, 7]
+    again = Finding.from_dict(json.loads(json.dumps(data)))
+    assert again == f
+    assert again.severity is Severity.WARN
+
+
+def test_numpy_evidence_becomes_json():
+    f = make(evidence={
+        "mean": np.float64(1.5), "n": np.int64(12), "flag": np.bool_(True),
+        "ci": np.array([0.1, 0.2]), "nested": {"x": (np.float32(0.5), float("nan"))},
+        "inf": np.float64("inf"), "severity": Severity.FAIL,
+    }, examples=np.array([1, 2]))
+    ev = f.evidence
+    text = json.dumps(f.to_dict(), allow_nan=False)  # raises on NaN/inf or numpy types
+    assert json.loads(text)["evidence"] == ev
+    assert ev["mean"] == 1.5 and type(ev["mean"]) is float
+    assert ev["n"] == 12 and type(ev["n"]) is int
+    assert ev["flag"] is True
+    assert ev["ci"] == [0.1, 0.2]
+    assert ev["nested"] == {"x": [0.5, "nan"]}
+    assert ev["inf"] == "inf" and ev["severity"] == "fail"
+    assert f.examples == [1, 2] and all(type(e) is int for e in f.examples)
+
+
+def test_unknown_code_names_the_catalogue():
+    with pytest.raises(ValueError) as info:
+        make(code="timeout-reward")
+    message = str(info.value)
+    assert "unknown finding code 'timeout-reward'" in message
+    assert all(code in message for code in CODES)
+
+
+def test_severity_parse_and_order():
+    assert Severity.parse("FAIL") is Severity.FAIL
+    assert Severity.parse("info") is Severity.INFO
+    assert Severity.parse(Severity.WARN) is Severity.WARN
+    assert Severity.INFO < Severity.WARN < Severity.FAIL
+    assert str(Severity.WARN) == "warn"
+    with pytest.raises(ValueError, match="unknown severity 'fatal'; expected one of info, warn, fail"):
+        Severity.parse("fatal")
+    assert make(severity="fail").severity is Severity.FAIL
+
+
+def test_rank_severity_then_catalogue_then_title():
+    findings = [
+        make(code="env-error", severity="info", title="a"),
+        make(code="length-bias", severity="warn", title="b"),
+        make(code="timeout-rewarded", severity="warn", title="z"),
+        make(code="timeout-rewarded", severity="warn", title="c"),
+        make(code="env-error", severity="fail", title="d"),
+    ]
+    got = [(f.code, str(f.severity), f.title) for f in rank(findings)]
+    assert got == [
+        ("env-error", "fail", "d"),
+        ("timeout-rewarded", "warn", "c"),
+        ("timeout-rewarded", "warn", "z"),
+        ("length-bias", "warn", "b"),
+        ("env-error", "info", "a"),
+    ]
+    assert rank(list(reversed(findings))) == rank(findings)
