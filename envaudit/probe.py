@@ -37,6 +37,10 @@ GROUP = "envaudit.probes"
 BUILTIN = {
     "api": "envaudit.probes.api:probe",
     "replay": "envaudit.probes.replay:probe",
+    "timeouts": "envaudit.probes.timeouts:probe",
+    "length": "envaudit.probes.length:probe",
+    "intent": "envaudit.probes.intent:probe",
+    "pipeline": "envaudit.probes.pipeline:probe",
 }
 
 

@@ -221,7 +221,9 @@ class AuditWrapper(gym.Wrapper):
                 self._finish(None, exception=message)
             raise
         if self._open:
-            tool = read_tool_info(info, self.tool_key) if self.tool_key in info else None
+            # A non-mapping info breaks the API (the api probe reports it); record the step anyway.
+            has_info = isinstance(info, Mapping)
+            tool = read_tool_info(info, self.tool_key) if has_info and self.tool_key in info else None
             self._rows.append((_plain_action(action), float(reward), terminated, truncated, tool, None))
             if terminated or truncated:
                 self._finish(info)
@@ -230,7 +232,7 @@ class AuditWrapper(gym.Wrapper):
     def _finish(self, info: Mapping[str, Any] | None, exception: str | None = None) -> None:
         self._open = False
         success = None
-        if info is not None:
+        if isinstance(info, Mapping):
             flag = self._success(info)
             success = None if flag is None else bool(flag)
         episode_id, n = self.episode_id, len(self._rows)

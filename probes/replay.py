@@ -1,0 +1,431 @@
+"""Replay probe: do the same seed and the same actions give the same episode?
+
+Incentive it detects: GRPO compares G rollouts from one ``reset(seed=s)`` and credits each with its
+return minus the group's. When the env is not replayable, part of that difference is noise the
+policy did not cause, and an agent is rewarded (or punished) for luck; replays, offline
+re-evaluation and debugging of a single rollout fail the same way.
+
+Signal it reads: it replays episodes through guarded runs and compares everything the agent sees:
+(1) the observation of ``reset(seed=s)`` repeated on the same instance and on a fresh one;
+(2) whole episodes replayed from the same seed with the same actions (the exploration's recorded
+actions for ``Discrete`` spaces, otherwise actions drawn from a seeded copy of the action space),
+on the same instance and on a fresh one: observations, rewards, terminated/truncated and
+``info["tool"]["status"]`` step by step; (3) a recorded prefix followed by a new, seeded suffix,
+played on two fresh instances (a branch that exploration never took). Integers, bools and text
+compare exactly, floats with ``rtol=1e-9, atol=1e-12``; Dict and Tuple observations compare
+part by part. A divergence is a ``fail`` naming the first differing step and field.
+
+A hang during the replays (one exploration never hit) is reported as ``env-error``, since the api
+probe has already run.
+
+Known false positives: tools whose real latency sits near their deadline, so a status flips
+between ``ok`` and ``timeout`` with machine load (the fix names it when only statuses diverge);
+observations that carry wall-clock time on purpose. Float noise below the tolerance passes.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envaudit.findings import Finding
+from envaudit.probe import Probe, ProbeContext
+from envaudit.protocol import TOOL_KEY
+from envaudit.rollout import Policy, Problem
+
+EPISODE_REPLAYS = 16  # replay units (each: the same instance twice, a fresh instance once)
+BRANCH_REPLAYS = 8  # mid-episode branches (each: two fresh instances)
+MIN_STEPS = 200  # envs with short episodes get more units (up to MAX_UNITS_FACTOR times as many)
+MAX_UNITS_FACTOR = 4
+RTOL, ATOL = 1e-9, 1e-12
+
+RESET_SAME = "reset, same instance"
+RESET_FRESH = "reset, fresh instance"
+EPISODE_SAME = "episode, same instance"
+EPISODE_FRESH = "episode, fresh instance"
+BRANCH = "mid-episode branch"
+CHECKS = (RESET_SAME, RESET_FRESH, EPISODE_SAME, EPISODE_FRESH, BRANCH)
+
+
+# -- capturing what the agent sees ------------------------------------------------------------
+@dataclass
+class Step:
+    action: Any
+    observation: Any = None
+    reward: Any = None
+    terminated: Any = None
+    truncated: Any = None
+    tool_status: Any = None
+    exception: str | None = None  # the exception's type name when step() raised
+
+
+@dataclass
+class Trajectory:
+    seed: int | None
+    reset_obs: Any
+    instance: object
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def actions(self) -> list[Any]:
+        return [s.action for s in self.steps]
+
+
+def _snapshot(x: Any) -> Any:
+    """A copy the env cannot change later (some envs reuse their observation buffers)."""
+    try:
+        return copy.deepcopy(x)
+    except Exception:
+        return x
+
+
+class Capture(gym.Wrapper):
+    """Append one ``Trajectory`` per reset to ``sink``; the 5-tuple passes through unchanged."""
+
+    def __init__(self, env: gym.Env, sink: list[Trajectory]) -> None:
+        super().__init__(env)
+        self.sink = sink
+        self.instance = object()
+        self.current: Trajectory | None = None
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.current = Trajectory(seed, _snapshot(obs), self.instance)
+        self.sink.append(self.current)
+        return obs, info
+
+    def step(self, action):
+        try:
+            out = self.env.step(action)
+        except Exception as exc:
+            if self.current is not None:
+                self.current.steps.append(Step(_snapshot(action), exception=type(exc).__name__))
+            raise
+        if self.current is not None:
+            obs, reward, terminated, truncated, info = out
+            tool = info.get(TOOL_KEY) if isinstance(info, Mapping) else None
+            status = tool.get("status") if isinstance(tool, Mapping) else None
+            self.current.steps.append(Step(_snapshot(action), _snapshot(obs), _snapshot(reward),
+                                           terminated, truncated, status))
+        return out
+
+
+class Scripted(Policy):
+    """Play ``actions``, then sample from a copy of the action space seeded with ``seed``.
+
+    Independent of the run's generator, so two runs of the same ``Scripted`` play the same actions
+    whatever else the runs did.
+    """
+
+    name = "replay"
+
+    def __init__(self, actions: list[Any], seed: int) -> None:
+        self.actions = list(actions)
+        self.seed = int(seed)
+
+    def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
+        super().reset(env, rng)
+        self.space = copy.deepcopy(env.action_space)
+        self.space.seed(self.seed)
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.actions[self.t] if self.t < len(self.actions) else self.space.sample()
+
+
+# -- comparing ---------------------------------------------------------------------------------
+def same(a: Any, b: Any) -> bool:
+    """Equal as the agent sees it: ints, bools and text exactly, floats to ``RTOL``/``ATOL``."""
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        return (isinstance(a, Mapping) and isinstance(b, Mapping) and a.keys() == b.keys()
+                and all(same(a[k], b[k]) for k in a))
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b)
+                and all(same(x, y) for x, y in zip(a, b, strict=True)))
+    if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)):
+        return isinstance(a, (str, bytes)) and isinstance(b, (str, bytes)) and a == b
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except Exception:
+        return bool(a == b)
+    if x.shape != y.shape:
+        return False
+    if x.dtype == object or y.dtype == object:
+        return all(same(p, q) for p, q in zip(x.ravel().tolist(), y.ravel().tolist(), strict=True))
+    if x.dtype.kind in "fc" or y.dtype.kind in "fc":
+        return bool(np.allclose(x, y, rtol=RTOL, atol=ATOL, equal_nan=True))
+    return bool(np.array_equal(x, y))
+
+
+def _show(x: Any, n: int = 80) -> str:
+    if isinstance(x, np.ndarray):
+        text = np.array2string(x, precision=12, threshold=8)
+    else:
+        text = repr(x.item() if isinstance(x, np.generic) else x)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Divergence:
+    check: str
+    seed: int | None
+    step: int | None  # None: the observation of reset()
+    field: str
+    first: str
+    second: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"check": self.check, "seed": self.seed, "step": self.step, "field": self.field,
+                "values": [self.first, self.second]}
+
+
+FIELDS = (("observation", "observation"), ("reward", "reward"), ("terminated", "terminated"),
+          ("truncated", "truncated"), ("tool_status", "tool status"), ("exception", "exception"))
+
+
+def reset_difference(a: Trajectory, b: Trajectory, check: str) -> Divergence | None:
+    if same(a.reset_obs, b.reset_obs):
+        return None
+    return Divergence(check, a.seed, None, "observation", _show(a.reset_obs), _show(b.reset_obs))
+
+
+def episode_difference(a: Trajectory, b: Trajectory, check: str) -> Divergence | None:
+    """The first step and field where two plays of the same actions differ."""
+    for t, (x, y) in enumerate(zip(a.steps, b.steps, strict=False)):
+        for attr, label in FIELDS:
+            u, v = getattr(x, attr), getattr(y, attr)
+            if not same(u, v):
+                return Divergence(check, a.seed, t, label, _show(u), _show(v))
+    if len(a.steps) != len(b.steps):
+        return Divergence(check, a.seed, min(len(a.steps), len(b.steps)), "episode length",
+                          str(len(a.steps)), str(len(b.steps)))
+    return None
+
+
+# -- what to replay ----------------------------------------------------------------------------
+def _is_int(a: Any) -> bool:
+    return isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
+
+
+def plans(ctx: ProbeContext, n: int) -> list[tuple[int, list[Any], int]]:
+    """``(seed, actions, fallback_seed)`` per replay unit, preferring distinct exploration seeds.
+
+    Exploration actions are reused when they are all integers (a ``Discrete`` space); otherwise
+    the actions come from a seeded copy of the action space and are recorded as they are played.
+    """
+    fallback = ctx.seeds(n, "actions")
+    eps, steps = ctx.exploration.episodes, ctx.exploration.steps
+    eps = eps[eps["seed"].notna()] if not eps.empty else eps
+    if not eps.empty and len(steps) and all(_is_int(a) for a in steps["action"]):
+        order = ctx.rng("pick").permutation(len(eps))
+        shuffled = eps.iloc[order].copy()
+        shuffled["_rank"] = shuffled.groupby("seed").cumcount()
+        chosen = shuffled.sort_values("_rank", kind="stable").head(n)
+        actions = steps.sort_values(["episode_id", "step"]).groupby("episode_id")["action"].apply(list)
+        return [(int(row.seed), [int(a) for a in actions.get(row.episode_id, [])], fallback[i])
+                for i, row in enumerate(chosen.itertuples())]
+    return [(s, [], f) for s, f in zip(ctx.seeds(n, "episodes"), fallback, strict=True)]
+
+
+# -- the probe ---------------------------------------------------------------------------------
+@dataclass
+class Tally:
+    replays: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHECKS, 0))
+    diverged: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CHECKS, 0))
+    divergences: list[Divergence] = field(default_factory=list)
+    examples: list[int] = field(default_factory=list)
+    skipped: int = 0
+    stopped: str | None = None
+    hang: Problem | None = None
+
+    def compare(self, check: str, divergence: Divergence | None) -> bool:
+        self.replays[check] += 1
+        if divergence is not None:
+            self.diverged[check] += 1
+            self.divergences.append(divergence)
+        return divergence is not None
+
+
+def _play(ctx: ProbeContext, policy: Scripted, seeds: list[int], unit: int, tally: Tally):
+    """Run ``policy`` from each seed on one new instance; None when the probe must stop."""
+    sink: list[Trajectory] = []
+    result = ctx.run(policy, seeds, wrappers=[lambda env: Capture(env, sink)], tags={"unit": unit},
+                     rng_name="replay")
+    if result.hung:
+        tally.stopped = "the env hung"
+        tally.hang = next(p for p in result.problems if p.kind == "hang")
+        return None
+    if result.stopped_early:
+        tally.stopped = tally.stopped or "the probe's time budget ran out"
+        return None
+    ids = result.records.episodes["episode_id"].tolist()
+    return sink, result.records, ids if len(ids) == len(sink) else []
+
+
+def _unit(ctx, tally, unit, seed, actions, fallback) -> Trajectory | None:
+    """Replay one seed three times (twice on one instance, once on a fresh one) and compare."""
+    policy = Scripted(actions, fallback)
+    played = _play(ctx, policy, [seed, seed], unit, tally)
+    if played is None:
+        return None
+    pair, records_b, ids_b = played
+    played = _play(ctx, policy, [seed], unit, tally)
+    if played is None:
+        return None
+    fresh, records_a, ids_a = played
+    if len(pair) != 2 or len(fresh) != 1:  # a reset raised: the api probe reports it
+        tally.skipped += 1
+        return None
+    b1, b2, a = pair[0], pair[1], fresh[0]
+    # The runner replaces an instance whose step() raised, so "same instance" is checked, not assumed.
+    shared = b1.instance is b2.instance
+    reset_check, episode_check = (RESET_SAME, EPISODE_SAME) if shared else (RESET_FRESH, EPISODE_FRESH)
+    diverged = [
+        tally.compare(reset_check, reset_difference(b1, b2, reset_check)),
+        tally.compare(RESET_FRESH, reset_difference(b1, a, RESET_FRESH)),
+        tally.compare(episode_check, episode_difference(b1, b2, episode_check)),
+        tally.compare(EPISODE_FRESH, episode_difference(b1, a, EPISODE_FRESH)),
+    ]
+    if any(diverged):
+        ctx.keep(records_b)
+        ctx.keep(records_a)
+        tally.examples.extend((ids_b + ids_a)[:3])
+    return b1
+
+
+def _branch(ctx, tally, unit, reference: Trajectory, cut: int, fallback: int) -> None:
+    """Replay a recorded prefix, then the same new suffix, on two fresh instances."""
+    policy = Scripted([_snapshot(a) for a in reference.actions[:cut]], fallback)
+    runs = []
+    for _ in range(2):
+        played = _play(ctx, policy, [reference.seed], unit, tally)
+        if played is None:
+            return
+        runs.append(played)
+    (first, rec_1, ids_1), (second, rec_2, ids_2) = runs
+    if len(first) != 1 or len(second) != 1:
+        tally.skipped += 1
+        return
+    if tally.compare(BRANCH, episode_difference(first[0], second[0], BRANCH)):
+        ctx.keep(rec_1)
+        ctx.keep(rec_2)
+        tally.examples.extend((ids_1 + ids_2)[:2])
+
+
+def _fix(tally: Tally) -> str:
+    fields = {d.field for d in tally.divergences}
+    same_only = (tally.diverged[RESET_SAME] + tally.diverged[EPISODE_SAME] > 0
+                 and tally.diverged[RESET_FRESH] + tally.diverged[EPISODE_FRESH] + tally.diverged[BRANCH] == 0)
+    if fields == {"tool status"}:
+        return ("Most likely a tool's real latency sits close to its deadline, so whether a call times "
+                "out depends on machine load; simulate latency (return envaudit.ToolOutput(value, "
+                "latency_s=...)) or move the deadline well away from the typical latency.")
+    if same_only:
+        return ("Most likely reset() leaves state from the previous episode behind (a counter, a "
+                "cache, a buffer): a fresh instance replays but a used one does not. Reset every "
+                "attribute an episode changes in reset().")
+    if tally.diverged[RESET_SAME] + tally.diverged[RESET_FRESH] > 0:
+        return ("Most likely reset() draws from Python's `random`, `time` or an unseeded generator "
+                "instead of `self.np_random`; call super().reset(seed=seed) first and draw every "
+                "random choice from self.np_random.")
+    first = tally.divergences[0]
+    return (f"Most likely step() draws from Python's `random`, `time` or an unseeded generator "
+            f"instead of `self.np_random` (the first difference is at step {first.step}); pass seed "
+            "to super().reset(seed=seed) and draw every random choice from self.np_random.")
+
+
+def _finding(tally: Tally) -> Finding:
+    n, d = sum(tally.replays.values()), sum(tally.diverged.values())
+    first = tally.divergences[0]
+    if first.step is None:
+        where = (f"the observation of reset(seed={first.seed}) was {first.first} once and "
+                 f"{first.second} on {'the same' if first.check == RESET_SAME else 'a fresh'} instance")
+    else:
+        where = (f"replaying seed {first.seed} with the same actions, the {first.field} at step "
+                 f"{first.step} was {first.first} once and {first.second} the other time ({first.check})")
+    by_field: dict[str, int] = {}
+    for div in tally.divergences:
+        by_field[div.field] = by_field.get(div.field, 0) + 1
+    return Finding(
+        code="non-replayable", severity="fail", title="Same seed and actions give a different episode",
+        summary=f"{d} of {n} replays ({d / n:.0%}) diverged: {where}; GRPO groups that share a "
+                "reset seed are then not comparable.",
+        evidence={
+            "replays": n, "diverged": d, "fraction_diverged": d / n,
+            "by_check": {c: {"replays": tally.replays[c], "diverged": tally.diverged[c]}
+                         for c in CHECKS if tally.replays[c]},
+            "first_divergence": first.to_dict(), "first_field_counts": by_field,
+            "tolerance": {"rtol": RTOL, "atol": ATOL},
+        },
+        examples=list(dict.fromkeys(tally.examples))[:6],
+        fix=_fix(tally),
+    )
+
+
+def run(ctx: ProbeContext) -> list[Finding]:
+    if any(p.kind == "hang" for p in ctx.exploration_problems) or ctx.hangs:
+        ctx.notes["skipped"] = "the env already hung in this scan; replays would hang too"
+        return []
+    cfg = ctx.config
+    tally = Tally()
+    rng = ctx.rng("cuts")
+    references: list[Trajectory] = []
+    cost = 0.0
+    units, min_steps, steps = cfg.scaled(EPISODE_REPLAYS), cfg.scaled(MIN_STEPS), 0
+    for unit, (seed, actions, fallback) in enumerate(plans(ctx, units * MAX_UNITS_FACTOR)):
+        if unit >= units and steps >= min_steps:
+            break
+        if ctx.time_left() < max(2 * cost, 2 * cfg.step_timeout_s):
+            tally.stopped = tally.stopped or "the probe's time budget ran out"
+        if tally.stopped:
+            break
+        start = time.monotonic()
+        reference = _unit(ctx, tally, unit, seed, actions, fallback)
+        cost = time.monotonic() - start
+        if reference is not None:
+            steps += len(reference.steps)
+            if len(reference.steps) >= 2:
+                references.append(reference)
+    branch_seeds = ctx.seeds(len(references), "branch")
+    for i, reference in enumerate(references[: cfg.scaled(BRANCH_REPLAYS)]):
+        if tally.stopped or ctx.time_left() < max(cost, 2 * cfg.step_timeout_s):
+            tally.stopped = tally.stopped or "the probe's time budget ran out"
+            break
+        cut = int(rng.integers(1, len(reference.steps)))
+        _branch(ctx, tally, len(references) + i, reference, cut, branch_seeds[i])
+    ctx.notes.update({"replays": sum(tally.replays.values()), "skipped_units": tally.skipped,
+                      "stopped_early": tally.stopped})
+    findings = [_finding(tally)] if tally.divergences else []
+    if tally.hang is not None:
+        findings.append(_hang_finding(tally.hang, cfg.step_timeout_s))
+    return findings
+
+
+def _hang_finding(hang: Problem, timeout: float) -> Finding:
+    """A hang that exploration never hit: the api probe ran before it and could not report it."""
+    where = f"reset(seed={hang.seed})" if hang.step is None else f"seed {hang.seed}, step {hang.step}"
+    return Finding(
+        code="env-error", severity="fail", title=f"{hang.where}() hangs during replays",
+        summary=f"{hang.where}() did not return within {timeout:g} s at {where} while replaying "
+                "recorded actions; a rollout worker calling it blocks for good.",
+        evidence={"seed": hang.seed, "step": hang.step, "message": hang.message},
+        examples=[hang.episode_id] if hang.episode_id is not None else [],
+        fix=f"Put a deadline on every blocking call inside {hang.where}(); most likely a tool call "
+            "or a backend sometimes never answers.",
+    )
+
+
+probe = Probe(
+    name="replay",
+    run=run,
+    summary="same seed and same actions must give the same episode, as GRPO groups assume",
+    codes=("non-replayable", "env-error"),
+    order=20,
+)

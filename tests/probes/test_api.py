@@ -1,0 +1,197 @@
+"""The api probe on deliberately broken envs and their clean twins.
+
+Expected counts come from the fixtures' design: every ``Walk`` episode reaches step ``BREAK_AT``
+(the goal is further away than that), so a defect planted at that step shows up exactly once per
+episode, in the exploration and in the probe's own rollouts alike.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import warnings
+
+import gymnasium as gym
+import pytest
+from envaudit.probes.api import probe
+
+from envaudit.config import ScanConfig
+from envaudit.probe import ProbeContext, registered_probes
+from envaudit.recording import Recorder
+from tests.fixtures import broken_envs as b
+from tests.fixtures.context import run_probe
+
+SMALL = {"episodes": 16, "group_size": 4, "step_timeout_s": 1.0}
+
+
+def scan(make_env, **options):
+    findings, ctx = run_probe(probe, make_env, **{**SMALL, **options})
+    return findings, ctx
+
+
+def by_title(findings):
+    return {f.title: f for f in findings}
+
+
+def serious(findings):
+    return [f for f in findings if f.severity >= 2]
+
+
+def test_registered_first_with_its_code():
+    registered = registered_probes(["api"])["api"]
+    assert registered is probe
+    assert probe.order == 10 and probe.codes == ("env-error",)
+
+
+@pytest.mark.parametrize("make_env", [
+    b.Walk, b.DictWalk, b.BoxActionWalk, b.PingTools,
+    lambda: gym.make("CartPole-v1"), lambda: gym.make("FrozenLake-v1"),
+    lambda: gym.make("envaudit/FlakySearch-v0"), lambda: gym.make("envaudit/CodeFix-v0"),
+    lambda: gym.make("envaudit/Helpdesk-v0"),
+], ids=["walk", "dict-obs", "box-action", "tool-env", "cartpole", "frozenlake",
+        "flaky-search", "code-fix", "helpdesk"])
+def test_clean_envs_get_no_warn_or_fail(make_env):
+    findings, ctx = scan(make_env)
+    assert serious(findings) == [], [f.summary for f in findings]
+    assert "skipped" not in ctx.notes and "check_env" not in ctx.notes
+
+
+def test_step_that_raises_is_a_fail_once_per_episode():
+    findings, _ = scan(b.RaisesAfter)
+    f = by_title(findings)["step() raises an exception"]
+    assert f.severity == 3 and f.code == "env-error"
+    ev = f.evidence
+    assert ev["first_step"] == b.BREAK_AT
+    assert ev["first_message"] == "RuntimeError: backend connection lost"
+    assert ev["count"] == ev["episodes_checked"]  # each episode raises once, at BREAK_AT
+    assert set(ev["by_source"]) == {"exploration", "api rollouts"}
+    assert f.examples, "exploration episodes that raised are cited"
+    assert f"step {b.BREAK_AT}: RuntimeError: backend connection lost" in f.summary
+    assert "Catch the failure inside step()" in f.fix and "most likely" in f.fix
+    assert [g.title for g in serious(findings)] == ["step() raises an exception"]
+
+
+def test_nan_reward_is_a_fail_at_the_step_it_happens():
+    findings, _ = scan(b.NanReward)
+    f = by_title(findings)["Reward is NaN or inf"]
+    assert f.severity == 3
+    assert f.evidence["first_step"] == b.BREAK_AT and f.evidence["first_message"] == "reward nan"
+    assert f.evidence["count"] == f.evidence["episodes_checked"]
+    assert "most likely a division by zero" in f.fix
+    assert len(serious(findings)) == 1
+
+
+def test_inf_observation_is_a_fail_found_by_the_probes_own_rollouts():
+    findings, ctx = scan(b.InfObservation)
+    f = by_title(findings)["Observation contains NaN or inf"]
+    assert f.severity == 3 and f.evidence["first_step"] == b.BREAK_AT
+    # Exploration records no observations: every occurrence comes from the rollouts, one per episode.
+    assert f.evidence["by_source"] == {"api rollouts": ScanConfig().scaled(8)}
+    assert len(serious(findings)) == 1
+
+
+def test_observation_outside_its_space_is_a_warn():
+    findings, _ = scan(b.OutsideSpace)
+    f = by_title(findings)["Observation outside observation_space"]
+    assert f.severity == 2 and f.evidence["first_step"] == b.BREAK_AT
+    assert "is not in Box(-20.0, 20.0, (2,), float64)" in f.evidence["first_message"]
+    assert [g.severity for g in findings] == [2]
+
+
+def test_hanging_step_is_a_fail_and_costs_one_deadline():
+    start = time.monotonic()
+    findings, ctx = scan(b.SleepsForever, step_timeout_s=0.2)
+    assert time.monotonic() - start < 3.0
+    f = by_title(findings)["step() hangs"]
+    assert f.severity == 3 and f.evidence["first_step"] == b.BREAK_AT
+    assert "did not return in time (0.2 s deadline)" in f.summary
+    assert "Put a deadline on every blocking call inside step()" in f.fix
+    assert ctx.notes["skipped"].startswith("own rollouts and check_env skipped")
+
+
+def test_hang_the_exploration_missed_is_found_by_the_rollouts():
+    cfg = ScanConfig(seed=1, episodes=4, group_size=2, step_timeout_s=0.2)
+    ctx = ProbeContext(env_id="sleeper", make_env=b.SleepsForever, config=cfg,
+                       exploration=Recorder().records(), exploration_problems=[],
+                       pipeline=cfg.rollout_pipeline(), name="api",
+                       deadline=time.monotonic() + 30, ids=itertools.count())
+    start = time.monotonic()
+    findings = probe.run(ctx)
+    assert time.monotonic() - start < 2.0  # one deadline, then the env is left alone
+    f = by_title(findings)["step() hangs"]
+    assert f.evidence["by_source"] == {"api rollouts": 1}
+    assert [h.where for h in ctx.hangs] == ["step"]  # later probes know not to step it
+
+
+def test_non_bool_terminated_is_a_warn_not_a_fail():
+    findings, _ = scan(b.NonBoolTerminated)
+    f = by_title(findings)["terminated/truncated are not bools"]
+    assert f.severity == 2
+    assert f.evidence["first_message"] == "terminated is int 0; truncated is int 0"
+    assert "Return Python bools" in f.fix
+    assert all(g.severity < 3 for g in findings)
+
+
+def test_info_that_is_not_a_dict_is_one_fail():
+    findings, _ = scan(b.InfoNotDict)
+    titles = by_title(findings)
+    assert titles["info is not a dict"].severity == 3
+    assert titles["info is not a dict"].evidence["first_message"] == "info is a list"
+    # The recorder's AttributeError on the same info is not reported as a second defect.
+    assert "step() raises an exception" not in titles
+
+
+def test_unknown_tool_status_is_a_warn():
+    findings, _ = scan(b.BadToolStatus)
+    f = by_title(findings)["Malformed info['tool']"]
+    assert f.severity == 2
+    assert f.evidence["first_message"] == "unknown tool status 'crashed'"
+    assert f.evidence["count"] == f.evidence["episodes_checked"]
+    assert "'status': 'ok' | 'error' | 'timeout'" in f.fix
+
+
+def test_old_reset_api_is_a_fail():
+    findings, _ = scan(b.OldResetApi)
+    titles = by_title(findings)
+    assert titles["reset() or step() returns the wrong shape"].severity == 3
+    assert "reset() returned ndarray" in titles["reset() or step() returns the wrong shape"].evidence["first_message"]
+    checker = titles["Gymnasium's env checker rejects the env"]
+    assert "was not a tuple of the form `(obs, info)`" in checker.summary
+
+
+def test_checker_determinism_failure_is_a_warn_that_points_to_the_replay_probe():
+    findings, _ = scan(b.PythonRandom)
+    f = by_title(findings)["Gymnasium's env checker reports a defect"]
+    assert f.severity == 2 and "not equivalent" in f.summary
+    assert "the replay probe shows where replays diverge" in f.fix
+    assert all(g.severity < 3 for g in findings)
+
+
+def test_wall_clock_in_info_is_only_info():
+    findings, _ = scan(b.ClockInInfo)
+    f = by_title(findings)["Gymnasium's env checker reports a defect"]
+    assert f.severity == 1 and "Deterministic step info are not equivalent" in f.summary
+    assert "info carries wall-clock values" in f.fix
+    assert serious(findings) == []
+
+
+def test_checker_warnings_are_info_and_leave_the_warning_filters_alone():
+    before = list(warnings.filters)
+    findings, _ = scan(lambda: gym.make("CartPole-v1"))
+    assert list(warnings.filters) == before
+    f = by_title(findings)["Gymnasium's env checker warns"]
+    assert f.severity == 1
+    assert "A Box observation space minimum value is -infinity. This is probably too low." in f.evidence["warnings"]
+    assert not any("unwrapped" in w for w in f.evidence["warnings"])
+
+
+def test_no_time_left_skips_check_env_but_keeps_the_cheap_checks():
+    findings, ctx = scan(b.RaisesAfter, budget_s=0.0)
+    assert ctx.notes["check_env"] == "skipped: no time left in the probe's budget"
+    assert by_title(findings)["step() raises an exception"].evidence["by_source"] == {"exploration": 16}
+
+
+def test_same_seed_same_findings():
+    first = [f.to_dict() for f in scan(b.NanReward, seed=5)[0]]
+    second = [f.to_dict() for f in scan(b.NanReward, seed=5)[0]]
+    assert first == second

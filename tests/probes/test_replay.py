@@ -1,0 +1,163 @@
+"""The replay probe on envs whose replayability is known by construction.
+
+``PythonRandom`` draws the drift of every observation (reset included) from ``random``: every
+replay diverges. ``LateDivergence`` is exact until step ``BREAK_AT`` and every episode reaches that
+step: all reset replays agree, all episode replays and mid-episode branches diverge there.
+``LeakyReset`` only differs on an instance that already ran an episode.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from envaudit.probes.replay import (
+    BRANCH,
+    EPISODE_FRESH,
+    EPISODE_SAME,
+    RESET_FRESH,
+    RESET_SAME,
+    probe,
+    same,
+)
+
+from envaudit.probe import registered_probes
+from tests.fixtures import broken_envs as b
+from tests.fixtures.context import explore, run_probe
+
+SMALL = {"episodes": 16, "group_size": 4, "step_timeout_s": 1.0, "quick": True}
+
+
+def scan(make_env, **options):
+    return run_probe(probe, make_env, **{**SMALL, **options})
+
+
+def one(findings):
+    assert len(findings) == 1, [f.summary for f in findings]
+    f = findings[0]
+    assert f.code == "non-replayable" and f.severity == 3
+    return f
+
+
+def checks(f):
+    return {name: (c["replays"], c["diverged"]) for name, c in f.evidence["by_check"].items()}
+
+
+def test_registered_after_api():
+    assert registered_probes(["replay"])["replay"] is probe
+    assert probe.order == 20 and probe.codes == ("non-replayable", "env-error")
+
+
+@pytest.mark.parametrize("make_env", [
+    b.Walk, b.DictWalk, b.BoxActionWalk, b.PingTools, b.RaisesAfter, b.NanReward, b.ClockInInfo,
+    lambda: gym.make("CartPole-v1"), lambda: gym.make("FrozenLake-v1"),
+    lambda: gym.make("envaudit/FlakySearch-v0"), lambda: gym.make("envaudit/CodeFix-v0"),
+    lambda: gym.make("envaudit/Helpdesk-v0"),
+], ids=["walk", "dict-obs", "box-action", "tool-env", "raises-deterministically", "nan-reward",
+        "clock-in-info",
+        "cartpole", "frozenlake", "flaky-search", "code-fix", "helpdesk"])
+def test_replayable_envs_get_no_finding(make_env):
+    findings, ctx = scan(make_env)
+    assert findings == [], [f.summary for f in findings]
+    assert ctx.notes["replays"] > 0 and ctx.notes["stopped_early"] is None
+
+
+def test_python_random_in_reset_diverges_everywhere():
+    f = one(scan(b.PythonRandom)[0])
+    assert f.evidence["fraction_diverged"] == 1.0
+    first = f.evidence["first_divergence"]
+    assert first["step"] is None and first["field"] == "observation" and first["check"] == RESET_SAME
+    assert "the observation of reset(seed=" in f.summary
+    assert f.fix.startswith("Most likely reset() draws from Python's `random`, `time` or an unseeded generator")
+    assert "super().reset(seed=seed)" in f.fix
+    assert f.examples
+
+
+def test_divergence_after_a_mid_episode_point_is_found_at_that_step():
+    f = one(scan(b.LateDivergence)[0])
+    by_check = checks(f)
+    assert by_check[RESET_SAME][1] == 0 and by_check[RESET_FRESH][1] == 0
+    for name in (EPISODE_SAME, EPISODE_FRESH, BRANCH):
+        replays, diverged = by_check[name]
+        assert replays > 0 and diverged == replays, name
+    first = f.evidence["first_divergence"]
+    assert first["step"] == b.BREAK_AT and first["field"] == "reward"
+    assert f"the reward at step {b.BREAK_AT} was" in f.summary
+    assert "Most likely step() draws from Python's `random`" in f.fix
+    assert f"the first difference is at step {b.BREAK_AT}" in f.fix
+
+
+def test_state_leaking_across_episodes_only_breaks_the_same_instance():
+    f = one(scan(b.LeakyReset)[0])
+    by_check = checks(f)
+    replays, diverged = by_check[RESET_SAME]
+    assert diverged == replays > 0
+    assert all(d == 0 for name, (_, d) in by_check.items() if name != RESET_SAME)
+    assert f.evidence["first_divergence"]["values"] == ["[0. 1.]", "[0. 2.]"]
+    assert "reset() leaves state from the previous episode behind" in f.fix
+
+
+def test_dict_text_and_tuple_observations_are_compared_part_by_part():
+    f = one(scan(b.DictPythonRandom)[0])
+    assert f.evidence["fraction_diverged"] == 1.0
+    assert f.evidence["first_divergence"]["values"][0].startswith("{'pos': 0, 'drift': array([")
+
+
+def test_non_discrete_actions_are_generated_from_a_seeded_space():
+    f = one(scan(b.BoxActionPythonRandom)[0])
+    by_check = checks(f)
+    assert by_check[RESET_SAME][1] == 0 and by_check[RESET_FRESH][1] == 0
+    assert by_check[EPISODE_FRESH][1] == by_check[EPISODE_FRESH][0]
+    assert f.evidence["first_divergence"]["step"] == 0
+    assert f.evidence["first_divergence"]["field"] == "reward"
+
+
+def test_bundled_unseeded_variant_is_caught():
+    # The hidden answer comes from `random`: only episodes that answer can show it.
+    f = one(scan(lambda: gym.make("envaudit/FlakySearch-Unseeded-v0"))[0])
+    assert 0 < f.evidence["diverged"] < f.evidence["replays"]
+    assert f.evidence["first_divergence"]["field"] == "reward"
+
+
+def test_hanging_env_is_left_to_the_api_probe():
+    findings, ctx = scan(b.SleepsForever, step_timeout_s=0.2)
+    assert findings == []
+    assert ctx.notes["skipped"] == "the env already hung in this scan; replays would hang too"
+
+
+def test_hang_only_replays_hit_is_an_env_error():
+    switch = b.HangSwitch()
+    ctx = explore(switch, probe="replay", **{**SMALL, "step_timeout_s": 0.2})
+    switch.armed = True
+    findings = probe.run(ctx)
+    assert [f.code for f in findings] == ["env-error"]
+    f = findings[0]
+    assert f.severity == 3 and f.title == "step() hangs during replays"
+    assert f.evidence["step"] == b.BREAK_AT
+    assert "did not return within 0.2 s" in f.summary
+    assert ctx.notes["stopped_early"] == "the env hung" and len(ctx.hangs) == 1
+
+
+def test_no_time_left_stops_before_replaying():
+    findings, ctx = scan(b.PythonRandom, budget_s=0.0)
+    assert findings == [] and ctx.notes["replays"] == 0
+    assert ctx.notes["stopped_early"] == "the probe's time budget ran out"
+
+
+def test_same_seed_same_verdict():
+    a, b_ = one(scan(b.LateDivergence, seed=3)[0]), one(scan(b.LateDivergence, seed=3)[0])
+    assert a.evidence["by_check"] == b_.evidence["by_check"] and a.examples == b_.examples
+    assert a.evidence["first_divergence"]["seed"] == b_.evidence["first_divergence"]["seed"]
+
+
+def test_same_compares_ints_exactly_and_floats_to_a_tight_tolerance():
+    assert same(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-13]))
+    assert not same(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-6]))
+    assert same(float("nan"), np.nan) and same(np.inf, np.inf)
+    assert not same(np.array([1, 2]), np.array([1, 3]))
+    assert not same(np.zeros(2), np.zeros(3))
+    assert same({"a": "left", "b": (1, np.array(0.5))}, {"a": "left", "b": (1, np.array(0.5))})
+    assert not same({"a": "left"}, {"a": "right"})
+    assert not same({"a": 1}, {"b": 1})
+    assert not same((1, 2), (1, 2, 3))
+    assert same(None, None) and not same(None, "ok") and not same("ok", np.array(["ok"]))
