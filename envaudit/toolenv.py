@@ -47,7 +47,11 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolOutput:
-    """What a tool may return instead of a bare value, to report a (simulated) latency."""
+    """What a tool may return instead of a bare value, to declare a (simulated) latency.
+
+    The declared latency is the call's latency: past the tool's deadline it is a timeout. A tool
+    that fails after a simulated delay raises an exception with a ``latency_s`` attribute.
+    """
 
     value: Any = None
     latency_s: float = 0.0
@@ -184,12 +188,15 @@ class ToolEnv(gym.Env):
                 latency_s=time.perf_counter() - start, injected=fault is not None,
             )
         except Exception as exc:  # a tool that raises is a tool error, not a crashed env
+            declared = getattr(exc, "latency_s", None)
             return ToolResult(name, TOOL_ERROR, error=f"{type(exc).__name__}: {exc}",
-                              latency_s=time.perf_counter() - start)
+                              latency_s=float(declared) if declared is not None else time.perf_counter() - start)
         latency = time.perf_counter() - start
         value = out
         if isinstance(out, ToolOutput):
-            value, latency = out.value, latency + float(out.latency_s)
+            # A declared latency models the backend; the microseconds the simulation itself took
+            # are left out so that replays (and Gymnasium's check_env) see identical info.
+            value, latency = out.value, float(out.latency_s)
         if tool.deadline_s is not None and latency > tool.deadline_s:
             return ToolResult(name, TOOL_TIMEOUT, error=f"{name} took {latency:.3g} s, past its "
                               f"{tool.deadline_s:g} s deadline", latency_s=latency,

@@ -202,3 +202,20 @@ def test_fractional_action_is_not_truncated_to_an_index(env):
     with pytest.raises(ValueError, match="is not an index into the catalogue"):
         env.step(1.7)
     env.step(np.float64(0.0))  # an integral float is still that index
+
+
+def test_declared_latency_is_reported_exactly_so_info_replays(env):
+    env.reset(seed=0)
+    info = env.step(LAG)[4]
+    assert info["tool"]["latency_s"] == 2.0  # the declared 2 s, not 2 s plus wall time
+
+    class Declared(RuntimeError):
+        latency_s = 0.25
+
+    def fail():
+        raise Declared("backend said no")
+
+    env.add_tool("declared_failure", fail)
+    env.add_call("declared failure", "declared_failure")
+    info = env.step(env.action_index("declared failure"))[4]
+    assert info["tool"]["status"] == "error" and info["tool"]["latency_s"] == 0.25
