@@ -1,0 +1,118 @@
+"""Small envs for testing ``envaudit.testing``, with incentives known by construction.
+
+``FetchTask`` is a plain ``gymnasium.Env`` (not a ``ToolEnv``) that speaks the info protocol;
+``PingTool`` is a tiny ``ToolEnv``. Each reward is a constructor parameter, so a test derives the
+numbers it expects from the parameters, and the flawed settings have clean twins (the defaults).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envaudit.toolenv import ToolEnv, ToolOutput, Transition
+
+FETCH, MIRROR, SUBMIT, WAIT, CLAIM = range(5)
+LABELS = ["fetch", "fetch_mirror", "submit", "wait", "claim"]
+
+
+class FetchTask(gym.Env):
+    """Fetch ``need`` facts (1 or 2, drawn at reset), then submit.
+
+    - ``fetch`` calls tool ``fetch``: ``"ok"`` adds a fact; ``"error"`` with ``error_rate`` pays
+      ``error_reward``; ``"timeout"`` with ``timeout_rate`` pays ``timeout_reward``.
+    - ``fetch_mirror`` calls the same tool ``fetch`` by a route that never fails (no reward).
+    - ``submit`` (tool ``submit``) ends the episode: success iff enough facts; pays 1 or 0.
+    - ``wait`` calls no tool. ``claim`` (tool ``claim``) ends the episode unsuccessfully, paying
+      ``claim_reward``.
+    - reaching ``max_steps`` truncates the episode and adds ``truncation_reward``.
+    - ``unseeded`` draws ``need`` from Python's global ``random`` (not replayable).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+    action_labels = LABELS
+
+    def __init__(self, *, max_steps: int = 6, error_rate: float = 0.0, error_reward: float = 0.0,
+                 timeout_rate: float = 0.0, timeout_reward: float = 0.0, truncation_reward: float = 0.0,
+                 claim_reward: float = 0.0, unseeded: bool = False, report_success: bool = True) -> None:
+        self.max_steps = max_steps
+        self.error_rate, self.error_reward = error_rate, error_reward
+        self.timeout_rate, self.timeout_reward = timeout_rate, timeout_reward
+        self.truncation_reward, self.claim_reward = truncation_reward, claim_reward
+        self.unseeded, self.report_success = unseeded, report_success
+        self.action_space = gym.spaces.Discrete(len(LABELS))
+        self.observation_space = gym.spaces.Box(0, 10, shape=(3,), dtype=np.float32)
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.facts, self.need, self.t], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.need = random.randint(1, 2) if self.unseeded else int(self.np_random.integers(1, 3))
+        self.facts, self.t = 0, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        action = int(action)
+        self.t += 1
+        reward, terminated, info = 0.0, False, {}
+        if action == FETCH:
+            u = self.np_random.random()
+            status = "error" if u < self.error_rate else "timeout" if u < self.error_rate + self.timeout_rate else "ok"
+            reward = {"error": self.error_reward, "timeout": self.timeout_reward}.get(status, 0.0)
+            self.facts += status == "ok"
+            info["tool"] = {"name": "fetch", "status": status}
+        elif action == MIRROR:
+            self.facts += 1
+            info["tool"] = {"name": "fetch", "status": "ok"}
+        elif action == SUBMIT:
+            info["tool"] = {"name": "submit", "status": "ok"}
+            terminated, success = True, self.facts >= self.need
+            reward = 1.0 if success else 0.0
+        elif action == CLAIM:
+            info["tool"] = {"name": "claim", "status": "ok"}
+            terminated, success, reward = True, False, self.claim_reward
+        truncated = not terminated and self.t >= self.max_steps
+        if truncated:
+            reward += self.truncation_reward
+            success = False
+        if (terminated or truncated) and self.report_success:
+            info["success"] = success
+        return self._obs(), reward, terminated, truncated, info
+
+
+class PingTool(ToolEnv):
+    """A tiny ``ToolEnv``: ``ping`` until it answered ``need`` times, then ``done``.
+
+    A failed ping pays ``error_reward``, a timed-out one ``timeout_reward`` (and ends the episode
+    when ``end_on_timeout``); a successful ``done`` pays 1, an early one 0.
+    """
+
+    def __init__(self, *, max_steps: int = 5, error_reward: float = 0.0, timeout_reward: float = 0.0,
+                 end_on_timeout: bool = False) -> None:
+        super().__init__(max_steps=max_steps)
+        self.error_reward, self.timeout_reward, self.end_on_timeout = error_reward, timeout_reward, end_on_timeout
+        self.add_tool("ping", lambda: ToolOutput("pong", 0.01), deadline_s=1.0)
+        self.add_tool("done", lambda: None, deadline_s=1.0)
+        self.add_call("ping", "ping")
+        self.add_call("done", "done")
+        self.observation_space = gym.spaces.Box(0, 10, shape=(2,), dtype=np.float32)
+
+    def reset_task(self, options) -> np.ndarray:
+        self.need, self.pongs = int(self.np_random.integers(1, 3)), 0
+        return np.array([self.pongs, self.need], dtype=np.float32)
+
+    def transition(self, call, result) -> Transition:
+        if call.tool == "ping":
+            self.pongs += result.ok
+            obs = np.array([self.pongs, self.need], dtype=np.float32)
+            if result.status == "timeout":
+                return Transition(obs, self.timeout_reward, terminated=self.end_on_timeout, success=False)
+            return Transition(obs, self.error_reward if result.status == "error" else 0.0)
+        success = self.pongs >= self.need
+        return Transition(np.array([self.pongs, self.need], dtype=np.float32), float(success), True, success)
+
+
