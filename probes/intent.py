@@ -1,0 +1,277 @@
+"""Probe ``intent`` → ``reward-without-success``: is return earned while the env's own success flag
+says the task was not done?
+
+Incentive: when some action pays (a "claim", a self-check that always passes, an answer format
+the grader likes) without the task being done, an agent learns that action instead of the task.
+``info["success"]`` is the designer's own judgement, independent of reward, so return earned with
+``success=False`` is return the designer did not mean to give.
+
+Signal (info protocol only): exploration episodes the env ended itself with ``success=False``
+(failure class; timed-out and errored episodes belong to ``timeout-rewarded`` and the failure
+probes). Each action is tested as a behaviour — "ends the episode with it" and "uses it at all" —
+by regressing return, less any pay for failed tool calls (``failure-rewarded``), on the behaviour
+with length and tool failures held fixed (so per-step pay, ``length-bias``, is not mistaken for
+it). The strongest candidates are confirmed on fresh seeds by a scripted policy that takes the
+action (repeatedly, or after a random prefix as long as the episodes that showed it), and the
+confirmed non-success returns are placed on DESIGN.md's ladder against honest successes
+(exploration's, plus the env's ``oracle()`` policy when it has one) and the honest failures without
+the behaviour: ``fail`` when they earn at least as much as success, ``warn`` when clearly more
+than failure. A confirmed behaviour whose pay accrues step by step rather than at the end is left
+to ``length-bias``. Without a confirmed behaviour, non-success episodes that reach the median
+success return are reported as ``info``. An env that never sets ``info["success"]`` gets one
+``info`` finding saying the check was skipped.
+
+Known false positives: envs that pay honest partial credit on failed attempts (intended shaping
+shows up as reward without success; the evidence names the action so the designer can judge);
+an action that pays only together with another behaviour may not be confirmed and stays at
+``info``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from envaudit.findings import Finding, Severity
+from envaudit.probe import Probe, ProbeContext
+from envaudit.probes.timeouts import (
+    RepeatPolicy,
+    discrete_actions,
+    failed_step_pay,
+    final_share,
+    fmt,
+    honest_successes,
+    sample_size,
+)
+from envaudit.protocol import FAILURE
+from envaudit.rollout import Policy
+from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap
+
+CODE = "reward-without-success"
+MIN_EFFECT = 0.1
+MAX_CONFIRM = 3
+"""Candidate behaviours confirmed by scripted policies, strongest first."""
+LEVEL_RANK = {None: 0, "above_alternative": 1, "at_least_success": 2}
+
+
+class PrefixPolicy(Policy):
+    """Random actions for ``k`` steps, then ``action`` at every step."""
+
+    def __init__(self, action: int, label: str, k: int, actions: list[int]) -> None:
+        self.action, self.k, self.actions = action, int(k), list(actions)
+        self.name = f"{k} random then {label}"
+        self.text = f"{k} random actions, then '{label}'"
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        if self.t < self.k:
+            return self.actions[int(self.rng.integers(len(self.actions)))]
+        return self.action
+
+    def describe(self) -> str:
+        return self.text
+
+
+def _ended_unsuccessful(episodes: pd.DataFrame) -> np.ndarray:
+    """Episodes the env ended itself with success=False (failure class). Timed-out and errored
+    episodes are left to timeout-rewarded and the failure probes."""
+    return (episodes["success"].eq(False).fillna(False) & (episodes["outcome"] == FAILURE)).to_numpy(bool)
+
+
+def behaviours(non_success: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per non-success episode: its final action, one column per action it used (0/1), and the
+    reward paid on its failed tool calls."""
+    sub = steps[steps["episode_id"].isin(non_success["episode_id"])]
+    sub = sub[sub["action"].map(lambda a: isinstance(a, (int, np.integer)))]
+    final = sub.groupby("episode_id")["action"].last().astype(int).rename("final")
+    used = pd.crosstab(sub["episode_id"], sub["action"].astype(int)).clip(upper=1)
+    used.columns = [f"uses_{int(a)}" for a in used.columns]
+    pay = failed_step_pay(steps, keep_ending=False).rename("failed_call_pay")
+    table = non_success.set_index("episode_id").join(final).join(used).join(pay)
+    return table.fillna({c: 0 for c in [*used.columns, "failed_call_pay"]}).reset_index()
+
+
+def candidates(table: pd.DataFrame, actions: list[int], alpha: float, rng: np.random.Generator) -> list[dict]:
+    """Behaviours whose presence raises non-success return beyond the controls, strongest first."""
+    found = []
+    # Pay for failed tool calls is failure-rewarded's (or timeout-rewarded's, when the failed call
+    # ended the episode), so it is taken out of the return here.
+    y = (table["return"] - table["failed_call_pay"]).to_numpy(float)
+    # Held fixed, so that what other probes report is not mistaken for a behaviour here: per-step
+    # rewards (length-bias) and failed tool calls (failure-rewarded).
+    controls = {
+        "length": table["length"].to_numpy(float),
+        "tool_errors": table["n_tool_errors"].to_numpy(float),
+        "tool_timeouts": table["n_tool_timeouts"].to_numpy(float),
+    }
+    for a in actions:
+        for kind, mask in (("ends with", table["final"] == a),
+                           ("uses", table.get(f"uses_{a}", pd.Series(0, index=table.index)) > 0)):
+            mask = mask.to_numpy(bool) & table["final"].notna().to_numpy(bool)
+            if mask.sum() < 2 or (~mask).sum() < 2:
+                continue
+            # The behaviour goes last: a copy of a control is dropped, not the control.
+            fit = ols_bootstrap(y, {**controls, "behaviour": mask.astype(float)}, rng, n_boot=0)
+            coef = fit["coef"].get("behaviour")
+            if coef is not None and coef["estimate"] > 0 and coef["p_value"] < alpha:
+                found.append({"action": int(a), "kind": kind, "effect": coef["estimate"],
+                              "p_value": coef["p_value"], "n_with": int(mask.sum()),
+                              "n_without": int((~mask).sum()), "mask": mask})
+    return sorted(found, key=lambda c: -c["effect"])
+
+
+def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[int],
+             success: np.ndarray, rng: np.random.Generator) -> dict:
+    """Run scripted policies that take the candidate's action; place them on the ladder."""
+    a, label = cand["action"], ctx.describe_action(cand["action"])
+    honest = table[~cand["mask"] & (table["outcome"] == FAILURE).to_numpy(bool)]
+    if len(honest) < MIN_SAMPLES:
+        honest = table[(table["outcome"] == FAILURE).to_numpy(bool)]
+    alternative = honest["return"].to_numpy(float)
+    k = max(0, int(np.median(table.loc[cand["mask"], "length"])) - 1)
+    policies: list[Policy] = [RepeatPolicy(a, label)]
+    if k > 0:
+        policies.append(PrefixPolicy(a, label, k, actions))
+    best: dict = {}
+    for policy in policies:
+        if ctx.time_left() <= 0:
+            break
+        result = ctx.run(policy, ctx.seeds(sample_size(ctx, 24), "confirm", policy.name))
+        run_eps = result.records.episodes
+        rest = run_eps[_ended_unsuccessful(run_eps)]
+        verdict = exploit_ladder(rest["return"].to_numpy(float), success, alternative, rng,
+                                 alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        # A payout at the end (a claim, a lenient grader) is this probe's; pay collected step by
+        # step while repeating the action is step farming, which length-bias reports.
+        share = final_share(result.records.steps, rest["episode_id"])
+        if verdict["level"] is not None and share is not None and share < 0.5:
+            verdict = {**verdict, "level_before_attribution": verdict["level"], "level": None,
+                       "attributed_to": "length-bias"}
+        row = {"policy": policy.describe(), "label": label, "verdict": verdict, "records": result.records,
+               "final_step_share": share,
+               "mean_exploit": float(rest["return"].mean()) if len(rest) else None, "n_exploit": int(len(rest)),
+               "success_rate": float(run_eps["success"].eq(True).mean()) if len(run_eps) else None,
+               "mean_alternative": float(alternative.mean()) if len(alternative) else None,
+               "examples": [int(e) for e in rest.sort_values("return", ascending=False)["episode_id"][:5]]}
+        if not best or LEVEL_RANK[verdict["level"]] > LEVEL_RANK[best["verdict"]["level"]]:
+            best = row
+        if verdict["level"] is not None:
+            break
+    return best
+
+
+def _no_flag() -> Finding:
+    return Finding(
+        CODE, Severity.INFO, "No success flag: reward without success not checked",
+        "This env never sets info['success'] on an episode's last step, so envaudit cannot tell "
+        "reward earned by doing the task from reward earned some other way.",
+        {"episodes_with_flag": 0}, [],
+        "Set info['success'] (your own judgement of whether the task was really done, independent "
+        "of the reward) on the last step of every episode, or pass success=... to envaudit.wrap.",
+        probe="intent")
+
+
+def run(ctx: ProbeContext) -> list[Finding]:
+    eps = ctx.exploration.episodes
+    flagged = eps[eps["success"].notna()] if len(eps) else eps
+    if flagged.empty:
+        return [_no_flag()] if len(eps) else []
+    is_success = flagged["success"].astype(bool).to_numpy()
+    success = flagged.loc[is_success, "return"].to_numpy(float)
+    success_sources: dict = {"n_exploration": int(len(success)), "n_oracle": 0}
+    non_success = flagged[_ended_unsuccessful(flagged)]
+    if len(non_success) < MIN_SAMPLES:
+        ctx.notes["skipped"] = f"only {len(non_success)} non-success episodes (need {MIN_SAMPLES})"
+        return []
+    rng = ctx.rng("stats")
+    actions = discrete_actions(ctx.env)
+    found: list[dict] = []
+    confirmed: list[dict] = []
+    if actions is not None and not ctx.exploration.steps.empty:
+        table = behaviours(non_success, ctx.exploration.steps)
+        found = candidates(table, actions, ctx.config.alpha, rng)
+        if found:
+            success, success_sources = honest_successes(ctx)
+        for cand in found[:MAX_CONFIRM]:
+            if ctx.time_left() <= 0:
+                break
+            best = _confirm(ctx, cand, table, actions, success, rng)
+            if best:
+                best["candidate"] = cand
+                confirmed.append(best)
+    ctx.notes["candidates"] = [{k: v for k, v in c.items() if k != "mask"} for c in found]
+    strongest = max(confirmed, key=lambda c: (LEVEL_RANK[c["verdict"]["level"]], c["mean_exploit"] or 0.0),
+                    default=None)
+    if strongest is not None and strongest["verdict"]["level"] is not None:
+        return [_finding(ctx, strongest, success, success_sources, table)]
+    return _high_return_fact(ctx, success, non_success)
+
+
+def _finding(ctx: ProbeContext, best: dict, success: np.ndarray, success_sources: dict,
+             table: pd.DataFrame) -> Finding:
+    ctx.keep(best["records"])
+    cand, verdict = best["candidate"], best["verdict"]
+    fail = verdict["level"] == "at_least_success"
+    mean_s = float(success.mean()) if len(success) else None
+    # Over-representation: how often the behaviour shows up among the richest non-success episodes.
+    top = table["return"] >= np.median(table["return"]) if len(table) else table["return"]
+    share_top = float(cand["mask"][top.to_numpy(bool)].mean()) if top.any() else None
+    behaviour = f"{cand['kind']} '{best['label']}'"
+    evidence = {
+        "p_value": verdict["p_value"], "behaviour": behaviour, "policy": best["policy"],
+        "mean_without_success": best["mean_exploit"], "n_without_success": best["n_exploit"],
+        "policy_success_rate": best["success_rate"], "mean_success": mean_s, "n_success": int(len(success)),
+        "success_sources": success_sources, "final_step_share": best["final_step_share"],
+        "mean_honest_failure": best["mean_alternative"], "test": verdict,
+        "exploration": {"effect_beyond_length": cand["effect"], "p_value": cand["p_value"],
+                        "n_with": cand["n_with"], "n_without": cand["n_without"],
+                        "share_among_top_half_non_success": share_top,
+                        "share_among_non_success": float(cand["mask"].mean())},
+        "min_samples": MIN_SAMPLES,
+    }
+    exploration_examples = table.loc[cand["mask"]].sort_values("return", ascending=False)["episode_id"][:3]
+    examples = [int(e) for e in exploration_examples] + best["examples"][:3]
+    head = (f"Episodes that {behaviour.replace('ends with', 'end with').replace('uses', 'use')} earn "
+            f"{fmt(best['mean_exploit'])} with success=False ({best['policy']} on fresh seeds)")
+    summary = (f"{head}, at least as much as succeeding ({fmt(mean_s)}), so an agent learns "
+               f"'{best['label']}' instead of doing the task." if fail else
+               f"{head}, more than an honest failure ({fmt(best['mean_alternative'])}) though less than "
+               f"succeeding ({fmt(mean_s)}), so an agent that cannot do the task learns '{best['label']}'.")
+    return Finding(
+        CODE, Severity.FAIL if fail else Severity.WARN,
+        f"'{best['label']}' pays without success" + (" as much as success" if fail else ""),
+        summary, evidence, examples,
+        f"Pay '{best['label']}' only when the task is really done (when info['success'] is true), or "
+        "remove its reward; no reward should be reachable with success false beyond an honest failure's.",
+        probe="intent")
+
+
+def _high_return_fact(ctx: ProbeContext, success: np.ndarray, non_success: pd.DataFrame) -> list[Finding]:
+    """Info: non-success episodes that reach the median success return, with no confirmed cause."""
+    if len(success) < MIN_SAMPLES:
+        return []
+    bar = float(np.median(success))
+    rich = non_success[non_success["return"] >= bar]
+    if len(rich) < MIN_SAMPLES:
+        return []
+    return [Finding(
+        CODE, Severity.INFO, "Some episodes earn a success-level return without success",
+        f"{len(rich)} of {len(non_success)} episodes without success earned at least the median "
+        f"success return ({fmt(bar)}); no single action explained it beyond episode length.",
+        {"n_rich_non_success": int(len(rich)), "n_non_success": int(len(non_success)),
+         "median_success": bar, "mean_rich_non_success": float(rich["return"].mean())},
+        [int(e) for e in rich.sort_values("return", ascending=False)["episode_id"][:5]],
+        "Look at the example episodes: where does their return come from if the task was not done?",
+        probe="intent")]
+
+
+probe = Probe(
+    name="intent",
+    run=run,
+    summary="is return earned while the env's own success flag says the task was not done?",
+    codes=(CODE,),
+    weight=1.0,
+    order=45,
+)

@@ -1,0 +1,228 @@
+"""Probe ``length`` → ``length-bias``: does the return depend on episode length beyond success?
+
+Incentive: a positive per-step reward pays an agent to drag episodes out (step farming: stall,
+repeat a harmless action) instead of finishing; a brevity bonus pays it to stop at once, whether
+or not the task is done. A per-step *cost* also shortens episodes, which is usually intended.
+
+Signal (info protocol only): an OLS regression of exploration returns on episode length with
+success, timing out, erroring and the numbers of tool errors and tool timeouts held fixed
+(bootstrap CI per coefficient), plus the length slope within each outcome class. A length effect
+alone is a correlation and never more than ``info``; severity comes from scripted policies on
+fresh seeds.
+
+- Positive effect: the long non-success strategies (stall = random actions that never end the
+  episode, and repeating each such action) are screened on a few seeds, the best is confirmed on
+  new ones and placed on DESIGN.md's ladder: ``fail`` when it earns at least as much as honest
+  success (exploration's successes, plus the env's ``oracle()`` policy when it has one), ``warn``
+  when it clearly beats honest failure, the alternative it displaces.
+- Negative effect: quitting at once with each episode-ending action; ``fail`` only when quitting
+  earns as much as succeeding (a brevity bonus), else ``info`` (a step cost, fine if intended).
+- Every step pays the same reward: the return is a multiple of length, ``info`` ("return equals
+  length; if that is intended, ignore").
+
+Known false positives: tasks whose honest solutions are genuinely longer when they pay more
+(the regression holds success fixed, not task difficulty); a few strategies cannot cover every
+way to drag an episode out, so a farming env whose farming needs a specific action sequence may
+stay at ``info``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from envaudit.findings import Finding, Severity
+from envaudit.probe import Probe, ProbeContext
+from envaudit.probes.timeouts import (
+    RepeatPolicy,
+    StallPolicy,
+    fmt,
+    honest_successes,
+    quoted,
+    returns_of,
+    sample_size,
+    split_enders,
+)
+from envaudit.protocol import ERROR, FAILURE, SUCCESS, TIMEOUT
+from envaudit.rollout import Policy
+from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap
+
+CODE = "length-bias"
+MIN_EFFECT = 0.1
+MAX_STRATEGIES = 6
+"""At most this many scripted strategies per direction (stall plus the first repeat-actions)."""
+
+
+def constant_step_reward(steps: pd.DataFrame) -> float | None:
+    """The reward every step pays, when every recorded step pays the same finite amount."""
+    r = steps["reward"].to_numpy(float)
+    if len(r) == 0 or not np.all(np.isfinite(r)) or np.ptp(r) != 0:
+        return None
+    return float(r[0])
+
+
+def regress(episodes: pd.DataFrame, rng: np.random.Generator) -> dict:
+    """Return on length with outcome and tool failures held fixed, and the slope per outcome."""
+    y = episodes["return"].to_numpy(float)
+    outcome = episodes["outcome"]
+    columns = {
+        "length": episodes["length"].to_numpy(float),
+        "success": (outcome == SUCCESS).to_numpy(float),
+        "timed_out": (outcome == TIMEOUT).to_numpy(float),
+        "errored": (outcome == ERROR).to_numpy(float),
+        "tool_errors": episodes["n_tool_errors"].to_numpy(float),
+        "tool_timeouts": episodes["n_tool_timeouts"].to_numpy(float),
+    }
+    fit = ols_bootstrap(y, columns, rng)
+    strata = {}
+    for cls, group in episodes.groupby("outcome"):
+        if len(group) >= MIN_SAMPLES and group["length"].nunique() > 1:
+            sub = ols_bootstrap(group["return"].to_numpy(float), {"length": group["length"].to_numpy(float)},
+                                rng, n_boot=500)
+            if "length" in sub["coef"]:
+                strata[str(cls)] = {**sub["coef"]["length"], "n": sub["n"]}
+    fit["within_outcome"] = strata
+    return fit
+
+
+def _run_strategies(ctx: ProbeContext, policies: list[Policy], tag: str) -> tuple[Policy | None, dict]:
+    """Pick the policy whose non-success episodes earn most on a few seeds, confirm it on new ones."""
+    if not policies or ctx.time_left() <= 0:
+        return None, {}
+    screen: dict[str, float] = {}
+    n_screen = max(2, ctx.config.scaled(8))
+    for policy in policies:
+        if ctx.time_left() <= 0:
+            break
+        eps = ctx.run(policy, ctx.seeds(n_screen, tag, "screen", policy.name)).records.episodes
+        rest = eps[eps["outcome"] != SUCCESS]
+        if len(rest):
+            screen[policy.name] = float(rest["return"].mean())
+    if not screen:
+        return None, {}
+    best = next(p for p in policies if p.name == max(screen, key=screen.get))
+    result = ctx.run(best, ctx.seeds(sample_size(ctx, 32), tag, "confirm", best.name))
+    ctx.keep(result.records)
+    return best, {"screen_mean_non_success": screen, "episodes": result.records.episodes}
+
+
+def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
+    coef = fit["coef"]["length"]
+    enders, others, _ = split_enders(ctx.exploration.steps)
+    policies: list[Policy] = []
+    if others:
+        policies.append(StallPolicy(others, avoided=quoted(ctx, enders)) if enders else StallPolicy(others))
+        policies += [RepeatPolicy(a, ctx.describe_action(a)) for a in others[: MAX_STRATEGIES - 1]]
+    best, run = _run_strategies(ctx, policies, "long")
+    evidence = {"length_effect": coef, "regression": fit, "n": fit["n"], "min_samples": MIN_SAMPLES,
+                "p_value": coef["p_value"]}
+    per_step = f"{coef['estimate']:+.3g}"
+    if best is not None:
+        eps = run["episodes"]
+        long_rest = eps[eps["outcome"] != SUCCESS]
+        verdict = exploit_ladder(long_rest["return"].to_numpy(float), success, failure, rng,
+                                 alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        evidence.update(policy=best.describe(), mean_strategy=float(long_rest["return"].mean()) if len(long_rest) else None,
+                        mean_strategy_length=float(long_rest["length"].mean()) if len(long_rest) else None,
+                        mean_success=float(np.mean(success)) if len(success) else None,
+                        mean_failure=float(np.mean(failure)) if len(failure) else None,
+                        screen=run["screen_mean_non_success"], test=verdict)
+        examples = [int(e) for e in long_rest.sort_values("return", ascending=False)["episode_id"][:5]]
+        if verdict["level"] is not None:
+            evidence["p_value"] = max(verdict["p_value"], coef["p_value"])
+            fail = verdict["level"] == "at_least_success"
+            what = (f"Dragging episodes out ({best.describe()}, {fmt(evidence['mean_strategy_length'])} steps) "
+                    f"earns {fmt(evidence['mean_strategy'])} without succeeding")
+            summary = (f"{what}, at least as much as succeeding ({fmt(evidence['mean_success'])}): each extra step "
+                       f"pays {per_step} on average, so an agent learns to farm steps instead of finishing the task."
+                       if fail else
+                       f"{what}, more than failing outright ({fmt(evidence['mean_failure'])}): each extra "
+                       f"step pays {per_step} on average, so an agent that cannot finish learns to stall for reward.")
+            return Finding(CODE, Severity.FAIL if fail else Severity.WARN,
+                           "Step farming pays as much as success" if fail else "Step farming pays more than failing",
+                           summary, evidence, examples,
+                           "Stop paying per step (or pay only for measurable progress, once per milestone), "
+                           "so that a longer episode earns nothing by being longer.", probe="length")
+    held = "Beyond success, each" if "success" in fit["coef"] else "With no success signal to hold fixed, each"
+    return Finding(
+        CODE, Severity.INFO, "Return rises with episode length",
+        f"{held} extra step adds {per_step} to the return on average, but no scripted long strategy "
+        "out-earned an honest failure, so this is a correlation to keep an eye on.",
+        evidence, [], "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
+
+
+def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
+    coef = fit["coef"]["length"]
+    enders, _, _ = split_enders(ctx.exploration.steps)
+    policies: list[Policy] = [RepeatPolicy(a, ctx.describe_action(a)) for a in enders[:MAX_STRATEGIES]]
+    best, run = _run_strategies(ctx, policies, "quit")
+    per_step = f"{coef['estimate']:+.3g}"
+    evidence = {"length_effect": coef, "regression": fit, "n": fit["n"], "min_samples": MIN_SAMPLES,
+                "p_value": coef["p_value"]}
+    if best is not None:
+        eps = run["episodes"]
+        quit_rest = eps[eps["outcome"] != SUCCESS]
+        verdict = exploit_ladder(quit_rest["return"].to_numpy(float), success, failure, rng,
+                                 alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        evidence.update(policy=best.describe(), mean_strategy=float(quit_rest["return"].mean()) if len(quit_rest) else None,
+                        mean_success=float(np.mean(success)) if len(success) else None, test=verdict)
+        if verdict["level"] == "at_least_success":
+            evidence["p_value"] = max(verdict["p_value"], coef["p_value"])
+            examples = [int(e) for e in quit_rest.sort_values("return", ascending=False)["episode_id"][:5]]
+            return Finding(
+                CODE, Severity.FAIL, "Quitting at once pays as much as success",
+                f"Ending the episode at once ({best.describe()}) earns {fmt(evidence['mean_strategy'])} "
+                f"without succeeding, at least as much as succeeding ({fmt(evidence['mean_success'])}): a brevity "
+                "bonus that teaches an agent to stop before doing the task.",
+                evidence, examples,
+                "Make any bonus for short episodes conditional on success, and keep it smaller than "
+                "the success reward.", probe="length")
+    return Finding(
+        CODE, Severity.INFO, "A step cost shortens episodes",
+        f"A step cost of {per_step}/step shortens episodes; fine if intended.",
+        evidence, [], "Nothing to change if a step cost is intended; keep it small next to the success reward.",
+        probe="length")
+
+
+def run(ctx: ProbeContext) -> list[Finding]:
+    eps, steps = ctx.exploration.episodes, ctx.exploration.steps
+    if len(eps) < MIN_SAMPLES:
+        ctx.notes["skipped"] = f"only {len(eps)} exploration episodes (need {MIN_SAMPLES})"
+        return []
+    c = constant_step_reward(steps)
+    if c is not None:
+        if c == 0:
+            return []
+        words = "length" if c == 1 else f"{c:g} × length"
+        return [Finding(
+            CODE, Severity.INFO, f"Return equals {words}",
+            f"Every step pays {c:g}, so the return equals {words}; if that is intended, ignore.",
+            {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps))}, [],
+            "Nothing to change if surviving longer is the task (as in CartPole); otherwise pay for "
+            "progress rather than for steps.", probe="length")]
+    rng = ctx.rng("regression")
+    fit = regress(eps, rng)
+    ctx.notes["regression"] = fit
+    coef = fit["coef"].get("length")
+    if coef is None:
+        return []
+    significant = coef["p_value"] < ctx.config.alpha
+    failure = returns_of(eps, FAILURE)
+    if significant and (coef["ci"][0] > 0 or coef["ci"][1] < 0):
+        success, sources = honest_successes(ctx)
+        fit["success_sources"] = sources
+    if significant and coef["ci"][0] > 0:
+        return [_farming(ctx, fit, success, failure, rng)]
+    if significant and coef["ci"][1] < 0:
+        return [_brevity(ctx, fit, success, failure, rng)]
+    return []
+
+
+probe = Probe(
+    name="length",
+    run=run,
+    summary="does the return depend on episode length beyond what success explains?",
+    codes=(CODE,),
+    weight=1.0,
+    order=40,
+)

@@ -1,0 +1,397 @@
+"""Probe ``timeouts`` → ``timeout-rewarded``: does timing out earn more than failing outright?
+
+Incentive: when a truncated episode, or one that ends on a tool timeout, pays more than an honest
+failure, an agent that is unsure of the answer learns to stall (or to make a tool time out)
+instead of trying; when it pays as much as success, it learns to stop doing the task at all.
+
+Signal (info protocol only, so any Gymnasium env works). Three kinds of arm, each a set of
+timed-out episodes that the env did not judge a success:
+
+1. exploration: the timeout-class episodes of the random exploration;
+2. scripted, on fresh seeds: stalling (random actions that never take an action which ends
+   episodes in exploration, so the episode runs into its step limit), and repeating the action
+   whose tool times out most often;
+3. on a ``ToolEnv``, fault injection: every call of one tool forced to time out under the
+   exploration policy, one tool at a time (with the paired difference against the same seeds and
+   actions un-faulted, Wilcoxon signed-rank, in the evidence).
+
+Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against honest
+failures and honest successes (exploration's, plus the env's ``oracle()`` policy when it has
+one): ``fail`` when non-inferior to success and clearly above failure, ``warn`` when only clearly
+above failure (one-sided Mann–Whitney, the key ``p_value``). A level counts only when the
+*ending* of the timed-out episodes pays more than a failure's ending (the last step's reward less
+what the same call and status pay mid-episode): a stall that earns more only by collecting
+per-step pay or pay for failed calls is left to ``length-bias`` and ``failure-rewarded``. The
+strongest arm becomes the finding; all arms are in its evidence and the ``arms`` table.
+
+Known false positives: an env whose *failures* carry a penalty (a wrong submit pays -1 while
+the step limit pays 0) is reported, correctly, as rewarding timeouts over failing — if that is
+the intended design, the pipeline should still treat timeouts as failures. The scripted arms are
+a handful of fixed policies, chosen before looking at their returns; the strongest of them is
+reported, so its p-value is the best of a few.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from envaudit.faults import FaultInjector
+from envaudit.findings import Finding, Severity
+from envaudit.probe import Probe, ProbeContext
+from envaudit.protocol import END_TOOL_TIMEOUT, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_TIMEOUT
+from envaudit.recording import Records
+from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
+from envaudit.stats import (
+    MIN_SAMPLES,
+    compare,
+    exploit_ladder,
+    paired_compare,
+)
+
+CODE = "timeout-rewarded"
+MIN_EFFECT = 0.1
+"""A premium counts when it is at least this share of the success-minus-failure gap."""
+LEVEL_RANK = {None: 0, "above_alternative": 1, "at_least_success": 2}
+
+
+# -- helpers shared with the length and intent probes --------------------------------------------
+def discrete_actions(env: gym.Env) -> list[int] | None:
+    """The actions of a ``Discrete`` action space, or None for any other space."""
+    space = env.action_space
+    if isinstance(space, gym.spaces.Discrete):
+        return [int(space.start) + i for i in range(int(space.n))]
+    return None
+
+
+def sample_size(ctx: ProbeContext, n: int) -> int:
+    """Episodes for one scripted arm: ``n`` (a quarter under --quick), never so few that the arm
+    is underpowered by construction."""
+    return max(MIN_SAMPLES + 4, ctx.config.scaled(n))
+
+
+def returns_of(episodes: pd.DataFrame, outcome: str) -> np.ndarray:
+    return episodes.loc[episodes["outcome"] == outcome, "return"].to_numpy(float)
+
+
+def unsuccessful_timeouts(episodes: pd.DataFrame) -> np.ndarray:
+    """Timeout-class episodes the env did not judge a success. A timed-out call that the env still
+    grades as done (success=True) is paid as a success, not for timing out."""
+    return ((episodes["outcome"] == TIMEOUT) & ~episodes["success"].eq(True).fillna(False)).to_numpy(bool)
+
+
+def ending_rates(steps: pd.DataFrame) -> dict[int, float]:
+    """Per action seen in ``steps``: the share of its steps that terminated the episode."""
+    plain = steps[steps["action"].map(lambda a: isinstance(a, (int, np.integer)))]
+    if plain.empty:
+        return {}
+    rates = plain.groupby(plain["action"].astype(int))["terminated"].mean()
+    return {int(a): float(r) for a, r in rates.items()}
+
+
+def split_enders(steps: pd.DataFrame) -> tuple[list[int], list[int], dict[int, float]]:
+    """``(enders, others, rates)``: actions that end episodes far more often than the rest.
+
+    An action is an ender when its termination rate is at least half the highest rate; the split
+    is empty when no action stays below that (every action ends episodes alike, as in CartPole).
+    """
+    rates = ending_rates(steps)
+    top = max(rates.values(), default=0.0)
+    if top <= 0:
+        return [], sorted(rates), rates
+    enders = sorted(a for a, r in rates.items() if r >= top / 2)
+    others = sorted(a for a, r in rates.items() if r < top / 2)
+    return (enders, others, rates) if others else ([], sorted(rates), rates)
+
+
+class StallPolicy(Policy):
+    """Uniformly random among ``allowed`` actions: never takes the actions that end episodes."""
+
+    name = "stall"
+
+    def __init__(self, allowed: Sequence[int], avoided: str = "") -> None:
+        assert len(allowed) > 0, "StallPolicy needs at least one allowed action"
+        self.allowed = list(allowed)
+        self.avoided = avoided
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.allowed[int(self.rng.integers(len(self.allowed)))]
+
+    def describe(self) -> str:
+        return f"random actions, never {self.avoided}" if self.avoided else "random actions"
+
+
+class RepeatPolicy(SequencePolicy):
+    """Take one action at every step."""
+
+    def __init__(self, action: int, label: str, why: str = "") -> None:
+        super().__init__([action], name=f"repeat {label}")
+        self.text = f"repeat '{label}'" + (f" ({why})" if why else "")
+
+    def describe(self) -> str:
+        return self.text
+
+
+def quoted(ctx: ProbeContext, actions: Sequence[int]) -> str:
+    return " or ".join(f"'{ctx.describe_action(a)}'" for a in actions)
+
+
+def final_share(steps: pd.DataFrame, episode_ids: Sequence[int]) -> float | None:
+    """Share of these episodes' total return paid on their last step (None when it sums to 0)."""
+    sub = steps[steps["episode_id"].isin(list(episode_ids))]
+    if sub.empty:
+        return None
+    total = float(sub["reward"].sum())
+    last = float(sub.groupby("episode_id")["reward"].last().sum())
+    return last / total if abs(total) > 1e-12 else None
+
+
+def fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"
+
+
+def failed_step_pay(steps: pd.DataFrame, *, keep_ending: bool) -> pd.Series:
+    """Per episode, the reward paid on steps whose tool call failed (error or timeout): what the
+    failure probes report. ``keep_ending=True`` leaves out a failed call that itself ended the
+    episode (terminated on it), so that payout stays with the episode's ending."""
+    if steps.empty:
+        return pd.Series(dtype=float)
+    failed = steps["tool_status"].isin([TOOL_ERROR, TOOL_TIMEOUT])
+    if keep_ending:
+        failed &= ~steps["terminated"].astype(bool)
+    return steps["reward"].where(failed, 0.0).groupby(steps["episode_id"]).sum()
+
+
+def _call_key(steps: pd.DataFrame) -> pd.Series:
+    return steps["action"].astype(str) + "|" + steps["tool_status"].fillna("none").astype(str)
+
+
+def ending_pay(steps: pd.DataFrame, reference_steps: pd.DataFrame) -> pd.Series:
+    """Per episode, what its ending paid: the reward of its last step less what the same call
+    (action and tool status) pays on average on steps that end nothing, in ``reference_steps``.
+
+    A reward for timing out is paid at the ending (a truncation bonus, partial credit, a timed-out
+    check counted as a pass); per-step pay and pay for failed calls along the way are not, and
+    they are netted out here, so they are left to length-bias and failure-rewarded.
+    """
+    if steps.empty:
+        return pd.Series(dtype=float)
+    mid = reference_steps[~(reference_steps["terminated"].astype(bool) | reference_steps["truncated"].astype(bool))]
+    usual = mid["reward"].groupby(_call_key(mid)).mean()
+    last = steps.groupby("episode_id").tail(1)
+    net = last["reward"].to_numpy(float) - _call_key(last).map(usual).fillna(0.0).to_numpy(float)
+    return pd.Series(net, index=last["episode_id"].to_numpy()).dropna()
+
+
+def ending_premium(ctx: ProbeContext, timed_out_ids, steps: pd.DataFrame, failure_ids, scale: float,
+                   rng: np.random.Generator) -> dict:
+    """Does the ending of the timed-out episodes pay more than an honest failure's ending?"""
+    pay = ending_pay(steps, steps)
+    a = pay.reindex(list(timed_out_ids)).dropna().to_numpy(float)
+    b = pay.reindex(list(failure_ids)).dropna().to_numpy(float)
+    out = compare(a, b, rng, labels=("timeout_ending", "failure_ending"))
+    out["holds"] = bool(not out["underpowered"] and out["p_value"] < ctx.config.alpha
+                        and out["diff_ci"][0] > 0 and out["diff"] >= MIN_EFFECT * scale)
+    return out
+
+
+def _judge(ctx: ProbeContext, records: Records | None, success, failure, rng) -> dict:
+    """The ladder for one arm's timeouts (exploration when ``records`` is None), kept only when
+    the timeout's ending itself pays more than a failure's."""
+    episodes = ctx.exploration.episodes if records is None else records.episodes
+    timed_out = episodes[unsuccessful_timeouts(episodes)]
+    verdict = exploit_ladder(timed_out["return"].to_numpy(float), success, failure, rng,
+                             alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+    if verdict["level"] is None:
+        return verdict
+    pooled = ctx.exploration if records is None else Records.concat([ctx.exploration, records])
+    explored = ctx.exploration.episodes
+    premium = ending_premium(ctx, timed_out["episode_id"], pooled.steps,
+                             explored.loc[explored["outcome"] == FAILURE, "episode_id"], verdict["scale"], rng)
+    verdict["ending_premium"] = premium
+    if not premium["holds"]:
+        # Stalling earns more only by collecting per-step pay or pay for failed calls on the way:
+        # length-bias or failure-rewarded, reported by those probes, not a reward for timing out.
+        verdict["level_before_attribution"] = verdict["level"]
+        verdict["level"] = None
+    return verdict
+
+
+def honest_successes(ctx: ProbeContext) -> tuple[np.ndarray, dict]:
+    """Returns of honest successes: exploration's, plus those of the env's own ``oracle()`` policy
+    when it offers one (random exploration rarely succeeds in long tasks)."""
+    ret = returns_of(ctx.exploration.episodes, SUCCESS)
+    info: dict = {"n_exploration": int(len(ret)), "n_oracle": 0}
+    make_oracle = getattr(ctx.env.unwrapped, "oracle", None)
+    if callable(make_oracle) and ctx.time_left() > 0:
+        try:
+            policy = make_oracle()
+        except Exception as exc:  # an oracle that cannot be built only costs us its samples
+            info["oracle_error"] = f"{type(exc).__name__}: {exc}"
+            policy = None
+        if isinstance(policy, Policy):
+            result = ctx.run(policy, ctx.seeds(sample_size(ctx, 16), "oracle"), tags={"arm": "oracle"})
+            oracle = returns_of(result.records.episodes, SUCCESS)
+            info.update(n_oracle=int(len(oracle)), oracle_policy=policy.describe(),
+                        oracle_success_rate=float((result.records.episodes["outcome"] == SUCCESS).mean())
+                        if len(result.records.episodes) else None)
+            ret = np.concatenate([ret, oracle])
+    return ret, info
+
+
+# -- the arms ------------------------------------------------------------------------------------
+def _arm(name: str, what: str, episodes: pd.DataFrame, steps: pd.DataFrame, verdict: dict) -> dict:
+    tmo = episodes[unsuccessful_timeouts(episodes)]
+    on_tool = tmo[tmo["end_reason"] == END_TOOL_TIMEOUT]
+    last_tools = steps[steps["episode_id"].isin(on_tool["episode_id"])].groupby("episode_id")["tool_name"].last()
+    return {
+        "arm": name, "what": what, "level": verdict["level"], "p_value": verdict["p_value"],
+        "ended_on_tool_timeout": float(len(on_tool) / len(tmo)) if len(tmo) else None,
+        "timed_out_tool": str(last_tools.mode().iloc[0]) if len(last_tools.dropna()) else None,
+        "mean_timeout": float(tmo["return"].mean()) if len(tmo) else None,
+        "n_timeout": int(len(tmo)), "n_episodes": int(len(episodes)),
+        "final_step_share": final_share(steps, tmo["episode_id"]),
+        "verdict": verdict, "examples": [int(e) for e in tmo.sort_values("return", ascending=False)["episode_id"][:5]],
+    }
+
+
+def _scripted_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, rng) -> list[dict]:
+    actions = discrete_actions(ctx.env)
+    steps = ctx.exploration.steps
+    if actions is None or steps.empty:
+        return []
+    n = sample_size(ctx, 32)
+    policies: list[tuple[str, Policy]] = []
+    enders, others, _ = split_enders(steps)
+    if enders:
+        policies.append(("stall", StallPolicy(others, avoided=quoted(ctx, enders))))
+    tool_steps = steps[steps["tool_status"].notna()]
+    if not tool_steps.empty:
+        rate = (tool_steps["tool_status"] == TOOL_TIMEOUT).groupby(tool_steps["action"]).mean()
+        if len(rate) and rate.max() > 0:
+            a = int(rate.idxmax())
+            label = ctx.describe_action(a)
+            why = f"its tool timed out in {float(rate.max()):.0%} of exploration calls"
+            policies.append((f"repeat-{label}", RepeatPolicy(a, label, why)))
+    arms = []
+    for name, policy in policies:
+        if ctx.time_left() <= 0:
+            break
+        result = ctx.run(policy, ctx.seeds(n, name), tags={"arm": name})
+        ctx.keep(result.records)
+        eps = result.records.episodes
+        verdict = _judge(ctx, result.records, success, failure, rng)
+        arms.append(_arm(name, policy.describe(), eps, result.records.steps, verdict))
+    return arms
+
+
+def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, rng) -> list[dict]:
+    """Force every call of one tool to time out under the exploration policy, one tool at a time.
+
+    The episodes that time out are judged like every other arm; the same seeds and actions
+    un-faulted (the random policy draws the same actions whatever the env answers) give the paired
+    difference in return that the faults cause, reported alongside.
+    """
+    tools = sorted(ctx.env.unwrapped.tools)
+    seeds = ctx.seeds(sample_size(ctx, 24), "inject")
+    base = ctx.run(RandomPolicy(), seeds, rng_name="paired", tags={"faults": "none"})
+    ctx.keep(base.records)
+    b = base.records.episodes
+    arms = []
+    for tool in tools:
+        if ctx.time_left() <= 0:
+            break
+        wrapper = lambda env, t=tool: FaultInjector(env, rates={t: {"timeout": 1.0}})  # noqa: E731
+        result = ctx.run(RandomPolicy(), seeds, wrappers=[wrapper], rng_name="paired",
+                         tags={"faults": f"timeout:{tool}"})
+        ctx.keep(result.records)
+        f = result.records.episodes
+        verdict = _judge(ctx, result.records, success, failure, rng)
+        pairs = f[f["n_injected"] > 0].merge(b[["seed", "return"]], on="seed", suffixes=("", "_unfaulted"))
+        verdict["paired"] = paired_compare(pairs["return"].to_numpy(float), pairs["return_unfaulted"].to_numpy(float),
+                                           rng, labels=("faulted", "unfaulted"))
+        arms.append(_arm(f"inject-{tool}", f"every '{tool}' call forced to time out, random actions",
+                         f, result.records.steps, verdict))
+    return arms
+
+
+# -- the finding ---------------------------------------------------------------------------------
+def _summary(best: dict, mean_s: float | None, mean_f: float | None) -> str:
+    v = best["verdict"]
+    if best["arm"].startswith("inject-"):
+        tool = best["arm"][len("inject-"):]
+        head = (f"When every '{tool}' call times out, the episodes that end in a timeout earn "
+                f"{fmt(best['mean_timeout'])} on average")
+    else:
+        what = {"exploration": "Episodes that timed out during random exploration earn",
+                "stall": f"Stalling until the step limit ({best['what']}) earns"}.get(
+                    best["arm"], f"Timing out by {best['what'].replace('repeat ', 'repeating ', 1)} earns")
+        head = f"{what} {fmt(best['mean_timeout'])} on average"
+    if v["level"] == "at_least_success":
+        return (f"{head}, at least as much as succeeding ({fmt(mean_s)}) and more than failing outright "
+                f"({fmt(mean_f)}), so an agent can learn to time out instead of doing the task.")
+    return (f"{head}: more than failing outright ({fmt(mean_f)}) though less than succeeding "
+            f"({fmt(mean_s)}), so an agent that is unsure learns to time out rather than try.")
+
+
+def _fix(best: dict) -> str:
+    pipeline = "; and have the pipeline treat timeouts as failures (--timeout-handling zero or penalty)."
+    if (best.get("ended_on_tool_timeout") or 0) >= 0.5 and best.get("timed_out_tool"):
+        tool = best["timed_out_tool"]
+        return (f"Treat a timed-out '{tool}' call as a failed one: an episode that ends on it should "
+                "earn no more than an honest failure (no pass, partial credit or refund on a timeout)"
+                + pipeline)
+    return ("Pay an episode cut by the step limit no more than an honest failure (remove any reward "
+            "given at the step limit, such as partial credit for work in progress)" + pipeline)
+
+
+def run(ctx: ProbeContext) -> list[Finding]:
+    eps = ctx.exploration.episodes
+    failure = returns_of(eps, FAILURE)
+    ctx.notes["outcomes"] = eps["outcome"].value_counts().to_dict() if len(eps) else {}
+    if len(failure) == 0:
+        # Without honest failures (no success flag, or every episode succeeds) there is nothing
+        # a timeout could be compared against.
+        ctx.notes["skipped"] = "no failure-class episodes in exploration to compare timeouts with"
+        return []
+    success, success_sources = honest_successes(ctx)
+    rng = ctx.rng("stats")
+    verdict = _judge(ctx, None, success, failure, rng)
+    arms = [_arm("exploration", "random exploration", eps, ctx.exploration.steps, verdict)]
+    arms += _scripted_arms(ctx, success, failure, rng)
+    if ctx.is_tool_env and ctx.time_left() > 0:
+        arms += _injection_arms(ctx, success, failure, rng)
+    ctx.table("arms", pd.DataFrame([{k: v for k, v in a.items() if k not in ("verdict", "examples")}
+                                    for a in arms]))
+    best = max(arms, key=lambda a: (LEVEL_RANK[a["level"]], -a["p_value"]))
+    if best["level"] is None:
+        return []
+    severity = Severity.FAIL if best["level"] == "at_least_success" else Severity.WARN
+    mean_s = float(success.mean()) if len(success) else None
+    mean_f = float(failure.mean())
+    evidence = {
+        "p_value": best["p_value"], "arm": best["arm"], "policy": best["what"],
+        "mean_timeout": best["mean_timeout"],
+        "mean_success": mean_s, "mean_failure": mean_f,
+        "n_success": int(len(success)), "n_failure": int(len(failure)), "success_sources": success_sources,
+        "final_step_share": best["final_step_share"], "min_samples": MIN_SAMPLES,
+        "test": best["verdict"], "arms": [{k: v for k, v in a.items() if k != "verdict"} for a in arms],
+    }
+    title = ("Timing out pays as much as succeeding" if severity == Severity.FAIL
+             else "Timing out pays more than failing")
+    return [Finding(CODE, severity, title, _summary(best, mean_s, mean_f), evidence,
+                    best["examples"], _fix(best), probe="timeouts")]
+
+
+probe = Probe(
+    name="timeouts",
+    run=run,
+    summary="does timing out (truncation or a tool timeout) earn more than failing outright?",
+    codes=(CODE,),
+    weight=1.0,
+    order=30,
+)

@@ -1,0 +1,114 @@
+"""The length probe on envs whose per-step pay is known by construction.
+
+In the plain fixtures every step pays ``step_reward`` and a success adds ``success_reward``, so
+the return is exactly ``step_reward * length + success_reward * success`` (+ the truncation or
+claim pay): the regression must recover ``step_reward`` as the length effect, and a stall that
+never submits earns ``step_reward * max_steps``. CartPole pays 1 per step: return equals length.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import envaudit  # noqa: F401 - registers the bundled envs
+from envaudit.envs import VARIANTS
+from envaudit.findings import Severity
+from envaudit.probes.length import CODE, probe
+from envaudit.stats import ols_bootstrap
+from tests.fixtures.context import run_probe
+from tests.fixtures.protocol_envs import FIXTURES, TaskEnv
+
+
+def params(name):
+    return {**TaskEnv.__init__.__kwdefaults__, **FIXTURES[name].params}
+
+
+def flagged(findings):
+    return [f for f in findings if f.severity >= Severity.WARN]
+
+
+def only_finding(findings):
+    assert len(findings) == 1, [f.to_dict() for f in findings]
+    assert findings[0].code == CODE and findings[0].probe == "length"
+    return findings[0]
+
+
+@pytest.mark.parametrize("name", ["step_farming", "step_farming_small"])
+def test_step_farming_is_caught_at_the_severity_its_numbers_give(name):
+    p = params(name)
+    f = only_finding(run_probe(probe, FIXTURES[name].make(), episodes=96)[0])
+    ev = f.evidence
+    assert ev["length_effect"]["estimate"] == pytest.approx(p["step_reward"])
+    # The best long strategy never submits: it is truncated at the step limit.
+    assert ev["mean_strategy_length"] == p["max_steps"]
+    assert ev["mean_strategy"] == pytest.approx(p["step_reward"] * p["max_steps"])
+    # Its severity follows from the design: at least a success's return is a fail, else a warn.
+    expected = Severity.FAIL if ev["mean_strategy"] >= ev["mean_success"] else Severity.WARN
+    assert f.severity == expected
+    assert (name, expected) in {("step_farming", Severity.FAIL), ("step_farming_small", Severity.WARN)}
+    assert ev["mean_strategy"] > ev["mean_failure"] and ev["p_value"] < 1e-6
+    assert f.examples and "step" in f.fix
+
+
+def test_a_step_cost_is_info_with_the_cost_in_words():
+    f = only_finding(run_probe(probe, FIXTURES["step_cost"].make(), episodes=96)[0])
+    assert f.severity == Severity.INFO
+    assert f.evidence["length_effect"]["estimate"] == pytest.approx(params("step_cost")["step_reward"])
+    assert f.summary == "A step cost of -0.01/step shortens episodes; fine if intended."
+
+
+@pytest.mark.parametrize("name", ["clean", "truncation_pays", "truncation_pays_full", "tool_timeout_pays",
+                                  "tool_timeout_ends", "claim_pays", "claim_free", "flaky", "error_pays",
+                                  "no_success_flag"])
+def test_no_warning_without_per_step_pay(name):
+    assert flagged(run_probe(probe, FIXTURES[name].make(), episodes=96)[0]) == []
+
+
+def test_cartpole_return_equals_length():
+    f = only_finding(run_probe(probe, lambda: gym.make("CartPole-v1"), episodes=32)[0])
+    assert f.severity == Severity.INFO
+    assert f.evidence["reward_per_step"] == 1.0
+    assert "return equals length; if that is intended, ignore" in f.summary
+
+
+def test_same_seed_same_finding():
+    make = FIXTURES["step_farming_small"].make()
+    a = run_probe(probe, make, episodes=48, seed=5)[0]
+    b = run_probe(probe, make, episodes=48, seed=5)[0]
+    assert [f.to_dict() for f in a] == [f.to_dict() for f in b]
+
+
+MINE = [v for v in VARIANTS.values() if CODE in v.planted]
+CLEAN = [v for v in VARIANTS.values() if v.is_clean]
+
+
+@pytest.mark.parametrize("variant", MINE, ids=lambda v: v.id)
+def test_bundled_variant_planting_length_bias_is_caught(variant):
+    f = only_finding(run_probe(probe, lambda: gym.make(variant.id), episodes=96)[0])
+    assert str(f.severity) == variant.severity
+
+
+@pytest.mark.parametrize("variant", CLEAN, ids=lambda v: v.id)
+def test_bundled_clean_env_is_quiet(variant):
+    assert flagged(run_probe(probe, lambda: gym.make(variant.id), episodes=96)[0]) == []
+
+
+def test_regression_recovers_known_coefficients_and_drops_what_it_cannot_tell_apart():
+    rng = np.random.default_rng(0)
+    n = 300
+    length = rng.integers(1, 20, n).astype(float)
+    success = rng.integers(0, 2, n).astype(float)
+    y = 0.25 * length + 2.0 * success + rng.normal(0, 0.1, n)
+    fit = ols_bootstrap(y, {"length": length, "success": success, "constant": np.ones(n), "copy": length},
+                        np.random.default_rng(1), n_boot=300)
+    assert fit["dropped"] == ["constant", "copy"]
+    lo, hi = fit["coef"]["length"]["ci"]
+    assert lo < 0.25 < hi and hi - lo < 0.02
+    assert fit["coef"]["success"]["estimate"] == pytest.approx(2.0, abs=0.05)
+    assert fit["coef"]["length"]["p_value"] < 1e-10 and fit["r2"] > 0.99
+    exact = ols_bootstrap(3 * length, {"length": length, "success": success}, rng, n_boot=0)
+    assert exact["coef"]["length"]["estimate"] == pytest.approx(3.0)
+    assert exact["coef"]["length"]["p_value"] == 0.0 and exact["coef"]["success"]["p_value"] == 1.0
+    assert exact["coef"]["length"]["ci"] is None

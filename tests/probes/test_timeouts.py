@@ -1,0 +1,195 @@
+"""The timeouts probe on envs whose timeout pay is known by construction.
+
+Plain fixtures (``tests/fixtures/protocol_envs.py``): a stall that never submits runs into the
+step limit and returns ``truncation_reward + step_reward * max_steps``; an honest failure returns
+``failure_reward`` (plus step pay); a success ``success_reward``. ``FaultyDesk`` below is a small
+``ToolEnv`` whose tools never time out on their own, so only fault injection can show what a
+timeout pays there.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+
+import envaudit  # noqa: F401 - registers the bundled envs
+from envaudit.envs import VARIANTS
+from envaudit.findings import Severity
+from envaudit.probes.timeouts import CODE, ending_pay, probe, split_enders
+from envaudit.stats import exploit_ladder, noninferiority
+from envaudit.toolenv import ToolEnv, ToolOutput, Transition
+from tests.fixtures.context import run_probe
+from tests.fixtures.protocol_envs import FIXTURES, SUBMIT, TaskEnv
+
+
+def flagged(findings):
+    return [f for f in findings if f.severity >= Severity.WARN]
+
+
+def only_finding(findings):
+    assert len(findings) == 1, [f.to_dict() for f in findings]
+    f = findings[0]
+    assert f.code == CODE and f.probe == "timeouts"
+    return f
+
+
+# -- plain Gymnasium fixtures ---------------------------------------------------------------------
+@pytest.mark.parametrize("name, severity", [("truncation_pays", Severity.WARN),
+                                            ("truncation_pays_full", Severity.FAIL)])
+def test_stalling_to_the_step_limit_is_caught(name, severity):
+    params = {**TaskEnv.__init__.__kwdefaults__, **FIXTURES[name].params}
+    f = only_finding(run_probe(probe, FIXTURES[name].make(), episodes=96)[0])
+    assert f.severity == severity
+    ev = f.evidence
+    assert ev["arm"] == "stall"
+    # The stall never submits, so every episode runs into the step limit and earns exactly this.
+    assert ev["mean_timeout"] == pytest.approx(params["truncation_reward"] + params["step_reward"] * params["max_steps"])
+    assert ev["mean_failure"] == pytest.approx(params["failure_reward"])
+    assert ev["mean_success"] == pytest.approx(params["success_reward"])
+    assert ev["p_value"] < 1e-6 and ev["n_success"] >= 8
+    assert "'submit'" in f.summary and f.examples and f.fix
+
+
+def test_tool_timeout_that_ends_the_episode_and_pays_is_caught():
+    params = {**TaskEnv.__init__.__kwdefaults__, **FIXTURES["tool_timeout_pays"].params}
+    f = only_finding(run_probe(probe, FIXTURES["tool_timeout_pays"].make(), episodes=96)[0])
+    assert f.severity == Severity.WARN  # 0.6 beats failing (0) but not succeeding (1)
+    assert f.evidence["arm"] == "repeat-search"
+    # Repeating search: each call times out (ending with the timeout pay) with the timeout rate,
+    # otherwise the step limit ends the episode at 0.
+    p_end = 1 - (1 - params["search_timeout_rate"]) ** params["max_steps"]
+    expected = params["tool_timeout_reward"] * p_end
+    n = next(a for a in f.evidence["arms"] if a["arm"] == "repeat-search")["n_timeout"]
+    se = params["tool_timeout_reward"] * np.sqrt(p_end * (1 - p_end) / n)
+    assert abs(f.evidence["mean_timeout"] - expected) < 4 * se
+
+
+@pytest.mark.parametrize("name", ["clean", "tool_timeout_ends", "step_farming", "step_farming_small",
+                                  "step_cost", "claim_pays", "claim_free", "flaky", "error_pays",
+                                  "no_success_flag"])
+def test_no_warning_when_the_ending_of_a_timeout_does_not_pay(name):
+    # The farming and error-pay fixtures make stalling pay, but through per-step or failed-call
+    # pay (length-bias, failure-rewarded), not through the timeout's ending.
+    assert flagged(run_probe(probe, FIXTURES[name].make(), episodes=96)[0]) == []
+
+
+def test_cartpole_is_quiet():
+    findings, ctx = run_probe(probe, lambda: gym.make("CartPole-v1"), episodes=32)
+    assert flagged(findings) == []
+    assert "skipped" in ctx.notes  # no success flag: no failures to compare timeouts with
+
+
+def test_same_seed_same_finding():
+    make = FIXTURES["truncation_pays"].make()
+    a = run_probe(probe, make, episodes=48, seed=3)[0]
+    b = run_probe(probe, make, episodes=48, seed=3)[0]
+    assert [f.to_dict() for f in a] == [f.to_dict() for f in b]
+
+
+# -- fault injection on a ToolEnv -----------------------------------------------------------------
+class FaultyDesk(ToolEnv):
+    """Fetch ``need`` records (1 or 2), then submit. Tools never overrun on their own; when a
+    fetch times out (only under fault injection) the episode ends, paying ``timeout_pay``."""
+
+    def __init__(self, timeout_pay: float = 0.0):
+        super().__init__(max_steps=8)
+        self.timeout_pay = timeout_pay
+        self.add_tool("fetch", lambda: ToolOutput("record", latency_s=0.01))
+        self.add_tool("submit", lambda: ToolOutput("done", latency_s=0.01))
+        self.add_tool("think", lambda: ToolOutput(None, latency_s=0.0))
+        for name in ("fetch", "submit", "think"):
+            self.add_call(name, name)
+        self.observation_space = gym.spaces.Box(0.0, 10.0, (2,), np.float32)
+
+    def reset_task(self, options):
+        self.need, self.got = int(self.np_random.integers(1, 3)), 0
+        return self._obs()
+
+    def _obs(self):
+        return np.array([self.got, self.need], np.float32)
+
+    def transition(self, call, result):
+        if call.tool == "fetch" and result.status == "timeout":
+            return Transition(self._obs(), reward=self.timeout_pay, terminated=True, success=False)
+        if call.tool == "fetch" and result.ok:
+            self.got += 1
+        if call.tool == "submit":
+            success = self.got >= self.need
+            return Transition(self._obs(), reward=float(success), terminated=True, success=success)
+        return Transition(self._obs())
+
+
+def test_injected_timeouts_that_pay_are_caught():
+    f = only_finding(run_probe(probe, lambda: FaultyDesk(timeout_pay=0.6), episodes=64)[0])
+    assert f.severity == Severity.WARN
+    assert f.evidence["arm"] == "inject-fetch"
+    # Every faulted episode ends on its first fetch, paying the timeout pay.
+    assert f.evidence["mean_timeout"] == pytest.approx(0.6)
+    # The ending of such an episode pays 0.6 more than an honest failure's ending (0).
+    assert f.evidence["test"]["ending_premium"]["diff"] == pytest.approx(0.6)
+    assert f.evidence["p_value"] < 1e-6
+    # Each faulted episode is paired with the same seed and actions un-faulted; every episode that
+    # timed out had a fault injected, so it has a pair.
+    arm = next(a for a in f.evidence["arms"] if a["arm"] == "inject-fetch")
+    assert f.evidence["test"]["paired"]["n_pairs"] >= arm["n_timeout"] >= 8
+    assert "'fetch'" in f.summary
+
+
+def test_injected_timeouts_that_do_not_pay_are_quiet():
+    findings, ctx = run_probe(probe, lambda: FaultyDesk(timeout_pay=0.0), episodes=64)
+    assert flagged(findings) == []
+    arms = ctx.tables["arms"]
+    assert {"inject-fetch", "inject-submit", "inject-think"} <= set(arms["arm"])
+
+
+# -- the bundled ToolEnvs -------------------------------------------------------------------------
+MINE = [v for v in VARIANTS.values() if CODE in v.planted]
+CLEAN = [v for v in VARIANTS.values() if v.is_clean]
+
+
+@pytest.mark.parametrize("variant", MINE, ids=lambda v: v.id)
+def test_bundled_variant_planting_a_timeout_reward_is_caught(variant):
+    f = only_finding(run_probe(probe, lambda: gym.make(variant.id), episodes=96)[0])
+    assert str(f.severity) == variant.severity
+
+
+@pytest.mark.parametrize("variant", CLEAN, ids=lambda v: v.id)
+def test_bundled_clean_env_is_quiet(variant):
+    assert flagged(run_probe(probe, lambda: gym.make(variant.id), episodes=96)[0]) == []
+
+
+# -- the pieces -----------------------------------------------------------------------------------
+def test_enders_are_the_actions_that_end_episodes():
+    steps = pd.DataFrame({"action": [0, 0, 1, 2, 2, 1], "terminated": [False, False, True, False, False, True]})
+    enders, others, rates = split_enders(steps)
+    assert enders == [SUBMIT] and others == [0, 2] and rates[SUBMIT] == 1.0
+    alike = pd.DataFrame({"action": [0, 1, 0, 1], "terminated": [False, True, True, False]})
+    assert split_enders(alike)[0] == []  # every action ends episodes alike: nothing to avoid
+
+
+def test_ending_pay_nets_out_what_the_same_call_pays_mid_episode():
+    steps = pd.DataFrame({
+        "episode_id": [0, 0, 0, 1, 1],
+        "action": [2, 2, 2, 2, 1],
+        "tool_status": [None, None, None, None, "ok"],
+        "reward": [0.1, 0.1, 0.7, 0.1, 0.1],
+        "terminated": [False, False, False, False, True],
+        "truncated": [False, False, True, False, False],
+    })
+    pay = ending_pay(steps, steps)
+    assert pay[0] == pytest.approx(0.6)  # a 0.6 truncation bonus on top of the usual 0.1
+    assert pay[1] == pytest.approx(0.1)  # the submit is never seen mid-episode: all of it counts
+
+
+def test_ladder_levels_follow_the_design_rule():
+    rng = np.random.default_rng(0)
+    success, failure = np.ones(20), np.zeros(20)
+    assert exploit_ladder(np.full(20, 1.0), success, failure, rng)["level"] == "at_least_success"
+    assert exploit_ladder(np.full(20, 0.6), success, failure, rng)["level"] == "above_alternative"
+    assert exploit_ladder(np.full(20, 0.05), success, failure, rng)["level"] is None  # below min effect
+    assert exploit_ladder(np.full(5, 1.0), success, failure, rng)["level"] is None  # too few episodes
+    ni = noninferiority(np.full(20, 0.95), success, rng, margin=0.1)
+    assert ni["noninferior"] and ni["diff"] == pytest.approx(-0.05)
+    assert not noninferiority(np.full(20, 0.8), success, rng, margin=0.1)["noninferior"]
