@@ -6,6 +6,7 @@ from envaudit.findings import Finding, Severity
 from envaudit.pipeline import Pipeline, group_advantages
 from envaudit.probe import Probe, ProbeContext
 from envaudit.recording import AuditWrapper, Recorder, Records, wrap
+from envaudit.reporting.load import load_report
 from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
 from envaudit.toolenv import Tool, ToolCall, ToolEnv, ToolOutput, ToolResult, Transition
 
@@ -31,6 +32,7 @@ __all__ = [
     "Transition",
     "group_advantages",
     "inject_faults",
+    "load_report",
     "wrap",
 ]
 

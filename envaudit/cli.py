@@ -52,6 +52,13 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
     sub.add_parser("probes", help="list the registered probes")
+    report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
+    report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
+    diff = sub.add_parser("diff", help="compare two reports of the same env: findings fixed, new, unchanged; "
+                                       "exit 1 when NEW has a warn/fail finding OLD did not")
+    diff.add_argument("old", metavar="OLD", help="report folder of the env before the change")
+    diff.add_argument("new", metavar="NEW", help="report folder of the env after the change")
+    diff.add_argument("--force", action="store_true", help="compare reports of different envs anyway")
     return parser
 
 
@@ -129,6 +136,32 @@ def _list_probes(console: Console) -> int:
     return 0
 
 
+def _load_folder(path: str, role: str):
+    from envaudit.reporting.load import load_report
+
+    try:
+        return load_report(path)
+    except (FileNotFoundError, ValueError) as exc:
+        raise UsageError(f"{role} {path!r}: {exc}") from None
+
+
+def _report(args: argparse.Namespace, console: Console) -> int:
+    from envaudit.reporting.folder import rerender
+
+    view = _load_folder(args.folder, "DIR")
+    written = rerender(view.folder)
+    console.print(f"re-rendered {', '.join(p.name for p in written)} in {view.folder}/")
+    return 0
+
+
+def _diff(args: argparse.Namespace, console: Console) -> int:
+    from envaudit.reporting.diff import diff_reports
+
+    result = diff_reports(_load_folder(args.old, "OLD"), _load_folder(args.new, "NEW"), force=args.force)
+    console.print(result)
+    return result.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     console = Console()
     err = Console(stderr=True)
@@ -136,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         args = _build_parser().parse_args(argv)
         if args.command == "probes":
             return _list_probes(console)
+        if args.command == "report":
+            return _report(args, console)
+        if args.command == "diff":
+            return _diff(args, console)
         return _scan(args, console, err)
     except UsageError as exc:
         print(f"envaudit: error: {exc}", file=sys.stderr)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from envaudit.atomic import atomic_parquet
 from envaudit.protocol import (
     END_ENV_EXCEPTION,
     SUCCESS_KEY,
@@ -81,14 +81,7 @@ class Records:
             # Parquet needs one type per column; actions of mixed kinds are kept as text.
             if "action" in frame and frame["action"].map(type).nunique() > 1:
                 frame["action"] = frame["action"].astype(str)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-            os.close(fd)
-            try:
-                frame.to_parquet(tmp, index=False)
-                os.replace(tmp, folder / f"{name}.parquet")
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            atomic_parquet(folder / f"{name}.parquet", frame)
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> Records:
@@ -182,6 +175,8 @@ class AuditWrapper(gym.Wrapper):
         self.success_threshold = success_threshold
         self.recorder = recorder if recorder is not None else Recorder()
         self.labels = action_labels_of(env)
+        # Envs whose actions are not indices (text tool calls) may name the label themselves.
+        self.label_of = getattr(env.unwrapped, "label_of", None)
         self.tags: dict[str, Any] = {}
         self._open = False
 
@@ -243,7 +238,9 @@ class AuditWrapper(gym.Wrapper):
         for reward in rewards[:-1] if exception is not None else rewards:
             total += reward
         labels = self.labels
-        if labels is None:
+        if callable(self.label_of):
+            action_labels = [self.label_of(a) for a in actions]
+        elif labels is None:
             action_labels = [None] * n
         else:
             n_labels = len(labels)

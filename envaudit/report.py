@@ -1,7 +1,8 @@
 """The scan report: findings, per-probe status, the env's fingerprint and the tables behind them.
 
 A report renders itself (rich, Markdown, JSON) and writes a folder: ``report.json``,
-``report.md``, ``steps.parquet``, ``episodes.parquet`` and the probes' tables. Every file is
+``report.md``, ``report.html``, the plots (``<plot>.png``, see ``envaudit.reporting``),
+``steps.parquet``, ``episodes.parquet`` and the probes' tables. Every file is
 written to a temporary name and renamed, so no report file is ever left half-written.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,37 +20,12 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from envaudit.atomic import atomic_parquet, atomic_write
 from envaudit.findings import CODES, Finding, Severity, rank
 from envaudit.recording import Records
 
 SCHEMA_VERSION = 1
 SEVERITY_STYLE = {Severity.FAIL: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
-
-
-def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def atomic_parquet(path: str | os.PathLike, frame: pd.DataFrame) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 @dataclass
@@ -140,6 +115,10 @@ class Report:
         for name, frame in sorted(self.tables.items()):
             atomic_parquet(folder / f"{name}.parquet", frame)
         atomic_write(folder / "report.md", self.to_markdown())
+        # The plots (<plot>.png) and report.html; matplotlib loads only when a folder is written.
+        from envaudit.reporting.folder import write_visuals
+
+        write_visuals(self, folder)
         # report.json last: its presence means the folder is complete.
         atomic_write(folder / "report.json", json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
         return folder

@@ -109,7 +109,10 @@ def test_report_folder_round_trips(tmp_path):
     report.findings.append(_finding(0.01))
     report.write(tmp_path / "r")
     names = sorted(p.name for p in (tmp_path / "r").iterdir())
-    assert names == ["episodes.parquet", "report.json", "report.md", "steps.parquet"]
+    assert {"episodes.parquet", "report.json", "report.md", "report.html", "steps.parquet"} <= set(names)
+    assert not [n for n in names if n.endswith(".tmp")]
+    # Readable by the team like any file written under the umask, not mkstemp's private 0600.
+    assert all((tmp_path / "r" / n).stat().st_mode & 0o044 for n in names)
     data = json.loads((tmp_path / "r" / "report.json").read_text())
     assert data["schema_version"] == 1 and data["config"]["seed"] == 5
     assert data["fingerprint"]["class"].endswith("user_envs.CoinEnv")

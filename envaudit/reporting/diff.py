@@ -1,0 +1,290 @@
+"""``envaudit diff OLD NEW``: did the fix remove the incentive without adding another?
+
+Two reports are compared finding by finding. A finding's key is ``code + probe + title``;
+findings left unmatched by key are then paired by ``code + probe`` in rank order, so a title that
+carries a number (or was reworded) still finds its counterpart. Each finding gets a status:
+
+- ``fixed``: OLD had it at warn or fail; NEW has no counterpart at warn or fail (gone, or only info);
+- ``new``: NEW has it at warn or fail; OLD had no counterpart at warn or fail (absent, or only info);
+- ``unchanged``: at warn or fail on both sides (its severity may still move: shown old → new);
+- ``info``: at info on both sides, or at info on the one side that has it (facts, not incentives).
+
+The diff exits 1 when anything is ``new``. Beside the findings it shows how the numbers moved:
+each matched finding's numeric evidence side by side, and the scans' own key numbers
+(exploration return, length, outcome rates, finding counts).
+
+Two reports are "of the same env" when their env ids match or their fingerprints name the same
+class (a fixed version of an env, or a flawed variant and its clean twin); anything else is
+refused unless ``force=True``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+from rich.text import Text
+
+from envaudit.errors import UsageError
+from envaudit.findings import Finding, Severity
+from envaudit.reporting.load import AuditReport, load_report
+
+FIXED, NEW, UNCHANGED, INFO = "fixed", "new", "unchanged", "info"
+STATUS_ORDER = (NEW, FIXED, UNCHANGED, INFO)
+STATUS_STYLE = {NEW: "bold red", FIXED: "green", UNCHANGED: "yellow", INFO: "cyan"}
+
+Number = float | tuple[float, float]
+
+
+class DifferentEnvsError(UsageError):
+    """The two reports are of different envs (and ``force`` was not given)."""
+
+
+def finding_key(f: Finding) -> tuple[str, str, str]:
+    """The stable key a finding is matched by across reports: code, probe, title."""
+    return (f.code, f.probe, f.title)
+
+
+def evidence_numbers(evidence: dict[str, Any], prefix: str = "", depth: int = 0) -> dict[str, Number]:
+    """The numbers of a finding's evidence, nested keys dotted (``test.vs_success.diff``);
+    two-number lists (confidence intervals) kept as pairs; lists of records skipped."""
+    out: dict[str, Number] = {}
+    for key, value in evidence.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)):
+            out[name] = float(value)
+        elif isinstance(value, str) and value in ("nan", "inf", "-inf"):
+            out[name] = float(value)
+        elif isinstance(value, dict) and depth < 2:
+            out.update(evidence_numbers(value, f"{name}.", depth + 1))
+        elif (isinstance(value, (list, tuple)) and len(value) == 2
+              and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)):
+            out[name] = (float(value[0]), float(value[1]))
+    return out
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    """One finding across the two reports (``old`` or ``new`` is None when it is on one side only)."""
+
+    status: str
+    old: Finding | None
+    new: Finding | None
+
+    @property
+    def finding(self) -> Finding:
+        return self.new if self.new is not None else self.old  # type: ignore[return-value]
+
+    @property
+    def severity_move(self) -> str:
+        old = str(self.old.severity) if self.old is not None else "—"
+        new = str(self.new.severity) if self.new is not None else "—"
+        return old if old == new else f"{old} → {new}"
+
+    def numbers(self) -> list[tuple[str, Number | None, Number | None]]:
+        """The finding's evidence numbers, OLD and NEW side by side (None where a side lacks it)."""
+        old = evidence_numbers(dict(self.old.evidence)) if self.old is not None else {}
+        new = evidence_numbers(dict(self.new.evidence)) if self.new is not None else {}
+        keys = list(dict.fromkeys([*old, *new]))
+        keys.sort(key=lambda k: "." in k)  # top-level numbers first (stable: evidence order within)
+        return [(k, old.get(k), new.get(k)) for k in keys]
+
+    def to_dict(self) -> dict[str, Any]:
+        f = self.finding
+        return {"status": self.status, "code": f.code, "probe": f.probe, "title": f.title,
+                "old_severity": str(self.old.severity) if self.old else None,
+                "new_severity": str(self.new.severity) if self.new else None,
+                "numbers": [{"name": k, "old": _jsonable(o), "new": _jsonable(n)} for k, o, n in self.numbers()]}
+
+
+@dataclass
+class ReportDiff:
+    """The comparison of two reports: per-finding changes and the scans' key numbers."""
+
+    old_env: str
+    new_env: str
+    env_note: str
+    changes: list[FindingChange]
+    numbers: list[tuple[str, float | None, float | None]] = field(default_factory=list)
+
+    def with_status(self, status: str) -> list[FindingChange]:
+        return [c for c in self.changes if c.status == status]
+
+    @property
+    def fixed(self) -> list[FindingChange]:
+        return self.with_status(FIXED)
+
+    @property
+    def new(self) -> list[FindingChange]:
+        return self.with_status(NEW)
+
+    @property
+    def unchanged(self) -> list[FindingChange]:
+        return self.with_status(UNCHANGED)
+
+    @property
+    def exit_code(self) -> int:
+        """1 when NEW has a warn/fail finding OLD did not, else 0."""
+        return 1 if self.new else 0
+
+    def verdict(self) -> str:
+        counts = f"{len(self.fixed)} fixed, {len(self.new)} new, {len(self.unchanged)} unchanged"
+        if self.new:
+            return f"{counts}: NEW has {len(self.new)} warn/fail finding(s) that OLD did not"
+        if self.fixed and not self.unchanged:
+            return f"{counts}: every warn/fail finding of OLD is gone and none was added"
+        return f"{counts}: no warn/fail finding was added"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"old_env": self.old_env, "new_env": self.new_env, "env_note": self.env_note,
+                "verdict": self.verdict(), "exit_code": self.exit_code,
+                "changes": [c.to_dict() for c in self.changes],
+                "numbers": [{"name": k, "old": o, "new": n} for k, o, n in self.numbers]}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(f"envaudit diff: {self.old_env} (OLD) → {self.new_env} (NEW)", style="bold")
+        if self.env_note:
+            yield Text(self.env_note, style="dim")
+        table = Table(title="findings", show_lines=False)
+        for column in ("status", "severity", "code", "probe", "finding"):
+            table.add_column(column, overflow="fold")
+        for c in self.changes:
+            f = c.finding
+            table.add_row(Text(c.status, style=STATUS_STYLE[c.status]), c.severity_move, f.code, f.probe, f.title)
+        if not self.changes:
+            table.add_row("", "", "", "", "no findings in either report")
+        yield table
+        for c in self.changes:
+            if c.status == INFO:
+                continue
+            rows = c.numbers()
+            if not rows:
+                continue
+            numbers = Table(title=f"{c.status}: {c.finding.code} — {c.finding.title}", title_justify="left")
+            for column, justify in (("evidence", "left"), ("OLD", "right"), ("NEW", "right"), ("change", "right")):
+                numbers.add_column(column, justify=justify)  # type: ignore[arg-type]
+            for name, old, new in rows[:12]:
+                numbers.add_row(name, _fmt(old), _fmt(new), _change(old, new))
+            if len(rows) > 12:
+                numbers.add_row(f"… {len(rows) - 12} more", "", "", "")
+            yield numbers
+        key = Table(title="scan numbers", title_justify="left")
+        for column, justify in (("number", "left"), ("OLD", "right"), ("NEW", "right"), ("change", "right")):
+            key.add_column(column, justify=justify)  # type: ignore[arg-type]
+        for name, old, new in self.numbers:
+            key.add_row(name, _fmt(old), _fmt(new), _change(old, new))
+        yield key
+        yield Text(self.verdict(), style="bold red" if self.new else "bold green")
+
+
+def same_env(old: AuditReport, new: AuditReport) -> tuple[bool, str]:
+    """Whether two reports are of the same env, and a line that says why (or why not)."""
+    if old.env_id == new.env_id:
+        return True, ""
+    old_class, new_class = old.fingerprint.get("class"), new.fingerprint.get("class")
+    if old_class and old_class == new_class:
+        return True, (f"different env ids, same class {old_class} (a changed version of the env, or a "
+                      "flawed variant and its clean twin)")
+    return False, (f"OLD is a report of {old.env_id!r} (class {old_class or 'unknown'}) and NEW of "
+                   f"{new.env_id!r} (class {new_class or 'unknown'}); a diff compares two scans of the same "
+                   "env (same id or same class). Pass --force to compare them anyway")
+
+
+def match(old: Iterable[Finding], new: Iterable[Finding]) -> list[tuple[Finding | None, Finding | None]]:
+    """Pair findings of two reports: by ``finding_key`` first, then by code + probe in rank order."""
+    old, new = list(old), list(new)
+    pairs: list[tuple[Finding | None, Finding | None]] = []
+    used_old: set[int] = set()
+    used_new: set[int] = set()
+    for strict in (True, False):
+        for j, n in enumerate(new):
+            if j in used_new:
+                continue
+            want = finding_key(n) if strict else finding_key(n)[:2]
+            i = next((i for i, o in enumerate(old) if i not in used_old
+                      and (finding_key(o) if strict else finding_key(o)[:2]) == want), None)
+            if i is not None:
+                used_old.add(i)
+                used_new.add(j)
+                pairs.append((old[i], n))
+    pairs += [(o, None) for i, o in enumerate(old) if i not in used_old]
+    pairs += [(None, n) for j, n in enumerate(new) if j not in used_new]
+    return pairs
+
+
+def _status(old: Finding | None, new: Finding | None) -> str:
+    old_hit = old is not None and old.severity >= Severity.WARN
+    new_hit = new is not None and new.severity >= Severity.WARN
+    if old_hit and new_hit:
+        return UNCHANGED
+    if old_hit:
+        return FIXED
+    if new_hit:
+        return NEW
+    return INFO
+
+
+def scan_numbers(view: AuditReport) -> dict[str, float]:
+    """The key numbers of one scan: exploration return, length, outcome rates, finding counts."""
+    ex = view.exploration
+    n = ex.get("episodes", 0) or 0
+    out: dict[str, float] = {"exploration episodes": float(n)}
+    for key in ("mean_return", "mean_length"):
+        if isinstance(ex.get(key), (int, float)):
+            out[f"exploration {key.replace('_', ' ')}"] = float(ex[key])
+    for outcome, count in sorted((ex.get("outcomes") or {}).items()):
+        out[f"{outcome} rate"] = count / n if n else float("nan")
+    for sev, count in view.counts().items():
+        out[f"{sev} findings"] = float(count)
+    return out
+
+
+def diff_reports(old: Any, new: Any, *, force: bool = False) -> ReportDiff:
+    """Compare two reports (folders, ``Report``s or ``AuditReport``s) of the same env."""
+    old_view, new_view = load_report(old), load_report(new)
+    same, note = same_env(old_view, new_view)
+    if not same and not force:
+        raise DifferentEnvsError(note)
+    if not same:
+        note = "--force: " + note.split("; a diff")[0]
+    pairs = match(old_view.findings, new_view.findings)
+    changes = [FindingChange(_status(o, n), o, n) for o, n in pairs]
+    order = {s: i for i, s in enumerate(STATUS_ORDER)}
+    rank = {id(f): i for i, f in enumerate([*new_view.findings, *old_view.findings])}
+    changes.sort(key=lambda c: (order[c.status], -int(c.finding.severity), rank[id(c.finding)]))
+    old_numbers, new_numbers = scan_numbers(old_view), scan_numbers(new_view)
+    keys = list(dict.fromkeys([*old_numbers, *new_numbers]))
+    numbers = [(k, old_numbers.get(k), new_numbers.get(k)) for k in keys]
+    return ReportDiff(old_view.env_id, new_view.env_id, note, changes, numbers)
+
+
+def _fmt(value: Number | None) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, tuple):
+        return f"[{value[0]:.4g}, {value[1]:.4g}]"
+    return f"{value:.4g}"
+
+
+def _change(old: Number | None, new: Number | None) -> str:
+    if isinstance(old, float) and isinstance(new, float) and math.isfinite(old) and math.isfinite(new):
+        return f"{new - old:+.4g}"
+    return ""
+
+
+def _jsonable(value: Number | None) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+__all__ = ["DifferentEnvsError", "FindingChange", "ReportDiff", "diff_reports", "evidence_numbers",
+           "finding_key", "match", "same_env", "scan_numbers"]

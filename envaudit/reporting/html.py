@@ -1,0 +1,285 @@
+"""``report.html``: one self-contained page per report.
+
+Summary, the ranked findings (evidence, fix, the plot that shows each one, and a drill-down into
+its example episodes as readable trajectories), every plot, the probes and the config. Images
+are inlined as ``data:`` URIs and the CSS is inline; a Content-Security-Policy forbids any
+network fetch. Every string that can come from the env (finding text, action labels, tool errors,
+tags) goes through ``html.escape``. The one inline script only records how many images decoded
+(``data-images-loaded`` on ``<body>``), which the browser test reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from envaudit.findings import Finding
+from envaudit.reporting.load import AuditReport, load_report
+from envaudit.reporting.plots import FINDING_PLOTS, RenderedPlot, render_plots
+
+MAX_EXAMPLES = 3
+"""Example episodes shown per finding."""
+MAX_STEPS = 60
+"""Steps shown per example episode (the rest are counted)."""
+MAX_ROWS = 12
+"""Rows shown of a list of records inside the evidence."""
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d2327;background:#f6f7f8}
+main{max-width:1100px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d0d5da;padding-bottom:4px}
+h3{font-size:16px;margin:0 0 6px}code{background:#eef0f2;padding:0 3px;border-radius:3px}
+.badge{display:inline-block;padding:1px 7px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
+.sev-fail .badge,.badge.fail{background:#c62828}.sev-warn .badge,.badge.warn{background:#e09500}
+.sev-info .badge,.badge.info{background:#1e88a8}.badge.clean{background:#2e7d32}
+.finding{background:#fff;border:1px solid #d0d5da;border-left:6px solid #1e88a8;border-radius:4px;padding:12px 16px;margin:12px 0}
+.finding.sev-fail{border-left-color:#c62828}.finding.sev-warn{border-left-color:#e09500}
+.fix{background:#eef7ee;border-radius:4px;padding:6px 10px;margin:8px 0}
+table{border-collapse:collapse;margin:6px 0;font-size:13px}td,th{border:1px solid #d8dde2;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#eef0f2}table.kv td:first-child{color:#455a64;white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+img.plot{max-width:100%;height:auto;border:1px solid #e0e4e8;background:#fff;margin:6px 0}
+figure{margin:12px 0}figcaption{font-size:13px;color:#455a64}
+details{margin:6px 0}summary{cursor:pointer;color:#0d47a1}
+tr.failed td{background:#fdecea}tr.last td{font-weight:600}
+.muted{color:#607d8b}.summary-line{font-size:15px}
+"""
+
+SCRIPT = """
+window.addEventListener("load", function () {
+  var ok = 0, imgs = document.images;
+  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) { ok++; } }
+  document.body.setAttribute("data-images-loaded", ok + "/" + imgs.length);
+});
+"""
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return esc(value)
+    if isinstance(value, float):
+        return esc(value) if not math.isfinite(value) else f"{value:.4g}"
+    return esc(value)
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def value_html(value: Any) -> str:
+    """Evidence values: numbers to 4 significant digits, mappings and record lists as small tables."""
+    if _is_scalar(value):
+        return _number(value)
+    if isinstance(value, dict):
+        rows = "".join(f"<tr><td>{esc(k)}</td><td>{value_html(v)}</td></tr>" for k, v in value.items())
+        inner = f'<table class="kv">{rows}</table>'
+        return inner if len(value) <= 4 else f"<details><summary>{len(value)} fields</summary>{inner}</details>"
+    if isinstance(value, (list, tuple)):
+        items = list(value)
+        if all(_is_scalar(v) for v in items):
+            shown = ", ".join(_number(v) for v in items[:20])
+            return "[" + shown + (f", … ({len(items) - 20} more)" if len(items) > 20 else "") + "]"
+        if all(isinstance(v, dict) for v in items):
+            columns = list(dict.fromkeys(k for v in items for k in v))
+            head = "".join(f"<th>{esc(c)}</th>" for c in columns)
+            body = "".join("<tr>" + "".join(f"<td>{value_html(v.get(c, ''))}</td>" for c in columns) + "</tr>"
+                           for v in items[:MAX_ROWS])
+            more = f'<p class="muted">… {len(items) - MAX_ROWS} more</p>' if len(items) > MAX_ROWS else ""
+            return (f"<details><summary>{len(items)} records</summary><table><tr>{head}</tr>{body}</table>"
+                    f"{more}</details>")
+        return ", ".join(value_html(v) for v in items)
+    return esc(value)
+
+
+def _img(rendered: RenderedPlot, alt: str) -> str:
+    data = base64.b64encode(rendered.png).decode("ascii")
+    return (f'<img class="plot" data-plot="{esc(rendered.plot.name)}" alt="{esc(alt)}" '
+            f'src="data:image/png;base64,{data}">')
+
+
+def finding_plot(finding: Finding, plots: dict[str, RenderedPlot]) -> RenderedPlot | None:
+    """The plot that shows ``finding``: the first of its code's plots that has data (else the first)."""
+    names = [n for n in FINDING_PLOTS.get(finding.code, ()) if n in plots]
+    if not names:
+        return None
+    return next((plots[n] for n in names if not plots[n].missing), plots[names[0]])
+
+
+# -- trajectories ------------------------------------------------------------------------------
+def _episode_row(view: AuditReport, episode_id: int) -> dict[str, Any] | None:
+    eps = view.episodes
+    rows = eps[eps["episode_id"] == episode_id]
+    return None if rows.empty else rows.iloc[0].to_dict()
+
+
+def trajectory_html(view: AuditReport, episode_id: int) -> str:
+    """One episode as a readable table: step, action, tool call and status, reward, return so far."""
+    steps = view.episode(episode_id)
+    meta = _episode_row(view, episode_id)
+    if steps.empty and meta is None:
+        return f'<p class="muted">Episode {esc(episode_id)} is not in this report\'s tables.</p>'
+    facts = []
+    if meta is not None:
+        for key in ("probe", "policy", "arm", "mode", "group", "seed"):
+            if key in meta and _present(meta[key]):
+                facts.append(f"{key} <code>{esc(_plain(meta[key]))}</code>")
+        facts += [f"outcome <b>{esc(meta.get('outcome'))}</b>", f"ended: {esc(meta.get('end_reason'))}",
+                  f"return {_number(float(meta.get('return', float('nan'))))}", f"{esc(meta.get('length'))} steps"]
+        if _present(meta.get("success")):
+            facts.append(f"success flag {esc(bool(meta['success']))}")
+    head = f"<p><b>Episode {esc(episode_id)}</b> — " + ", ".join(facts) + "</p>"
+    rows, total = [], 0.0
+    for _, s in steps.head(MAX_STEPS).iterrows():
+        reward = float(s["reward"]) if _present(s["reward"]) else float("nan")
+        total += reward if math.isfinite(reward) else 0.0
+        label = s["action_label"] if _present(s.get("action_label")) else s["action"]
+        status = s.get("tool_status")
+        klass = ' class="failed"' if status in ("error", "timeout") else ""
+        if meta is not None and int(s["step"]) == int(meta.get("length", -1)) - 1:
+            klass = ' class="last failed"' if klass else ' class="last"'
+        note = s.get("error") if _present(s.get("error")) else ("injected fault" if s.get("injected") else "")
+        rows.append(
+            f"<tr{klass}><td class=num>{esc(int(s['step']))}</td><td><code>{esc(_plain(label))}</code></td>"
+            f"<td>{esc(_plain(s.get('tool_name')) if _present(s.get('tool_name')) else '—')}</td>"
+            f"<td>{esc(status) if _present(status) else '—'}</td><td class=num>{_number(reward)}</td>"
+            f"<td class=num>{_number(total)}</td><td>{esc(_clip(note))}</td></tr>")
+    more = len(steps) - MAX_STEPS
+    tail = f'<p class="muted">… {more} more steps</p>' if more > 0 else ""
+    table = ("<table class=trajectory><tr><th>step</th><th>action</th><th>tool</th><th>status</th>"
+             "<th>reward</th><th>return so far</th><th>note</th></tr>" + "".join(rows) + "</table>")
+    return f'<div class="episode" data-episode="{esc(episode_id)}">{head}{table}{tail}</div>'
+
+
+def _present(value: Any) -> bool:
+    if value is None:
+        return False
+    try:
+        return not bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def _plain(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _clip(text: Any, width: int = 120) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# -- the page ----------------------------------------------------------------------------------
+def _finding_html(i: int, f: Finding, view: AuditReport, plots: dict[str, RenderedPlot]) -> str:
+    sev = str(f.severity)
+    parts = [f'<section class="finding sev-{sev}" id="finding-{i}" data-code="{esc(f.code)}" data-severity="{sev}">',
+             f'<h3>{i}. <span class="badge">{sev.upper()}</span> <code>{esc(f.code)}</code> — {esc(f.title)}</h3>',
+             f"<p>{esc(f.summary)}</p>",
+             f'<p class="muted">probe <code>{esc(f.probe or "?")}</code></p>']
+    if f.evidence:
+        # The headline numbers first, the nested test details after them.
+        items = sorted(f.evidence.items(), key=lambda kv: not _is_scalar(kv[1]))
+        rows = "".join(f"<tr><td>{esc(k)}</td><td>{value_html(v)}</td></tr>" for k, v in items)
+        parts.append(f'<table class="kv evidence">{rows}</table>')
+    if f.fix:
+        parts.append(f'<div class="fix"><b>Fix:</b> {esc(f.fix)}</div>')
+    plot = finding_plot(f, plots)
+    if plot is not None:
+        parts.append(f"<figure>{_img(plot, plot.plot.title)}<figcaption>{esc(plot.plot.look_for)}</figcaption></figure>")
+    if f.examples:
+        shown = list(f.examples)[:MAX_EXAMPLES]
+        episodes = "".join(trajectory_html(view, int(e)) for e in shown)
+        rest = len(f.examples) - len(shown)
+        extra = f'<p class="muted">More example episodes: {esc(", ".join(map(str, list(f.examples)[MAX_EXAMPLES:MAX_EXAMPLES + 20])))}{" …" if rest > 20 else ""}</p>' if rest > 0 else ""
+        parts.append(f'<details class="examples"><summary>Example episodes ({len(f.examples)}): '
+                     f"step-by-step trajectories</summary>{episodes}{extra}</details>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _summary_html(view: AuditReport) -> str:
+    c = view.counts()
+    worst = view.worst()
+    verdict = (f'<span class="badge {worst}">{str(worst).upper()}</span>' if worst is not None and str(worst) != "info"
+               else '<span class="badge clean">NO WARN OR FAIL</span>')
+    ex = view.exploration
+    parts = [f'<p class="summary-line">{verdict} {c["fail"]} fail, {c["warn"]} warn, {c["info"]} info — '
+             f"seed {esc(view.config.get('seed'))}, {esc(ex.get('episodes', 0))} exploration episodes, "
+             f"{view.report.seconds:.1f} s, envaudit {esc(view.report.envaudit_version)}, {esc(view.report.created)}</p>"]
+    if ex.get("episodes"):
+        outcomes = ", ".join(f"{esc(k)} {esc(v)}" for k, v in ex.get("outcomes", {}).items())
+        parts.append(f"<p>Random exploration: mean return {_number(ex.get('mean_return'))}, mean length "
+                     f"{_number(ex.get('mean_length'))}; outcomes: {outcomes}"
+                     + ("" if ex.get("success_flag") else " (the env reports no <code>info['success']</code>)") + "</p>")
+    if view.findings:
+        items = "".join(f'<li><a href="#finding-{i}"><span class="badge {f.severity}">{str(f.severity).upper()}</span> '
+                        f"<code>{esc(f.code)}</code> {esc(f.title)}</a></li>" for i, f in enumerate(view.findings, 1))
+        parts.append(f"<ol>{items}</ol>")
+    return "\n".join(parts)
+
+
+def _probes_html(view: AuditReport) -> str:
+    rows = "".join(f"<tr><td>{esc(p.name)}</td><td>{esc(p.status)}</td><td class=num>{p.seconds:.2f}</td>"
+                   f"<td class=num>{esc(p.findings)}</td><td>{esc(p.error or '')}</td></tr>" for p in view.probes)
+    return ("<table><tr><th>probe</th><th>status</th><th>seconds</th><th>findings</th><th>note</th></tr>"
+            f"{rows}</table>")
+
+
+def render_html(report: Any, plots: dict[str, RenderedPlot] | None = None) -> str:
+    """The report as one self-contained HTML page. ``plots`` (from ``render_plots``) are drawn when not given."""
+    view = load_report(report)
+    plots = plots if plots is not None else render_plots(view)
+    title = f"envaudit report: {view.env_id}"
+    findings = ("\n".join(_finding_html(i, f, view, plots) for i, f in enumerate(view.findings, 1))
+                or "<p>No findings.</p>")
+    gallery = "\n".join(
+        f'<figure id="plot-{esc(name)}">{_img(p, p.plot.title)}<figcaption><b>{esc(p.plot.title)}.</b> '
+        f"{esc(p.plot.look_for)}</figcaption></figure>" for name, p in plots.items())
+    config = esc(json.dumps(view.config, indent=2, default=str))
+    fingerprint = esc(json.dumps(view.fingerprint, indent=2, default=str))
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<main>
+<h1>envaudit report: <code>{esc(view.env_id)}</code></h1>
+<section id="summary">
+{_summary_html(view)}
+</section>
+<h2>Findings</h2>
+<section id="findings">
+{findings}
+</section>
+<h2>Plots</h2>
+<section id="plots">
+{gallery}
+</section>
+<h2>Probes</h2>
+<section id="probes">
+{_probes_html(view)}
+</section>
+<h2>Config</h2>
+<details><summary>scan config and env fingerprint</summary><pre>{config}</pre><pre>{fingerprint}</pre></details>
+</main>
+<script>{SCRIPT}</script>
+</body>
+</html>
+"""
+
+
+__all__ = ["finding_plot", "render_html", "trajectory_html", "value_html"]
