@@ -185,7 +185,9 @@ def run_scan(
 def _run_probe(probe: Probe, ctx: ProbeContext, time_slice: float) -> tuple[str, str | None, list[Finding]]:
     """Run one probe on its own thread with a hard deadline; failures become findings."""
     worker = DeadlineWorker(f"envaudit-probe-{probe.name}")
-    grace = 2.0 + 0.1 * time_slice  # probes check ctx.time_left(); the hard stop is a backstop
+    # Probes check ctx.time_left() between env calls; the hard stop is a backstop, late enough
+    # for one last guarded call to hit its step deadline and be reported as a hang.
+    grace = 2.0 + ctx.config.step_timeout_s + 0.1 * time_slice
     try:
         produced = worker.call(lambda: list(probe.run(ctx)), time_slice + grace, what=f"probe {probe.name!r}")
     except DeadlineExceeded:

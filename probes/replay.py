@@ -382,7 +382,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
     for unit, (seed, actions, fallback) in enumerate(plans(ctx, units * MAX_UNITS_FACTOR)):
         if unit >= units and steps >= min_steps:
             break
-        if ctx.time_left() < max(2 * cost, 2 * cfg.step_timeout_s):
+        # Stop when the next unit would likely not fit; a hang inside a unit is cut by the
+        # runner's step deadline, so the step timeout does not have to fit in the slice.
+        if ctx.time_left() < 2 * cost:
             tally.stopped = tally.stopped or "the probe's time budget ran out"
         if tally.stopped:
             break
@@ -395,7 +397,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
                 references.append(reference)
     branch_seeds = ctx.seeds(len(references), "branch")
     for i, reference in enumerate(references[: cfg.scaled(BRANCH_REPLAYS)]):
-        if tally.stopped or ctx.time_left() < max(cost, 2 * cfg.step_timeout_s):
+        if tally.stopped or ctx.time_left() < cost:
             tally.stopped = tally.stopped or "the probe's time budget ran out"
             break
         cut = int(rng.integers(1, len(reference.steps)))

@@ -68,8 +68,9 @@ def test_probe_that_overruns_its_slice_is_abandoned_within_the_budget(monkeypatc
 
     _with_probes(monkeypatch, Probe("sleeper", sleeper, "never returns"))
     start = time.monotonic()
-    report = run_scan(CoinEnv, ScanConfig(episodes=16, budget_s=3.0))
-    assert time.monotonic() - start < 3.0 + 2.0 + 0.5 + 1.0
+    report = run_scan(CoinEnv, ScanConfig(episodes=16, budget_s=3.0, step_timeout_s=0.5))
+    # budget + the backstop's grace (2 s + one step timeout + 10% of the slice) + slack
+    assert time.monotonic() - start < 3.0 + 2.0 + 0.5 + 0.3 + 1.0
     assert report.probes[0].status == "overran"
     assert report.findings[0].code == "env-error" and "did not finish" in report.findings[0].summary
 
