@@ -1,0 +1,217 @@
+"""Two ways to use GRPO on an env: what training will teach, and what an agent could reach.
+
+- ``natural``: maximise the training reward under the configured rollout pipeline, exactly as a
+  real run would; the question is what behaviour it teaches.
+- ``targeted``: for one behaviour (timing out, hitting tool failures, finishing in few steps,
+  ending without success; and honest success or failure as references), maximise the env return
+  over the episodes that show the behaviour, every other episode getting a floor below anything
+  the env pays. What the trained policy then earns through the behaviour is the best return
+  reachable that way: "by timing out: 0.99; by honest success: 0.94".
+
+Both end with an evaluation on fixed seeds (the same seeds for every mode, so runs compare pair
+by pair), G sampled rollouts per seed, so the pipeline's group advantages apply to it too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from envaudit.grpo.config import GRPOConfig
+from envaudit.grpo.engine import PolicyEngine
+from envaudit.grpo.trainer import TrainResult, make_collector, train, with_advantages
+from envaudit.pipeline import Pipeline
+from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
+from envaudit.recording import Records
+from envaudit.rollout import EnvFactory
+from envaudit.seeding import child_rng, child_seed
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    name: str
+    words: str
+    """The behaviour in the user's words, for sentences such as 'best return reachable by ...'."""
+    shows: Callable[[pd.DataFrame, Reference], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the targets are measured against, read once from the exploration episodes."""
+
+    floor: float
+    """Training return of episodes that do not show the target behaviour: below any env return seen."""
+    spread: float
+    """Range of returns seen (at least a small positive number); sets the floor's margin."""
+    short_length: int
+    """Episodes that end (not time out) within this many steps 'finish in few steps'."""
+
+    @classmethod
+    def from_episodes(cls, episodes: pd.DataFrame) -> Reference:
+        returns = episodes["return"].to_numpy(float) if len(episodes) else np.zeros(1)
+        returns = returns[np.isfinite(returns)] if np.isfinite(returns).any() else np.zeros(1)
+        spread = max(float(np.ptp(returns)), 1e-3)
+        lengths = episodes["length"].to_numpy(int) if len(episodes) else np.ones(1, int)
+        wins = episodes["length"][episodes["outcome"] == SUCCESS].to_numpy(int) if len(episodes) else []
+        # Shorter than any honest success seen; without one, the shortest quarter of episodes.
+        short = int(np.min(wins)) - 1 if len(wins) else int(np.quantile(lengths, 0.25))
+        return cls(floor=float(returns.min()) - spread, spread=spread, short_length=max(1, short))
+
+
+def _ended(e: pd.DataFrame) -> np.ndarray:
+    return (e["outcome"] != TIMEOUT).to_numpy()
+
+
+BEHAVIOURS: dict[str, Behaviour] = {b.name: b for b in (
+    Behaviour("success", "honest success", lambda e, r: (e["outcome"] == SUCCESS).to_numpy()),
+    Behaviour("failure", "failing outright", lambda e, r: (e["outcome"] == FAILURE).to_numpy()),
+    Behaviour("timeout", "timing out", lambda e, r: (e["outcome"] == TIMEOUT).to_numpy()),
+    Behaviour("tool_failure", "hitting tool failures",
+              lambda e, r: ((e["n_tool_errors"] + e["n_tool_timeouts"]) > 0).to_numpy()),
+    Behaviour("short", "finishing in few steps",
+              lambda e, r: _ended(e) & (e["length"] <= r.short_length).to_numpy()),
+    Behaviour("no_success", "ending without success", lambda e, r: (e["outcome"] != SUCCESS).to_numpy()),
+)}
+TARGETS = ("success", "timeout", "tool_failure", "short", "no_success")
+
+
+@dataclass
+class SearchResult:
+    mode: str
+    behaviour: str | None
+    training: TrainResult
+    evaluation: Records
+    """The trained policy's episodes on the evaluation seeds, with pipeline advantages (natural)."""
+    reach: dict[str, Any] = field(default_factory=dict)
+    """Targeted: how often the behaviour shows and what it earns (see ``reach_of``)."""
+
+    @property
+    def episodes(self) -> pd.DataFrame:
+        return self.evaluation.episodes
+
+
+def evaluation_seeds(config: GRPOConfig, groups: int) -> list[int]:
+    """Evaluation reset seeds, the same for every mode (so modes compare seed by seed)."""
+    return [child_seed(config.seed, "grpo", "eval", g) % (2**31 - 1)
+            for g in range(groups) for _ in range(config.group_size)]
+
+
+def evaluate(engine: PolicyEngine, collector: Any, config: GRPOConfig, *, mode: str, groups: int,
+             deadline: float | None = None, greedy: bool = False,
+             tags: dict[str, Any] | None = None) -> Records:
+    """Run the policy on the evaluation seeds, ``collector.n_slots`` rollouts at a time."""
+    seeds = evaluation_seeds(config, groups)
+    rng = child_rng(config.seed, "grpo", mode, "eval")
+    parts = []
+    for start in range(0, len(seeds), collector.n_slots):
+        chunk = seeds[start:start + collector.n_slots]
+        batch_tags = [{"probe": "grpo", "policy": f"grpo-{mode}", "mode": mode, **(tags or {}),
+                       "iteration": "eval", "group": (start + i) // config.group_size}
+                      for i in range(len(chunk))]
+        batch = collector.collect(engine, chunk, rng, tags=batch_tags, greedy=greedy, deadline=deadline)
+        parts.append(batch.records)
+        if batch.stopped is not None:
+            break
+    return Records.concat(parts)
+
+
+def natural(
+    make_env: EnvFactory,
+    config: GRPOConfig,
+    *,
+    mode: str = "natural",
+    pipeline: Pipeline | None = None,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+    eval_groups: int = 4,
+    ids: Any = None,
+    deadline: float | None = None,
+    eval_reserve: float = 0.15,
+) -> SearchResult:
+    """Train under the pipeline (default ``config.rollout_pipeline``) and evaluate the result."""
+    pipeline = pipeline or config.rollout_pipeline
+    return _run(make_env, config, mode=mode, behaviour=None, pipeline=pipeline, reward=None,
+                wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline,
+                eval_reserve=eval_reserve)
+
+
+def targeted(
+    make_env: EnvFactory,
+    config: GRPOConfig,
+    behaviour: str,
+    reference: Reference,
+    *,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+    eval_groups: int = 4,
+    ids: Any = None,
+    deadline: float | None = None,
+    eval_reserve: float = 0.15,
+) -> SearchResult:
+    """Train to earn the most through ``behaviour`` (a key of ``BEHAVIOURS``) and measure it."""
+    if behaviour not in BEHAVIOURS:
+        raise ValueError(f"unknown target behaviour {behaviour!r}; expected one of {', '.join(BEHAVIOURS)}")
+    shows = BEHAVIOURS[behaviour].shows
+
+    def reward(episodes: pd.DataFrame) -> np.ndarray:
+        returns = episodes["return"].to_numpy(float)
+        floor = np.full(len(returns), reference.floor)
+        groups = episodes["group"].to_numpy()
+        for group in np.unique(groups):
+            idx = groups == group
+            # Keep the floor below this group's lowest return, whatever the env paid this time.
+            floor[idx] = min(reference.floor, float(np.nanmin(returns[idx])) - reference.spread)
+        return np.where(shows(episodes, reference), returns, floor)
+
+    # Every rollout is trained on its target reward: the pipeline's handling would hide the very
+    # behaviours (timeouts, errors) this mode measures.
+    pipeline = Pipeline(name=f"target-{behaviour}", advantage_scaling=config.rollout_pipeline.advantage_scaling)
+    result = _run(make_env, config, mode=f"target-{behaviour}", behaviour=behaviour, pipeline=pipeline,
+                  reward=reward, wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline,
+                  eval_reserve=eval_reserve)
+    result.reach = reach_of(result.episodes, behaviour, reference)
+    return result
+
+
+def reach_of(episodes: pd.DataFrame, behaviour: str, reference: Reference) -> dict[str, Any]:
+    """How often ``behaviour`` shows in ``episodes`` and the env return of the episodes that show it."""
+    if episodes.empty:
+        return {"behaviour": behaviour, "n": 0, "rate": 0.0, "mean_return": None, "max_return": None,
+                "returns": [], "episode_ids": []}
+    mask = BEHAVIOURS[behaviour].shows(episodes, reference)
+    hits = episodes[mask]
+    returns = hits["return"].to_numpy(float)
+    return {
+        "behaviour": behaviour,
+        "n": int(mask.sum()),
+        "rate": float(mask.mean()),
+        "mean_return": float(returns.mean()) if len(returns) else None,
+        "max_return": float(returns.max()) if len(returns) else None,
+        "returns": returns.tolist(),
+        "episode_ids": hits["episode_id"].astype(int).tolist(),
+    }
+
+
+def _run(make_env, config, *, mode, behaviour, pipeline, reward, wrappers, eval_groups, ids, deadline,
+         eval_reserve) -> SearchResult:
+    start = time.monotonic()
+    train_deadline = None if deadline is None else deadline - eval_reserve * max(0.0, deadline - start)
+    collector = make_collector(make_env, config, wrappers=wrappers, ids=ids)
+    try:
+        training = train(make_env, config, mode=mode, reward=reward, pipeline=pipeline, collector=collector,
+                         deadline=train_deadline, tags={"target": behaviour} if behaviour else None)
+        evaluation = Records.concat([])
+        if training.stopped != "hang" and eval_groups > 0 and len(training.curves):
+            evaluation = evaluate(training.engine, collector, config, mode=mode, groups=eval_groups,
+                                  deadline=deadline)
+    finally:
+        collector.close()
+    episodes = evaluation.episodes
+    if len(episodes):
+        returns = np.asarray(reward(episodes) if reward is not None else episodes["return"], dtype=float)
+        evaluation = Records(evaluation.steps, with_advantages(episodes, returns, pipeline))
+    return SearchResult(mode, behaviour, training, evaluation)

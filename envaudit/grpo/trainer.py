@@ -1,0 +1,211 @@
+"""The GRPO loop, top to bottom (CleanRL style; names from the GRPO paper).
+
+Each iteration:
+
+1. collect ``groups_per_iteration`` groups of ``group_size`` rollouts, each group from one
+   ``reset(seed=s)``, with the current policy (sampling);
+2. give every rollout its training reward: the env return by default, or a search target's
+   (``reward``), then the rollout pipeline's handling of its outcome class (keep / zero / penalty /
+   drop, group masking, zero-variance filtering) and group-relative advantages, all through
+   ``envaudit.pipeline.group_advantages``; dropped rollouts leave the loss and leave or stay in the
+   baseline as the pipeline says;
+3. update the policy with the clipped policy-gradient objective over every step of every trained
+   rollout (plus the entropy bonus and the optional KL to the initial policy);
+4. log one row of behaviour: return, training reward, success / timeout / tool-failure rates,
+   length, action mix, entropy, KL.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from envaudit.grpo.config import GRPOConfig
+from envaudit.grpo.engine import PolicyEngine, Trajectory
+from envaudit.grpo.rollouts import LockstepCollector, Rollouts
+from envaudit.pipeline import Pipeline, group_advantages
+from envaudit.protocol import SUCCESS, TIMEOUT
+from envaudit.recording import Records
+from envaudit.rollout import EnvFactory, Problem
+from envaudit.seeding import child_rng, child_seed
+
+RewardFn = Callable[[pd.DataFrame], np.ndarray]
+"""Episodes table -> per-episode training return, before the pipeline's handling."""
+
+
+@dataclass
+class TrainResult:
+    engine: PolicyEngine
+    curves: pd.DataFrame
+    """One row per iteration (see ``behaviour_row``)."""
+    episodes: pd.DataFrame
+    """Every training episode, with its ``advantage``, ``trained`` and ``training_reward``."""
+    problems: list[Problem] = field(default_factory=list)
+    stopped: str | None = None
+    """``"hang"`` or ``"deadline"`` when training stopped before ``config.iterations``."""
+    env_steps: int = 0
+    first: Records | None = None
+    """Steps and episodes of the first iteration (the untrained policy), with pipeline columns."""
+
+
+def group_seeds(config: GRPOConfig, mode: str, iteration: int) -> list[int]:
+    """The reset seed of each group of one iteration, repeated G times (one per rollout)."""
+    return [child_seed(config.seed, "grpo", mode, iteration, g) % (2**31 - 1)
+            for g in range(config.groups_per_iteration) for _ in range(config.group_size)]
+
+
+def make_collector(make_env: EnvFactory, config: GRPOConfig, *, wrappers: Sequence = (),
+                   ids: Any = None) -> LockstepCollector:
+    return LockstepCollector(make_env, config.rollouts_per_iteration, step_timeout_s=config.step_timeout_s,
+                             max_steps=config.max_steps, success_threshold=config.success_threshold,
+                             wrappers=wrappers, ids=ids)
+
+
+def default_engine(collector: LockstepCollector, config: GRPOConfig) -> PolicyEngine:
+    from envaudit.grpo.torch_engine import TorchEngine
+
+    observation_space, action_space = collector.spaces()
+    return TorchEngine(observation_space, action_space, config)
+
+
+def train(
+    make_env: EnvFactory,
+    config: GRPOConfig,
+    *,
+    mode: str = "natural",
+    reward: RewardFn | None = None,
+    pipeline: Pipeline | None = None,
+    engine: PolicyEngine | None = None,
+    collector: LockstepCollector | None = None,
+    wrappers: Sequence[Callable[[gym.Env], gym.Env]] = (),
+    ids: Any = None,
+    deadline: float | None = None,
+    tags: dict[str, Any] | None = None,
+    on_iteration: Callable[[int, PolicyEngine, dict[str, Any]], bool | None] | None = None,
+) -> TrainResult:
+    """Train a policy with GRPO on ``make_env``; ``mode`` names the run in seeds, tags and logs.
+
+    ``pipeline`` defaults to ``config.rollout_pipeline``; ``reward`` to the env return. Training
+    stops early at ``deadline`` (``time.monotonic()``), when the env hangs, or when
+    ``on_iteration(iteration, engine, row)`` returns True.
+    """
+    pipeline = pipeline or config.rollout_pipeline
+    own_collector = collector is None
+    collector = collector or make_collector(make_env, config, wrappers=wrappers, ids=ids)
+    rows: list[dict[str, Any]] = []
+    trained_episodes: list[pd.DataFrame] = []
+    problems: list[Problem] = []
+    stopped: str | None = None
+    env_steps = 0
+    first: Records | None = None
+    try:
+        engine = engine or default_engine(collector, config)
+        labels = action_labels(collector)
+        rng = child_rng(config.seed, "grpo", mode, "actions")
+        for iteration in range(config.iterations):
+            if deadline is not None and time.monotonic() > deadline:
+                stopped = "deadline"
+                break
+            # 1. G rollouts per reset seed, every group stepped together.
+            seeds = group_seeds(config, mode, iteration)
+            batch_tags = [{"probe": "grpo", "policy": f"grpo-{mode}", "mode": mode, **(tags or {}),
+                           "iteration": iteration, "group": i // config.group_size}
+                          for i in range(len(seeds))]
+            batch = collector.collect(engine, seeds, rng, tags=batch_tags, deadline=deadline)
+            problems.extend(batch.problems)
+            env_steps += batch.env_steps
+            episodes = batch.records.episodes
+            if batch.stopped is not None or episodes.empty:
+                stopped = batch.stopped or "no episodes"
+                break
+            # 2. Training rewards, the pipeline's handling, group-relative advantages.
+            returns = np.asarray(reward(episodes) if reward is not None else episodes["return"], dtype=float)
+            episodes = with_advantages(episodes, returns, pipeline)
+            # 3. The clipped policy-gradient update over every step of every trained rollout.
+            trajectories = [
+                Trajectory(steps.states, np.asarray(steps.actions), np.asarray(steps.logprobs), float(adv))
+                for episode_id, adv, trained in zip(episodes["episode_id"], episodes["advantage"],
+                                                     episodes["trained"], strict=True)
+                if trained and (steps := batch.steps.get(int(episode_id))) is not None
+            ]
+            stats = engine.update(trajectories)
+            # 4. What the policy did this iteration.
+            row = {"iteration": iteration, "mode": mode,
+                   **behaviour_row(batch, episodes, labels), **stats, "env_steps": env_steps}
+            rows.append(row)
+            trained_episodes.append(episodes)
+            if first is None:
+                first = Records(batch.records.steps, episodes)
+            if on_iteration is not None and on_iteration(iteration, engine, row):
+                break
+    finally:
+        if own_collector:
+            collector.close()
+    curves = pd.DataFrame(rows)
+    all_episodes = pd.concat(trained_episodes, ignore_index=True) if trained_episodes else pd.DataFrame()
+    return TrainResult(engine, curves, all_episodes, problems, stopped, env_steps, first)
+
+
+def with_advantages(episodes: pd.DataFrame, returns: np.ndarray, pipeline: Pipeline) -> pd.DataFrame:
+    """The episodes table plus ``training_return`` (before handling), ``training_reward`` (after,
+    NaN where dropped), ``advantage`` and ``trained``, group by group."""
+    n = len(episodes)
+    advantage, trained, reward = np.zeros(n), np.zeros(n, dtype=bool), np.full(n, np.nan)
+    groups, outcomes = episodes["group"].to_numpy(), episodes["outcome"].to_numpy()
+    for group in np.unique(groups):
+        idx = np.flatnonzero(groups == group)
+        g = group_advantages(returns[idx], list(outcomes[idx]), pipeline)
+        advantage[idx], trained[idx], reward[idx] = g.advantages, g.trained, g.training_rewards
+    return episodes.assign(training_return=returns, training_reward=reward, advantage=advantage,
+                           trained=trained)
+
+
+def action_labels(collector: LockstepCollector) -> list[str]:
+    env = collector.env(0)
+    labels = getattr(env.unwrapped, "action_labels", None)
+    n = int(env.action_space.n) if isinstance(env.action_space, gym.spaces.Discrete) else 0
+    return list(labels) if labels is not None else [str(a) for a in range(n)]
+
+
+def behaviour_row(batch: Rollouts, episodes: pd.DataFrame, labels: Sequence[str]) -> dict[str, Any]:
+    """Per-iteration behaviour: what the log table and the probe's drift tests read."""
+    row = episode_behaviour(episodes)
+    trained = episodes["training_reward"].dropna() if "training_reward" in episodes else pd.Series(dtype=float)
+    row["training_reward"] = float(trained.mean()) if len(trained) else float("nan")
+    row["dropped_rate"] = float(1.0 - episodes["trained"].mean()) if "trained" in episodes else 0.0
+    row.update(action_mix(batch.records.steps, labels))
+    return row
+
+
+def episode_behaviour(episodes: pd.DataFrame) -> dict[str, float]:
+    """Return, success / timeout rates, tool-failure rate and length of a set of episodes."""
+    n = len(episodes)
+    if n == 0:
+        return {"episodes": 0, "return": float("nan"), "success_rate": float("nan"),
+                "timeout_rate": float("nan"), "failure_rate": float("nan"), "mean_length": float("nan")}
+    success = episodes["success"]
+    calls = float(episodes["n_tool_calls"].sum())
+    failed = float(episodes["n_tool_errors"].sum() + episodes["n_tool_timeouts"].sum())
+    has_success = success.notna().any() or (episodes["outcome"] == SUCCESS).any()
+    return {
+        "episodes": n,
+        "return": float(episodes["return"].mean()),
+        "success_rate": float((episodes["outcome"] == SUCCESS).mean()) if has_success else float("nan"),
+        "timeout_rate": float((episodes["outcome"] == TIMEOUT).mean()),
+        "failure_rate": failed / calls if calls else float("nan"),
+        "mean_length": float(episodes["length"].mean()),
+    }
+
+
+def action_mix(steps: pd.DataFrame, labels: Sequence[str]) -> dict[str, float]:
+    """Share of steps that took each catalogue action, as ``mix:<label>`` columns."""
+    counts = np.bincount(steps["action"].to_numpy(dtype=np.int64), minlength=len(labels))[: len(labels)] \
+        if len(steps) else np.zeros(len(labels))
+    total = max(1, int(counts.sum()))
+    return {f"mix:{label}": float(c) / total for label, c in zip(labels, counts, strict=True)}
