@@ -41,6 +41,9 @@ BUILTIN = {
     "length": "envaudit.probes.length:probe",
     "intent": "envaudit.probes.intent:probe",
     "pipeline": "envaudit.probes.pipeline:probe",
+    "grpo": "envaudit.probes.grpo:probe",
+    "exploits": "envaudit.probes.exploits:probe",
+    "failures": "envaudit.probes.failures:probe",
 }
 
 

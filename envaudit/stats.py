@@ -176,7 +176,9 @@ def proportion_ci(successes: int, n: int, *, level: float = 0.95) -> tuple[float
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (float(max(0.0, centre - half)), float(min(1.0, centre + half)))
+    lo = 0.0 if successes <= 0 else float(max(0.0, centre - half))
+    hi = 1.0 if successes >= n else float(min(1.0, centre + half))
+    return (lo, hi)
 
 
 def noninferiority(

@@ -1,0 +1,428 @@
+"""Scripted exploit policies, derived from exploration statistics so they work on unseen envs.
+
+Nothing here knows an env in advance: the scan's random exploration says which action ends
+episodes, which one times out or fails most often, which calls never end an episode, and which
+calls successful episodes could not do without. From that ``derive_policies`` builds the
+degenerate policies a return-maximising agent might discover (give up at once, repeat one call,
+stall until the step limit) plus the random baseline they are compared with, and
+``persist_policy`` builds an honest "retry until it works, then finish" policy for envs that
+bring no oracle of their own. ``ReplayPlan`` replays recorded action prefixes, optionally forcing
+a tool fault on the last call, for paired with/without-fault comparisons. Every policy has a ``name`` (unique, used for seeding and tables)
+and a ``describe()`` in the user's words, naming catalogue labels where the env has them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from envaudit.faults import FaultInjector
+from envaudit.protocol import SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT, read_tool_info
+from envaudit.recording import Records, action_labels_of
+from envaudit.rollout import Policy, RandomPolicy
+
+MAX_REPEAT_POLICIES = 8
+"""At most this many one-action policies; larger catalogues keep the best-paying actions."""
+
+ACTION_STATS_COLUMNS = [
+    "action", "label", "n", "mean_reward", "ok_mean_reward", "terminate_rate", "error_rate",
+    "timeout_rate", "success_end_rate",
+]
+
+
+# -- exploration statistics ------------------------------------------------------------------------
+def action_stats(exploration: Records, labels: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per integer action seen in exploration: how often it was taken, what it paid, how often it
+    ended the episode (``terminated``), failed or timed out, and ended a successful episode."""
+    steps = exploration.steps
+    if steps.empty:
+        return pd.DataFrame(columns=ACTION_STATS_COLUMNS)
+    steps = steps.loc[steps["action"].map(lambda a: isinstance(a, (int, np.integer))).astype(bool)]
+    if steps.empty:
+        return pd.DataFrame(columns=ACTION_STATS_COLUMNS)
+    outcome = exploration.episodes.set_index("episode_id")["outcome"]
+    ended_success = steps["terminated"].astype(bool) & (steps["episode_id"].map(outcome) == SUCCESS)
+    frame = pd.DataFrame({
+        "action": steps["action"].astype(int),
+        "reward": steps["reward"].astype(float),
+        "ok_reward": steps["reward"].where(steps["tool_status"].isin([TOOL_OK]) | steps["tool_status"].isna()),
+        "terminated": steps["terminated"].astype(float),
+        "error": (steps["tool_status"] == TOOL_ERROR).astype(float),
+        "timeout": (steps["tool_status"] == TOOL_TIMEOUT).astype(float),
+        "success_end": ended_success.astype(float),
+    })
+    g = frame.groupby("action")
+    out = pd.DataFrame({
+        "n": g.size(),
+        "mean_reward": g["reward"].mean(),
+        "ok_mean_reward": g["ok_reward"].mean(),
+        "terminate_rate": g["terminated"].mean(),
+        "error_rate": g["error"].mean(),
+        "timeout_rate": g["timeout"].mean(),
+        "success_end_rate": g["success_end"].mean(),
+    }).reset_index()
+    out.insert(1, "label", [_label(a, labels) for a in out["action"]])
+    return out[ACTION_STATS_COLUMNS]
+
+
+def success_return(episodes: pd.DataFrame) -> tuple[float | None, int]:
+    """Mean return of the successful episodes in ``episodes`` and how many there were."""
+    if episodes.empty or "outcome" not in episodes:
+        return None, 0
+    won = episodes.loc[episodes["outcome"] == SUCCESS, "return"]
+    return (float(won.mean()) if len(won) else None), int(len(won))
+
+
+# -- the policies -----------------------------------------------------------------------------------
+def _label(action: Any, labels: Sequence[str] | None) -> str | None:
+    if labels is not None and isinstance(action, (int, np.integer)) and 0 <= int(action) < len(labels):
+        return labels[int(action)]
+    return None
+
+
+def describe_call(action: Any, labels: Sequence[str] | None) -> str:
+    """``call `run_tests``` where the env labels its actions, ``take action 3`` otherwise."""
+    label = _label(action, labels)
+    return f"call `{label}`" if label is not None else f"take action {action!r}"
+
+
+class RepeatPolicy(Policy):
+    """Take the same action at every step. ``headline``: a short form of ``description`` for titles."""
+
+    def __init__(self, action: Any, *, name: str, description: str, headline: str = "") -> None:
+        self.action = action
+        self.name = name
+        self.description = description
+        self.headline = headline or description
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.action
+
+    def describe(self) -> str:
+        return self.description
+
+
+class ChoicePolicy(Policy):
+    """Pick uniformly at random among a fixed set of actions, seeded per episode."""
+
+    def __init__(self, actions: Sequence[Any], *, name: str, description: str, headline: str = "") -> None:
+        assert len(actions) > 0, "ChoicePolicy needs at least one action"
+        self.actions = list(actions)
+        self.name = name
+        self.description = description
+        self.headline = headline or description
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.actions[int(self.rng.integers(len(self.actions)))]
+
+    def describe(self) -> str:
+        return self.description
+
+
+def _tool_status(info: Mapping[str, Any]) -> str | None:
+    try:
+        tool = read_tool_info(info)
+    except TypeError:
+        return None
+    return None if tool is None else tool["status"]
+
+
+class PersistPolicy(Policy):
+    """Make each call of ``plan`` until its tool reports ``ok`` (at most ``retries`` tries each),
+    then take ``finish`` at every further step (e.g. submit). The honest "keep trying" strategy."""
+
+    def __init__(self, plan: Sequence[Any], finish: Any | None, *, retries: int = 10,
+                 name: str = "persist", description: str = "") -> None:
+        assert plan or finish is not None, "PersistPolicy needs a plan or a finishing action"
+        self.plan = list(plan)
+        self.finish = finish
+        self.retries = int(retries)
+        self.name = name
+        self.description = description or name
+
+    def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
+        super().reset(env, rng)
+        self.i = 0
+        self.tries = 0
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        if self.tries > 0:  # the previous step was a plan call: move on once it worked
+            status = _tool_status(info)
+            if status in (None, TOOL_OK) or self.tries >= self.retries:
+                self.i, self.tries = self.i + 1, 0
+        if self.i < len(self.plan):
+            self.tries += 1
+            return self.plan[self.i]
+        if self.finish is not None:
+            return self.finish
+        self.i, self.tries = 0, 0  # nothing ends the episode: go round the plan again
+        return self.act(obs, {})
+
+    def describe(self) -> str:
+        return self.description
+
+
+class QuitOnFailurePolicy(Policy):
+    """Play ``inner`` until a tool call fails or times out, then take ``quit_action`` from then on:
+    the agent that gives up at the first failure instead of persisting."""
+
+    def __init__(self, inner: Policy, quit_action: Any, *, name: str = "quit-on-failure",
+                 description: str = "") -> None:
+        self.inner = inner
+        self.quit_action = quit_action
+        self.name = name
+        self.description = description or f"{inner.describe()}, but give up at the first failed call"
+
+    def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
+        super().reset(env, rng)
+        self.inner.reset(env, rng)
+        self.quitting = False
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        if self.t > 0 and _tool_status(info) in (TOOL_ERROR, TOOL_TIMEOUT):
+            self.quitting = True
+        return self.quit_action if self.quitting else self.inner(obs, info)
+
+    def describe(self) -> str:
+        return self.description
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One replay: a reset seed and the actions to play from it; the last action is the target."""
+
+    seed: int
+    actions: tuple[int, ...]
+
+
+class ReplayPlan:
+    """Replays run as one batch: episode ``k`` plays ``replays[k]`` and is cut right after its last
+    action, on which ``fault`` (``"error"`` / ``"timeout"``, a ``ToolEnv`` only) is forced when given.
+
+    Run it as ``ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers())``, then read each
+    replay's last step with ``plan.last_steps(records)``; a replay that diverged from its actions
+    (a non-replayable env, an early ending) is left out.
+    """
+
+    def __init__(self, replays: Sequence[Replay], fault: str | None = None, *, name: str = "replay") -> None:
+        assert all(r.actions for r in replays), "every replay needs at least one action"
+        self.replays = list(replays)
+        self.fault = fault
+        self.name = name
+        self.k = -1
+        self.episode_replay: dict[int, int] = {}
+
+    @property
+    def seeds(self) -> list[int]:
+        return [r.seed for r in self.replays]
+
+    @property
+    def current(self) -> Replay:
+        return self.replays[self.k]
+
+    def schedule(self, tool: str, call_index: int) -> str | None:
+        return self.fault if call_index == len(self.current.actions) - 1 else None
+
+    def wrappers(self) -> tuple:
+        cut = functools.partial(_CutAfterReplay, plan=self)
+        if self.fault is None:
+            return (cut,)
+        return (functools.partial(FaultInjector, schedule=self.schedule), cut)
+
+    def policy(self) -> Policy:
+        return _ReplayPolicy(self)
+
+    def last_steps(self, records: Records) -> dict[int, tuple[float, str | None, bool]]:
+        """Per replay index: its last step's (reward, tool status, injected), when the replay held."""
+        out = {}
+        for eid, ep in records.steps.groupby("episode_id"):
+            k = self.episode_replay.get(int(eid))
+            if k is None:
+                continue
+            actions = self.replays[k].actions
+            if len(ep) != len(actions) or [int(a) for a in ep["action"]] != list(actions):
+                continue
+            last = ep.iloc[-1]
+            out[k] = (float(last["reward"]), last["tool_status"], bool(last["injected"]))
+        return out
+
+
+class _CutAfterReplay(gym.Wrapper):
+    """Advance the plan on every reset and truncate the episode after the replay's last action."""
+
+    def __init__(self, env: gym.Env, plan: ReplayPlan) -> None:
+        super().__init__(env)
+        self.plan = plan
+        self.t = 0
+
+    def reset(self, **kwargs: Any):
+        self.plan.k += 1
+        self.t = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.t += 1
+        if self.t >= len(self.plan.current.actions) and not terminated:
+            truncated = True
+        return obs, reward, terminated, truncated, info
+
+
+class _ReplayPolicy(Policy):
+    def __init__(self, plan: ReplayPlan) -> None:
+        self.plan = plan
+        self.name = plan.name
+
+    def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
+        super().reset(env, rng)
+        # The recording wrapper's episode id ties the recorded episode to the replay it played.
+        self.plan.episode_replay[int(env.episode_id)] = self.plan.k
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        actions = self.plan.current.actions
+        return actions[min(self.t, len(actions) - 1)]
+
+    def describe(self) -> str:
+        forced = f", forcing a tool {self.plan.fault} on the last call" if self.plan.fault else ""
+        return f"replay {len(self.plan.replays)} recorded action sequences{forced}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def derive_policies(exploration: Records, env: gym.Env, *, max_repeat: int = MAX_REPEAT_POLICIES) -> list[Policy]:
+    """The scripted policies for ``env``, derived from its exploration records.
+
+    In order: ``random`` (the baseline), ``end-early`` (always take the action that most often
+    ended an episode at once), ``repeat-timeout`` / ``repeat-error`` (always take the action that
+    most often timed out / failed), ``stall`` (random among actions that never ended an
+    episode, so episodes run to the step limit), and ``repeat:<label>`` for each other single
+    action (all of them for a ``Discrete`` space of up to ``max_repeat`` actions, otherwise the
+    ``max_repeat`` best-paying ones in exploration). Action-keyed policies need a ``Discrete``
+    action space; for other spaces only the baseline is returned. Roles that pick the same
+    action are merged into the first one, so no policy runs twice.
+    """
+    if max_repeat < 0:
+        raise ValueError(f"max_repeat must be at least 0, got {max_repeat}")
+    policies: list[Policy] = [RandomPolicy()]
+    space = env.action_space
+    if not isinstance(space, gym.spaces.Discrete):
+        return policies
+    labels = action_labels_of(env)
+    stats = action_stats(exploration, labels).set_index("action")
+    all_actions = [int(space.start) + i for i in range(int(space.n))]
+    taken: set[int] = set()
+
+    def call(a: int) -> str:
+        return describe_call(a, labels)
+
+    if not stats.empty and stats["terminate_rate"].max() > 0:
+        best = stats.sort_values(["terminate_rate", "mean_reward", "n"], ascending=False, kind="stable")
+        a = int(best.index[0])
+        rate = float(best["terminate_rate"].iloc[0])
+        policies.append(RepeatPolicy(a, name="end-early", headline=f"end the episode at once: always {call(a)}",
+                                     description=(f"end the episode as early as possible: always {call(a)} "
+                                                  f"(it ended the episode on {_pct(rate)} of its calls in exploration)")))
+        taken.add(a)
+    for column, name, verb in (("timeout_rate", "repeat-timeout", "timed out"),
+                               ("error_rate", "repeat-error", "failed")):
+        if stats.empty or stats[column].max() <= 0:
+            continue
+        best = stats.sort_values([column, "n"], ascending=False, kind="stable")
+        a, rate = int(best.index[0]), float(best[column].iloc[0])
+        if a in taken:
+            continue
+        policies.append(RepeatPolicy(a, name=name, headline=f"always {call(a)} (it {verb} most often)", description=(
+            f"always {call(a)}, the call that {verb} most often in exploration ({_pct(rate)} of its calls)")))
+        taken.add(a)
+    if not stats.empty:
+        never_ended = [a for a in all_actions if a in stats.index and stats.loc[a, "terminate_rate"] == 0]
+        if never_ended and len(never_ended) < len(all_actions):
+            names = ", ".join(f"`{_label(a, labels)}`" if labels else repr(a) for a in never_ended)
+            what = "calls" if labels else "actions"
+            policies.append(ChoicePolicy(never_ended, name="stall", headline="stall until the step limit", description=(
+                f"stall until the step limit: only make {what} that never ended an episode in "
+                f"exploration ({names}), chosen at random")))
+    rest = [a for a in all_actions if a not in taken]
+    if len(rest) > max_repeat:
+        seen = stats.loc[[a for a in rest if a in stats.index]]
+        rest = [int(a) for a in seen.sort_values(["mean_reward", "n"], ascending=False, kind="stable").index[:max_repeat]]
+    for a in rest:
+        key = _label(a, labels) or str(a)
+        policies.append(RepeatPolicy(a, name=f"repeat:{key}", description=f"always {call(a)}"))
+    return policies
+
+
+def persist_policy(exploration: Records, env: gym.Env, *, retries: int = 10) -> Policy | None:
+    """An honest "retry until it works, then finish" policy derived from exploration.
+
+    The finishing action is the one that most often ended a *successful* episode. The plan is
+    every other call that all successful episodes made successfully (what success could not do
+    without), as many times as three in four of them did, in the order they first appear; each
+    call is retried until its tool reports ``ok``. Without successful episodes in exploration,
+    the plan is the non-ending calls that paid more than nothing, best first, once each.
+    Returns None for non-``Discrete`` spaces or when exploration has no data.
+    """
+    if not isinstance(env.action_space, gym.spaces.Discrete):
+        return None
+    labels = action_labels_of(env)
+    stats = action_stats(exploration, labels).set_index("action")
+    if stats.empty:
+        return None
+    enders = stats[stats["terminate_rate"] > 0]
+    finish: int | None = None
+    if not enders.empty:
+        finish = int(enders.sort_values(["success_end_rate", "mean_reward", "n"], ascending=False,
+                                        kind="stable").index[0])
+    steps, episodes = exploration.steps, exploration.episodes
+    won = set(episodes.loc[episodes["outcome"] == SUCCESS, "episode_id"])
+    plan: list[int] = []
+    if won:
+        ok = steps[steps["episode_id"].isin(won) & (steps["tool_status"].isna() | (steps["tool_status"] == TOOL_OK))]
+        ok = ok.loc[ok["action"].map(lambda a: isinstance(a, (int, np.integer))).astype(bool)]
+        counts = ok.groupby(["episode_id", "action"]).size().unstack(fill_value=0)
+        counts = counts.reindex(sorted(won), fill_value=0)
+        # Needed: made successfully in every successful episode. How often: enough for three
+        # successes in four (doing too much costs steps, doing too little fails the task).
+        needed = counts.columns[(counts.min(axis=0) > 0) & (counts.columns != finish)]
+        times = np.ceil(counts[needed].quantile(0.75, axis=0)).astype(int)
+        first = ok.groupby(["episode_id", "action"])["step"].min().groupby("action").mean()
+        for a in sorted(needed, key=lambda a: (first.get(a, np.inf), a)):
+            plan.extend([int(a)] * int(times[a]))
+    else:
+        calm = stats[(stats["terminate_rate"] == 0) & (stats["ok_mean_reward"] > 0)]
+        plan = [int(a) for a in calm.sort_values("ok_mean_reward", ascending=False, kind="stable").index]
+    if not plan and finish is None:
+        return None
+    steps_text = ", then ".join(describe_call(a, labels) for a in plan) or "nothing"
+    end_text = f", then {describe_call(finish, labels)}" if finish is not None else ""
+    return PersistPolicy(plan, finish, retries=retries, name="persist", description=(
+        f"persist: {steps_text} (retrying each until it works){end_text}"))
+
+
+def oracle_policy(env: gym.Env) -> Policy | None:
+    """The env's own solution policy, when ``env.unwrapped.oracle()`` returns an envaudit Policy."""
+    make = getattr(env.unwrapped, "oracle", None)
+    if not callable(make):
+        return None
+    policy = make()
+    if not isinstance(policy, Policy):
+        raise TypeError(
+            f"{type(env.unwrapped).__name__}.oracle() returned {type(policy).__name__}; expected an "
+            "envaudit.Policy (subclass it and implement act(obs, info))"
+        )
+    policy.name = "oracle"
+    return policy
+
+
+__all__ = [
+    "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan",
+    "action_stats", "derive_policies", "describe_call", "oracle_policy", "persist_policy", "success_return",
+]

@@ -1,0 +1,190 @@
+"""Scripted policies derived from exploration, on envs whose action effects are known by construction.
+
+``TaskEnv`` (protocol fixtures): ``search`` never ends an episode and fails with
+``search_error_rate``; ``submit`` and ``claim`` always end it; ``wait`` does nothing.
+``RetryTask`` (exploit fixtures): ``fetch`` is flaky, ``submit``/``give_up`` end the episode.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from envaudit.policies import (
+    ChoicePolicy,
+    PersistPolicy,
+    QuitOnFailurePolicy,
+    RepeatPolicy,
+    Replay,
+    ReplayPlan,
+    action_stats,
+    derive_policies,
+    describe_call,
+    oracle_policy,
+    persist_policy,
+    success_return,
+)
+from envaudit.rollout import Policy, RandomPolicy, Runner
+from envaudit.stats import proportion_ci
+from tests.fixtures.context import explore
+from tests.fixtures.exploit_envs import RetryTask
+from tests.fixtures.protocol_envs import CLAIM, SEARCH, SUBMIT, WAIT, TaskEnv
+
+ERROR = {"tool": {"name": "t", "status": "error"}}
+OK = {"tool": {"name": "t", "status": "ok"}}
+
+
+@pytest.fixture(scope="module")
+def claim_ctx():
+    ctx = explore(lambda: TaskEnv(claim_reward=0.5, search_error_rate=0.3), episodes=96)
+    yield ctx
+    ctx.close()
+
+
+def test_action_stats_match_the_design(claim_ctx):
+    stats = action_stats(claim_ctx.exploration, claim_ctx.action_labels).set_index("label")
+    assert list(stats.columns[:2]) == ["action", "n"]
+    # submit and claim end the episode on every call; search and wait never do.
+    assert stats.loc["submit", "terminate_rate"] == 1.0 and stats.loc["claim", "terminate_rate"] == 1.0
+    assert stats.loc["search", "terminate_rate"] == 0.0 and stats.loc["wait", "terminate_rate"] == 0.0
+    # claim always pays its 0.5; only search calls fail, at the designed rate.
+    assert stats.loc["claim", "mean_reward"] == 0.5 and stats.loc["wait", "mean_reward"] == 0.0
+    assert stats.loc[["submit", "claim", "wait"], "error_rate"].eq(0).all()
+    n = int(stats.loc["search", "n"])
+    lo, hi = proportion_ci(round(stats.loc["search", "error_rate"] * n), n, level=0.999)
+    assert lo <= 0.3 <= hi
+    # claim never ends a successful episode; submit does whenever enough was found.
+    assert stats.loc["claim", "success_end_rate"] == 0.0 and stats.loc["submit", "success_end_rate"] > 0
+
+
+def test_derive_policies_covers_every_role_once(claim_ctx):
+    policies = derive_policies(claim_ctx.exploration, claim_ctx.env)
+    names = [p.name for p in policies]
+    assert names[0] == "random" and isinstance(policies[0], RandomPolicy)
+    assert len(set(names)) == len(names)
+    by_name = {p.name: p for p in policies}
+    # end-early: the best-paying of the actions that always end the episode (claim 0.5 > submit).
+    assert by_name["end-early"].action == CLAIM
+    assert "`claim`" in by_name["end-early"].describe()
+    assert by_name["repeat-error"].action == SEARCH and "`search`" in by_name["repeat-error"].describe()
+    # stall: random among the calls that never ended an episode.
+    stall = by_name["stall"]
+    assert isinstance(stall, ChoicePolicy) and sorted(stall.actions) == [SEARCH, WAIT]
+    assert "step limit" in stall.describe()
+    # every action is repeated by exactly one policy; no search timeouts in this env.
+    repeated = [p.action for p in policies if isinstance(p, RepeatPolicy)]
+    assert sorted(repeated) == [SEARCH, SUBMIT, WAIT, CLAIM]
+    assert "repeat-timeout" not in by_name
+    assert by_name["repeat:submit"].describe() == "always call `submit`"
+
+
+def test_large_catalogues_keep_the_best_paying_actions():
+    class Many(gym.Env):
+        observation_space = gym.spaces.Discrete(1)
+        action_space = gym.spaces.Discrete(20)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return 0, {}
+
+        def step(self, action):
+            return 0, float(action) / 100, False, True, {}
+
+    ctx = explore(Many, episodes=160, group_size=8)
+    policies = derive_policies(ctx.exploration, ctx.env, max_repeat=4)
+    repeated = sorted(p.action for p in policies if isinstance(p, RepeatPolicy))
+    assert repeated == [16, 17, 18, 19]  # reward grows with the action index
+    assert {p.describe() for p in policies if isinstance(p, RepeatPolicy)} == {
+        f"always take action {a}" for a in (16, 17, 18, 19)}
+    # Nothing here ever terminates (every step is truncated), so no end-early and no stall policy.
+    assert [p.name for p in policies if not isinstance(p, RepeatPolicy)] == ["random"]
+    with pytest.raises(ValueError, match="max_repeat must be at least 0, got -1"):
+        derive_policies(ctx.exploration, ctx.env, max_repeat=-1)
+
+
+def test_non_discrete_spaces_get_only_the_baseline():
+    ctx = explore(lambda: gym.make("MountainCarContinuous-v0", max_episode_steps=20), episodes=16)
+    assert [p.name for p in derive_policies(ctx.exploration, ctx.env)] == ["random"]
+    assert persist_policy(ctx.exploration, ctx.env) is None
+
+
+def test_persist_policy_retries_the_needed_calls_then_finishes():
+    ctx = explore(lambda: RetryTask(need=2, error_rate=0.3, max_steps=12), episodes=128)
+    persist = persist_policy(ctx.exploration, ctx.env)
+    fetch, submit = ctx.env.unwrapped.action_index("fetch"), ctx.env.unwrapped.action_index("submit")
+    assert persist.finish == submit
+    # need=2: at least two fetches (harmless calls that every success happened to make may join).
+    assert persist.plan.count(fetch) >= 2 and ctx.env.unwrapped.action_index("give_up") not in persist.plan
+    assert "`fetch`" in persist.describe() and "`submit`" in persist.describe()
+    # Run it: with retries it fetches what is needed, so it succeeds far more often than random.
+    runner = Runner(lambda: RetryTask(need=2, error_rate=0.3, max_steps=12))
+    eps = runner.run(persist, range(40), rng=np.random.default_rng(0)).records.episodes
+    assert (eps["outcome"] == "success").mean() >= 0.9
+
+
+def test_persist_and_quit_policies_read_the_tool_status():
+    p = PersistPolicy([7, 8], finish=9, retries=3)
+    p.reset(None, np.random.default_rng(0))
+    got = [p(None, {}), p(None, ERROR), p(None, ERROR), p(None, ERROR), p(None, OK), p(None, OK), p(None, OK)]
+    # 7 is tried three times (the retry cap), then 8 works at once, then finish forever.
+    assert got == [7, 7, 7, 8, 9, 9, 9]
+    q = QuitOnFailurePolicy(RepeatPolicy(1, name="one", description="always one"), quit_action=5)
+    q.reset(None, np.random.default_rng(0))
+    assert [q(None, {}), q(None, OK), q(None, ERROR), q(None, OK)] == [1, 1, 5, 5]
+    assert q.describe() == "always one, but give up at the first failed call"
+    # No plan and no finish is not a policy.
+    with pytest.raises(AssertionError):
+        PersistPolicy([], None)
+
+
+def test_oracle_policy():
+    env = RetryTask()
+    oracle = oracle_policy(env)
+    assert isinstance(oracle, Policy) and oracle.name == "oracle"
+    assert oracle_policy(TaskEnv()) is None
+
+    class BadOracle(RetryTask):
+        def oracle(self):
+            return [0, 1]
+
+    with pytest.raises(TypeError, match=r"BadOracle.oracle\(\) returned list; expected an envaudit.Policy"):
+        oracle_policy(BadOracle())
+
+
+def test_describe_call_and_success_return(claim_ctx):
+    assert describe_call(1, ["a", "b"]) == "call `b`"
+    assert describe_call(3, None) == "take action 3"
+    assert describe_call(5, ["a"]) == "take action 5"
+    eps = claim_ctx.exploration.episodes
+    mean, n = success_return(eps)
+    # In TaskEnv a success pays exactly success_reward (1) and nothing else pays on the way.
+    assert n == int((eps["outcome"] == "success").sum()) > 0 and mean == 1.0
+    assert success_return(eps.iloc[0:0]) == (None, 0)
+
+
+def test_replay_plan_forces_a_fault_on_the_last_call_only():
+    fetch, submit, status = 0, 1, 3  # RetryTask's catalogue order
+    replays = [Replay(5, (fetch, fetch, submit)), Replay(6, (status,)), Replay(7, (fetch, status))]
+    make = lambda: RetryTask(need=2, error_credit=0.3)  # noqa: E731 - every failed call pays 0.3
+    results = {}
+    for fault in (None, "error", "timeout"):
+        plan = ReplayPlan(replays, fault)
+        records = Runner(make).run(plan.policy(), plan.seeds, rng=np.random.default_rng(0),
+                                   wrappers=plan.wrappers()).records
+        assert list(records.episodes["length"]) == [3, 1, 2]  # each cut right after its last action
+        results[fault] = plan.last_steps(records)
+    # Without a fault: two fetches then a successful submit pays 1; check_status pays 0.
+    assert results[None] == {0: (1.0, "ok", False), 1: (0.0, "ok", False), 2: (0.0, "ok", False)}
+    for fault in ("error", "timeout"):
+        # The forced fault hits the last call only, and the env pays its error credit for it.
+        assert results[fault] == {k: (0.3, fault, True) for k in range(3)}
+
+
+def test_replay_plan_leaves_out_replays_that_diverge():
+    submit = 1
+    plan = ReplayPlan([Replay(1, (submit, submit))])  # submit ends the episode: the replay cannot hold
+    records = Runner(lambda: RetryTask()).run(plan.policy(), plan.seeds, rng=np.random.default_rng(0),
+                                              wrappers=plan.wrappers()).records
+    assert len(records.episodes) == 1 and plan.last_steps(records) == {}
+    assert "replay 1 recorded action sequences" == plan.policy().describe()
