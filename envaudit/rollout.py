@@ -111,11 +111,17 @@ class RunResult:
         return any(p.kind == "hang" for p in self.problems)
 
 
-def limit_steps(env: gym.Env, max_steps: int) -> gym.Env:
-    """Add a ``TimeLimit`` when the env has no step limit of its own, so no episode runs forever."""
+def step_limit(env: gym.Env) -> int | None:
+    """The env's own step limit: its spec's ``max_episode_steps`` or a ``ToolEnv``'s ``max_steps``."""
     spec_limit = env.spec.max_episode_steps if env.spec is not None else None
     own_limit = getattr(env.unwrapped, "max_steps", None)
-    if spec_limit is None and own_limit is None:
+    limits = [int(x) for x in (spec_limit, own_limit) if isinstance(x, (int, np.integer))]
+    return max(limits) if limits else None
+
+
+def limit_steps(env: gym.Env, max_steps: int) -> gym.Env:
+    """Add a ``TimeLimit`` when the env has no step limit of its own, so no episode runs forever."""
+    if step_limit(env) is None:
         return gym.wrappers.TimeLimit(env, max_episode_steps=max_steps)
     return env
 
@@ -192,6 +198,7 @@ class Runner:
     def _build(self, recorder: Recorder, wrappers) -> AuditWrapper:
         def build() -> AuditWrapper:
             env = limit_steps(self.make_env(), self.max_steps)
+            self._step_cap = step_limit(env) or self.max_steps
             for wrapper in wrappers:
                 env = wrapper(env)
             return AuditWrapper(env, tool_key=self.tool_key, success_threshold=self.success_threshold,
@@ -211,7 +218,8 @@ class Runner:
             return False
         policy.reset(env, rng)
         episode_id = env.episode_id
-        for t in range(self.max_steps + 1):
+        # The env's own limit when it has one (MountainCarContinuous runs 999 steps), else ours.
+        for t in range(self._step_cap + 1):
             try:
                 action = policy(obs, info)
             except Exception as exc:  # the probe's policy broke, not the env: re-raise to the probe
@@ -227,7 +235,9 @@ class Runner:
                 return False
             if terminated or truncated:
                 return True
-        return True
+        problems.append(Problem("exception", "step", f"the episode did not end within its step limit of "
+                                f"{self._step_cap} steps", seed, self._step_cap, episode_id))
+        return False
 
     def _close(self, env: gym.Env) -> None:
         try:

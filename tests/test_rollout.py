@@ -165,3 +165,30 @@ def test_a_broken_policy_is_the_probe_s_error_not_the_env_s():
 
     with pytest.raises(RuntimeError, match="policy 'broken' failed at step 0: oops"):
         Runner(Factory()).run(Broken(), [0], rng=np.random.default_rng(0))
+
+
+def test_env_with_a_longer_limit_of_its_own_runs_to_that_limit():
+    # MountainCarContinuous truncates at 999 steps; a scan cap of 50 must not cut (and drop) it.
+    runner = Runner(lambda: gym.make("MountainCarContinuous-v0"), max_steps=50)
+    result = runner.run(SequencePolicy([np.zeros(1, np.float32)]), [0], rng=np.random.default_rng(0))
+    episodes = result.records.episodes
+    assert len(episodes) == 1 and not result.problems
+    assert episodes["length"].iloc[0] == 999 and episodes["end_reason"].iloc[0] == "truncated"
+
+
+def test_env_that_ignores_its_own_limit_is_a_problem_not_a_silent_drop():
+    class Endless(gym.Env):
+        observation_space = gym.spaces.Discrete(1)
+        action_space = gym.spaces.Discrete(1)
+        max_steps = 5  # claims a limit it never enforces
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return 0, {}
+
+        def step(self, action):
+            return 0, 0.0, False, False, {}
+
+    result = Runner(Endless, max_steps=50).run(SequencePolicy([0]), [0], rng=np.random.default_rng(0))
+    assert result.records.episodes.empty
+    assert [p.message for p in result.problems] == ["the episode did not end within its step limit of 5 steps"]
