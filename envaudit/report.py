@@ -39,8 +39,12 @@ class ProbeStatus:
     error: str | None = None
     notes: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Rounded once, here, so a report re-rendered from report.json reads exactly the same.
+        self.seconds = round(float(self.seconds), 3)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "seconds": round(self.seconds, 3),
+        return {"name": self.name, "status": self.status, "seconds": self.seconds,
                 "findings": self.findings, "error": self.error, "notes": self.notes}
 
 
@@ -61,6 +65,7 @@ class Report:
 
     def __post_init__(self) -> None:
         self.findings = rank(self.findings)
+        self.seconds = round(float(self.seconds), 3)
 
     # -- verdicts ---------------------------------------------------------------------------
     def worst(self) -> Severity | None:
@@ -83,7 +88,7 @@ class Report:
             "envaudit_version": self.envaudit_version,
             "env_id": self.env_id,
             "created": self.created,
-            "seconds": round(self.seconds, 3),
+            "seconds": self.seconds,
             "config": self.config,
             "fingerprint": self.fingerprint,
             "counts": self.counts(),
