@@ -58,6 +58,7 @@ from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, n
 from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
 from envaudit.grpo.trainer import with_advantages
 from envaudit.probe import Probe, ProbeContext
+from envaudit.probes.timeouts import ending_premium
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from envaudit.recording import EPISODE_COLUMNS, Records
 from envaudit.stats import MIN_SAMPLES, exploit_ladder
@@ -160,7 +161,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         found += _run_findings(ctx, results["faults"], first.episodes, first.steps, honest, reference, labels,
                                where=FAULTS_WHERE, reported=reported)
     if reach and success_signal:
-        found += _target_findings(ctx, reach, honest)
+        found += _target_findings(ctx, reach, honest, results)
     ctx.notes.update({
         "runs": {name: {"iterations": len(r.training.curves), "env_steps": r.training.env_steps,
                         "stopped": r.training.stopped} for name, r in results.items()},
@@ -446,11 +447,19 @@ def _failure_shortcut(ctx, result: SearchResult, d: dict, before: pd.DataFrame, 
 
 
 # -- targeted runs ------------------------------------------------------------------------------
-def _target_findings(ctx, reach: dict[str, dict], honest: Honest) -> list[Finding]:
+def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
+                     results: dict[str, SearchResult]) -> list[Finding]:
     findings = []
     if len(honest.failure) < MIN_SAMPLES:
         return findings
-    sentences = "; ".join(_sentence(b, r) for b, r in reach.items() if b in ("timeout", "no_success", "success"))
+    parts = [_sentence(b, reach[b]) for b in ("timeout", "no_success") if b in reach]
+    success_run = reach.get("success")
+    if success_run and success_run["n"]:
+        parts.append(_sentence("success", success_run))
+    elif len(honest.success):
+        # The targeted success run found none; exploration and the natural run did.
+        parts.append(f"by honest success: {np.max(honest.success):.2f} (best seen, n={len(honest.success)})")
+    sentences = "; ".join(parts)
     sentences = sentences[:1].upper() + sentences[1:]
     for behaviour, code, fix in (
         ("timeout", "timeout-rewarded", "Make truncation and tool timeouts pay no more than an honest failure."),
@@ -467,6 +476,11 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest) -> list[Findin
             # Ending without success above an honest failure is what failure-shortcut and
             # timeout-rewarded name; "reward without success" is the case where it pays like success.
             continue
+        premium = _timeout_ending(ctx, results.get("target-timeout"), r, ladder) if code == "timeout-rewarded" else None
+        if premium is not None and not premium["holds"]:
+            # As the timeouts probe judges it: stalling that earns more only by skipping failed
+            # calls that cost reward (failure-shortcut) or by per-step pay is no reward for timing out.
+            continue
         than = "as much as honest success" if severity == Severity.FAIL else "more than failing outright"
         findings.append(Finding(
             code, severity, f"GRPO reached {than} by {BEHAVIOURS[behaviour].words}",
@@ -474,10 +488,22 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest) -> list[Findin
             f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
             f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
             {"source": NAME, "run": f"target-{behaviour}", "p_value": ladder["p_value"], "ladder": ladder,
+             "ending_premium": premium,
              "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
                        for b, x in reach.items()}},
             examples=r["episode_ids"][:5], fix=fix, probe=NAME))
     return findings
+
+
+def _timeout_ending(ctx, result: SearchResult | None, r: dict, ladder: dict) -> dict | None:
+    """Does the ending of the targeted run's timed-out episodes pay more than an honest failure's
+    ending (``timeouts.ending_premium``)? None when the run's steps are not at hand."""
+    if result is None or result.evaluation.steps.empty:
+        return None
+    explored = ctx.exploration
+    failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE, "episode_id"]
+    steps = pd.concat([explored.steps, result.evaluation.steps], ignore_index=True)
+    return ending_premium(ctx, r["episode_ids"], steps, failures, ladder["scale"], ctx.rng("target", "ending"))
 
 
 probe = Probe(
