@@ -177,9 +177,16 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
                 evidence, examples,
                 "Make any bonus for short episodes conditional on success, and keep it smaller than "
                 "the success reward.", probe="length")
+    # The regression slope mixes the usual step cost with rarer penalties (Taxi: -1 per move, -10
+    # per illegal pickup), so say what a typical step pays and what the slope adds up to.
+    steps = ctx.exploration.steps
+    middle = steps.loc[~(steps["terminated"] | steps["truncated"]), "reward"].to_numpy(float)
+    typical = float(np.median(middle)) if len(middle) else coef["estimate"]
+    evidence["typical_step_reward"] = typical
     return Finding(
         CODE, Severity.INFO, "A step cost shortens episodes",
-        f"A step cost of {per_step}/step shortens episodes; fine if intended.",
+        f"A typical step pays {typical:+.3g} (each extra step lowers the return by {per_step} on average, "
+        "larger penalties included), so shorter episodes earn more; fine if intended.",
         evidence, [], "Nothing to change if a step cost is intended; keep it small next to the success reward.",
         probe="length")
 

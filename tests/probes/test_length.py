@@ -56,7 +56,17 @@ def test_a_step_cost_is_info_with_the_cost_in_words():
     f = only_finding(run_probe(probe, FIXTURES["step_cost"].make(), episodes=96)[0])
     assert f.severity == Severity.INFO
     assert f.evidence["length_effect"]["estimate"] == pytest.approx(params("step_cost")["step_reward"])
-    assert f.summary == "A step cost of -0.01/step shortens episodes; fine if intended."
+    assert f.evidence["typical_step_reward"] == params("step_cost")["step_reward"]
+    assert f.summary == ("A typical step pays -0.01 (each extra step lowers the return by -0.01 on average, "
+                         "larger penalties included), so shorter episodes earn more; fine if intended.")
+
+
+def test_a_typical_step_cost_is_told_apart_from_rare_penalties():
+    # Taxi: every move pays -1, an illegal pickup/dropoff -10; random play commits many of those.
+    f = only_finding(run_probe(probe, lambda: gym.make("Taxi-v4"), episodes=32)[0])
+    assert f.severity == Severity.INFO and f.evidence["typical_step_reward"] == -1.0
+    assert f.evidence["length_effect"]["estimate"] < -1.0
+    assert f.summary.startswith("A typical step pays -1 ")
 
 
 @pytest.mark.parametrize("name", ["clean", "truncation_pays", "truncation_pays_full", "tool_timeout_pays",
