@@ -207,6 +207,17 @@ def run(ctx: ProbeContext) -> list[Finding]:
             {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps))}, [],
             "Nothing to change if surviving longer is the task (as in CartPole); otherwise pay for "
             "progress rather than for steps.", probe="length")]
+    if eps["length"].nunique() == 1 and (eps["end_reason"] == "truncated").all():
+        # Random play never ends the env (CliffWalking under a random walk): no length varies, so
+        # there is nothing to regress; say so rather than stay silent.
+        limit = int(eps["length"].iloc[0])
+        return [Finding(
+            CODE, Severity.INFO, "Every exploration episode ran to the step limit",
+            f"All {len(eps)} exploration episodes were truncated at {limit} steps: random play never "
+            "finishes this env, so whether return depends on length could not be measured.",
+            {"n": int(len(eps)), "length": limit, "mean_return": float(eps["return"].mean())}, [],
+            "Nothing to change if the task is meant to be hard to stumble on; the trained (grpo) "
+            "probe and scripted policies still check the incentives.", probe="length")]
     rng = ctx.rng("regression")
     fit = regress(eps, rng)
     ctx.notes["regression"] = fit

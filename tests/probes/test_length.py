@@ -122,3 +122,20 @@ def test_regression_recovers_known_coefficients_and_drops_what_it_cannot_tell_ap
     assert exact["coef"]["length"]["estimate"] == pytest.approx(3.0)
     assert exact["coef"]["length"]["p_value"] == 0.0 and exact["coef"]["success"]["p_value"] == 1.0
     assert exact["coef"]["length"]["ci"] is None
+
+
+def test_env_that_random_play_never_finishes_is_said_so():
+    class Endless(gym.Env):
+        observation_space = gym.spaces.Discrete(1)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            return 0, {}
+
+        def step(self, action):
+            return 0, -float(action), False, False, {}
+
+    f = only_finding(run_probe(probe, lambda: gym.wrappers.TimeLimit(Endless(), 20), episodes=16)[0])
+    assert f.severity == Severity.INFO and f.evidence["length"] == 20 and f.evidence["n"] == 16
+    assert "random play never finishes this env" in f.summary
