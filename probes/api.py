@@ -424,7 +424,7 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
     if not hung:
         for env in made:
             try:
-                worker.call(env.close, timeout, "close()")
+                worker.call(env.close, ctx.config.step_timeout_s, "close()")
             except Exception:
                 pass
     worker.close()

@@ -13,10 +13,10 @@ import warnings
 
 import gymnasium as gym
 import pytest
-from envaudit.probes.api import probe
 
 from envaudit.config import ScanConfig
 from envaudit.probe import ProbeContext, registered_probes
+from envaudit.probes.api import probe
 from envaudit.recording import Recorder
 from tests.fixtures import broken_envs as b
 from tests.fixtures.context import run_probe

@@ -16,13 +16,13 @@ from collections import Counter
 import gymnasium as gym
 import numpy as np
 import pytest
-from envaudit.probes.pipeline import probe
 
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
 from envaudit.pipeline import Pipeline, timeout_handling_pipeline
 from envaudit.presets import get_preset
 from envaudit.probe import ProbeContext, registered_probes
+from envaudit.probes.pipeline import probe
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from tests.fixtures.context import explore
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+
+from envaudit.probe import registered_probes
 from envaudit.probes.replay import (
     BRANCH,
     EPISODE_FRESH,
@@ -20,8 +22,6 @@ from envaudit.probes.replay import (
     probe,
     same,
 )
-
-from envaudit.probe import registered_probes
 from tests.fixtures import broken_envs as b
 from tests.fixtures.context import explore, run_probe
 
