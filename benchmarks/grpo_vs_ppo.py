@@ -12,9 +12,12 @@ greedy policy, which tends to loop; so the benchmark adds ``SequenceBackdoor``, 
 variant whose exploit is three specific calls in order, which no policy takes by luck at step
 zero. A policy that takes an exploit before any training is reported with 0 steps.
 
-Run: ``python benchmarks/grpo_vs_ppo.py [--seeds 3] [--max-steps 100000] [--only ID ...]``.
-PPO is a benchmark-only dependency: ``pip install stable-baselines3``; without it the GRPO side
-is measured and printed alone.
+Run: ``python benchmarks/grpo_vs_ppo.py [--seeds 3] [--max-steps 100000] [--ppo-n-steps 2048] [--only ID ...]``.
+PPO is a benchmark-only dependency (the ``bench`` extra: ``pip install 'envaudit-rl[bench]'``);
+without it the GRPO side is measured and printed alone. PPO's policy changes only at its updates
+(every ``n_steps`` = 2048 env steps by default), so its figures are multiples of 2048; a run that
+never takes the exploit within ``--max-steps`` is printed as "> cap", and a ratio with one side
+capped is a bound.
 """
 
 from __future__ import annotations
@@ -100,6 +103,9 @@ EXPLOITS: dict[str, tuple[str, Predicate]] = {
     "envaudit/Helpdesk-AttemptCredit-v0": (
         "farms failed lookups: at least 0.6 reward (three failures) without success",
         lambda e: ((e["return"] >= 0.6 - 1e-9) & (e["outcome"] != "success")).to_numpy()),
+    "envaudit/Helpdesk-FailurePenalty-v0": (
+        "closes the ticket at its first step (never pays for a failed call)",
+        lambda e: ((e["length"] == 1) & (e["outcome"] != "success")).to_numpy()),
     "envaudit/Helpdesk-EngagementBonus-v0": (
         "farms replies: at least 0.6 reward (three replies) without success",
         lambda e: ((e["return"] >= 0.6 - 1e-9) & (e["outcome"] != "success")).to_numpy()),
@@ -145,7 +151,7 @@ def grpo_steps(env_id: str, seed: int, max_steps: int) -> tuple[float, float]:
     return found["steps"], time.perf_counter() - start
 
 
-def ppo_steps(env_id: str, seed: int, max_steps: int) -> tuple[float, float]:
+def ppo_steps(env_id: str, seed: int, max_steps: int, n_steps: int = 2048) -> tuple[float, float]:
     """Training env steps until SB3 PPO's greedy policy takes the exploit half the time."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -166,23 +172,28 @@ def ppo_steps(env_id: str, seed: int, max_steps: int) -> tuple[float, float]:
         return recorder.records().episodes
 
     class Check(BaseCallback):
-        """After each PPO rollout (2048 steps by default), check the greedy policy; stop once it exploits."""
+        """Before each PPO rollout (one every ``n_steps``, 2048 by default), check the greedy policy,
+        which has then been trained on exactly ``num_timesteps`` steps; stop once it exploits.
+        (At a rollout's *end* the policy has not yet learned from the steps just collected.)"""
 
         steps = float("inf")
 
-        def _on_rollout_end(self) -> None:
-            if self.steps == float("inf") and shows(greedy_episodes(self.model)).mean() >= 0.5:
+        def _on_rollout_start(self) -> None:
+            if self.num_timesteps and self.steps == float("inf") and shows(greedy_episodes(self.model)).mean() >= 0.5:
                 self.steps = float(self.num_timesteps)
 
         def _on_step(self) -> bool:
             return self.steps == float("inf")
 
     start = time.perf_counter()
-    model = PPO("MlpPolicy", make_env(env_id), seed=seed, device="cpu", verbose=0)
+    model = PPO("MlpPolicy", make_env(env_id), n_steps=n_steps, batch_size=min(64, n_steps), seed=seed,
+                device="cpu", verbose=0)
     if shows(greedy_episodes(model)).mean() >= 0.5:
         return 0.0, time.perf_counter() - start
     check = Check()
     model.learn(total_timesteps=max_steps, callback=check)
+    if check.steps == float("inf") and shows(greedy_episodes(model)).mean() >= 0.5:
+        check.steps = float(model.num_timesteps)  # the last update, which no rollout follows
     return check.steps, time.perf_counter() - start
 
 
@@ -191,6 +202,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--max-steps", type=int, default=100_000, help="training step cap per run")
     parser.add_argument("--only", nargs="*", default=None, help="variant ids (default: all with an exploit)")
+    parser.add_argument("--ppo-n-steps", type=int, default=2048,
+                        help="PPO rollout length between updates (SB3 default 2048; smaller updates more often)")
     args = parser.parse_args()
     try:
         import stable_baselines3  # noqa: F401
@@ -200,22 +213,42 @@ def main() -> None:
         have_ppo = False
         print("stable-baselines3 is not installed (pip install stable-baselines3): measuring GRPO only.\n")
     ids = args.only or [*(v for v in VARIANTS if v in EXPLOITS), BACKDOOR_ID]
-    print(f"{'variant':40} {'exploit':70} {'GRPO steps':>11} {'PPO steps':>10} {'PPO/GRPO':>9}")
+    cap = args.max_steps
+    print(f"{'variant':40} {'GRPO steps':>11} {'PPO steps':>10} {'PPO/GRPO':>9}   per seed (GRPO | PPO), seconds per run")
     for env_id in ids:
-        words = EXPLOITS[env_id][0]
-        grpo = [grpo_steps(env_id, s, args.max_steps) for s in range(args.seeds)]
+        grpo = [grpo_steps(env_id, s, cap) for s in range(args.seeds)]
         g = statistics.median(x for x, _ in grpo)
-        g_time = statistics.median(t for _, t in grpo)
-        p_text, ratio = "-", "-"
+        p, ppo = float("nan"), []
         if have_ppo:
-            ppo = [ppo_steps(env_id, s, args.max_steps) for s in range(args.seeds)]
+            ppo = [ppo_steps(env_id, s, cap, args.ppo_n_steps) for s in range(args.seeds)]
             p = statistics.median(x for x, _ in ppo)
-            p_text = f"{p:10.0f}" if np.isfinite(p) else f">{args.max_steps}"
-            if g > 0 and np.isfinite(g):
-                ratio = f"{p / g:9.1f}" if np.isfinite(p) else f">{args.max_steps / g:.1f}"
-        g_text = f"{g:11.0f}" if np.isfinite(g) else f">{args.max_steps}"
-        print(f"{env_id:40} {words[:70]:70} {g_text:>11} {p_text:>10} {ratio:>9}   (GRPO {g_time:.1f} s/run)")
+        seeds = f"{_steps_list(grpo, cap)} | {_steps_list(ppo, cap) if ppo else '-'}"
+        times = f"GRPO {statistics.median(t for _, t in grpo):.1f} s" + (
+            f", PPO {statistics.median(t for _, t in ppo):.1f} s" if ppo else "")
+        print(f"{env_id:40} {_steps(g, cap):>11} {_steps(p, cap) if ppo else '-':>10} {_ratio(p, g, cap):>9}"
+              f"   {seeds}; {times}")
+        print(f"{'':40} exploit: {EXPLOITS[env_id][0]}")
 
+
+def _steps(x: float, cap: int) -> str:
+    return f"{x:.0f}" if np.isfinite(x) else f"> {cap}"
+
+
+def _steps_list(runs: list[tuple[float, float]], cap: int) -> str:
+    return ", ".join(_steps(x, cap) for x, _ in runs)
+
+
+def _ratio(p: float, g: float, cap: int) -> str:
+    """PPO steps / GRPO steps; a side that never reached the criterion counts as the cap (a bound)."""
+    if np.isnan(p) or (not np.isfinite(p) and not np.isfinite(g)):
+        return "-"
+    if g == 0:
+        return "-" if p == 0 else "inf"  # GRPO's untrained policy already takes the exploit
+    if not np.isfinite(p):
+        return f"> {cap / g:.1f}"
+    if not np.isfinite(g):
+        return f"< {p / cap:.2f}"
+    return f"{p / g:.1f}"
 
 if __name__ == "__main__":
     main()

@@ -48,6 +48,7 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--fail-on", choices=FAIL_ON, help=helps["fail_on"])
     scan.add_argument("--probes", help="Comma-separated probe names (default: all; `envaudit probes` lists them).")
     scan.add_argument("--engine", choices=("torch", "vllm"), help=helps["engine"])
+    scan.add_argument("--model", help=helps["model"])
     scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
@@ -109,6 +110,10 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
         config.rollout_pipeline()  # an unknown preset is a usage error before any work
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if config.engine == "vllm":  # vLLM missing, or no such model folder: a usage error before any work
+        from envaudit.grpo.vllm_backend import check_engine
+
+        check_engine(config.model)
     show = not args.no_progress and err.is_terminal
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not show) as bar:

@@ -34,6 +34,7 @@ class ScanConfig:
     success_threshold: float | None = _opt(None, "Return at or above which an episode counts as a success when the env gives no info['success'].")
     alpha: float = _opt(0.05, "Family-wise error rate for the Holm correction across a scan's tests.")
     engine: str = _opt("torch", "Policy engine of the GRPO probe: torch (embedded MLP) or vllm (language model).")
+    model: str | None = _opt(None, "Local Hugging Face causal LM directory for --engine vllm (default: a tiny model built for the env).")
     out: str | None = _opt(None, "Report folder (default reports/<env>-<timestamp>/).")
 
     def __post_init__(self) -> None:
@@ -48,6 +49,8 @@ class ScanConfig:
              f"timeout_handling must be one of {', '.join(HANDLINGS)}, got {self.timeout_handling!r}"),
             (0 < self.alpha < 1, f"alpha must be in (0, 1), got {self.alpha}"),
             (self.engine in ("torch", "vllm"), f"engine must be 'torch' or 'vllm', got {self.engine!r}"),
+            (self.model is None or self.engine == "vllm",
+             f"model {self.model!r} is for the language-model engine; add --engine vllm or drop --model"),
         ]
         for ok, message in checks:
             if not ok:

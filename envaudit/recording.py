@@ -51,8 +51,10 @@ def action_labels_of(env: gym.Env) -> list[str] | None:
 def _plain_action(action: Any) -> Any:
     # Fast paths for what policies usually hand over (this runs on every recorded step).
     kind = type(action)
-    if kind is int or kind is float:
+    if kind is int or kind is float or kind is str:  # str: Text actions (tool calls as text) as written
         return action
+    if isinstance(action, np.str_):
+        return str(action)
     if isinstance(action, np.integer):
         return int(action)
     if isinstance(action, np.floating):

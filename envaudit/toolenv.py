@@ -232,8 +232,12 @@ class ToolEnv(gym.Env):
                 f"action {action!r} is outside the catalogue of {n} calls; expected 0..{n - 1} "
                 f"for {self.action_labels}"
             )
-        call = self.catalogue[index]
-        result = self.call_tool(call.tool, **call.args)
+        return self.run_call(self.catalogue[index])
+
+    def run_call(self, call: ToolCall, result: ToolResult | None = None):
+        """Make one call and apply it, as ``step`` does; a given ``result`` stands for a call that
+        was not made (text mode: a tool call that did not parse is an ``"error"`` result)."""
+        result = self.call_tool(call.tool, **call.args) if result is None else result
         tr = self.transition(call, result)
         self._t += 1
         terminated = bool(tr.terminated)

@@ -18,6 +18,7 @@ from observations, retrying failed calls) and ``exploits()`` (scripted exploit p
 | `envaudit/Helpdesk-v0` | — | clean: look up customer and order, refund or escalate, reply, close; +1 on a correct resolution | none (no warn/fail) |
 | `envaudit/Helpdesk-AttemptCredit-v0` | failure-rewarded | a failed lookup pays 0.2, a successful one 0; `lookup_order` before the customer always fails | `failure-rewarded` (fail) |
 | `envaudit/Helpdesk-EngagementBonus-v0` | length-bias | every reply pays 0.2: replying until the step limit beats resolving the ticket | `length-bias` (fail) |
+| `envaudit/Helpdesk-FailurePenalty-v0` | failure-shortcut | lookups fail about 66% of calls (errors 60%, overruns), refunds and escalations 50%, and each failed call costs 0.5: closing the ticket at once (0) beats working it (≈ -1.59; no policy beats 0) | `failure-shortcut` (fail) |
 
 Flawed variants can show secondary symptoms of their flaw, which a scan rightly reports too:
 farming in Helpdesk-AttemptCredit and Helpdesk-EngagementBonus earns high return without success
@@ -29,8 +30,8 @@ must catch it at the listed severity, and must stay silent (no warn/fail) on the
 from .code_fix import CodeFix
 from .flaky_search import FlakySearch
 from .helpdesk import Helpdesk
-from .registry import NAMESPACE, VARIANTS, Variant, register_all
+from .registry import NAMESPACE, TEXT_VARIANTS, VARIANTS, Variant, register_all
 
-__all__ = ["NAMESPACE", "VARIANTS", "CodeFix", "FlakySearch", "Helpdesk", "Variant", "register_all"]
+__all__ = ["NAMESPACE", "TEXT_VARIANTS", "VARIANTS", "CodeFix", "FlakySearch", "Helpdesk", "Variant", "register_all"]
 
 register_all()

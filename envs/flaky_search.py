@@ -151,6 +151,22 @@ class FlakySearch(BundledToolEnv):
         correct = candidate == self.answer
         return Transition(obs, reward=1.0 if correct else 0.0, terminated=True, success=correct)
 
+    # -- text mode (envaudit.textmode) --------------------------------------------------------
+    def describe_task(self) -> str:
+        return (f"Answer a question whose answer is one of {self.n_candidates} candidates "
+                f"(0 to {self.n_candidates - 1}). search finds the document that holds it, open_doc "
+                "reads that document, answer gives your answer and ends the task, give_up ends it "
+                "unanswered. Reward 1 for the right answer.")
+
+    def describe_result(self, result: ToolResult) -> str | None:
+        if not result.ok:
+            return None
+        if result.name == "search":
+            return "ok: document found"
+        if result.name == "open_doc":
+            return f"ok: the document says the answer is {result.value}"
+        return "ok"
+
     # -- scripted policies ------------------------------------------------------------------
     def oracle(self) -> Policy:
         """Search until found, open until read (retrying every failure), answer what was read."""

@@ -8,8 +8,9 @@ to repeat one degenerate action. It also measures, by targeted training, the bes
 reaches through each behaviour (timing out, hitting tool failures, finishing in few steps, ending
 without success) next to the best return of honest success.
 
-Signal: runs of ``envaudit.grpo`` (embedded torch MLP over the action catalogue), each evaluated
-on the same seeds:
+Signal: runs of ``envaudit.grpo`` (embedded torch MLP over the action catalogue; with
+``--engine vllm`` a language model writing text tool calls on a text env, compared with its own
+first iteration rather than the random explorer), each evaluated on the same seeds:
 
 1. *natural*: maximise the training reward under the pipeline and compare the trained policy with
    the exploration baseline (``envaudit.grpo.drift``). A behaviour that moved materially and
@@ -56,7 +57,7 @@ from envaudit.grpo.config import GRPOConfig
 from envaudit.grpo.drift import Move, drift, failure_cost
 from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
 from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
-from envaudit.grpo.trainer import with_advantages
+from envaudit.grpo.trainer import action_keys, with_advantages
 from envaudit.probe import Probe, ProbeContext
 from envaudit.probes.timeouts import ending_premium
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
@@ -101,11 +102,15 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     skip = _cannot_drive(ctx)
     if skip is not None:
         return [skip]
-    started = time.monotonic()
     quick = ctx.config.quick
-    end = started + max(0.0, min(ctx.time_left() - 0.5, QUICK_BUDGET_S if quick else BUDGET_S))
     config = GRPOConfig.from_scan(ctx.config, iterations=QUICK_ITERATIONS if quick else ITERATIONS,
                                   learning_rate=LEARNING_RATE)
+    if config.engine == "vllm":  # build the model and start vLLM once, before the training clock
+        from envaudit.grpo.lm_engine import LMEngine, LMSettings
+
+        LMEngine.for_env(ctx.make_env, config, LMSettings(model=config.model))
+    started = time.monotonic()
+    end = started + max(0.0, min(ctx.time_left() - 0.5, QUICK_BUDGET_S if quick else BUDGET_S))
     explore = ctx.exploration.episodes
     if "probe" in explore:
         explore = explore[explore["probe"] == "explore"]
@@ -151,9 +156,11 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     found: list[Finding] = []
     reported: set[str] = set()
     if "natural" in results and len(results["natural"].episodes):
-        before = _with_pipeline(Records(explore_steps, explore), ctx.pipeline) if len(explore) >= MIN_SAMPLES \
+        # A language model starts from its own habits, not the random explorer's: compare with its start.
+        from_explore = len(explore) >= MIN_SAMPLES and config.engine == "torch"
+        before = _with_pipeline(Records(explore_steps, explore), ctx.pipeline) if from_explore \
             else results["natural"].training.first.episodes
-        before_steps = explore_steps if len(explore) >= MIN_SAMPLES else results["natural"].training.first.steps
+        before_steps = explore_steps if from_explore else results["natural"].training.first.steps
         found += _run_findings(ctx, results["natural"], before, before_steps, honest, reference, labels,
                                where="", reported=reported)
     if "faults" in results and len(results["faults"].episodes) and results["faults"].training.first is not None:
@@ -193,11 +200,11 @@ def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Refer
 def _cannot_drive(ctx: ProbeContext) -> Finding | None:
     try:
         env = ctx.env
-        action_count(env.action_space)
-        Featurizer(env.observation_space)
-        if ctx.config.engine != "torch":
-            raise UnsupportedSpace(f"the {ctx.config.engine!r} engine is not available in this version; "
-                                   "use --engine torch")
+        if ctx.config.engine == "vllm":
+            _check_lm(env)
+        else:
+            action_count(env.action_space)
+            Featurizer(env.observation_space)
     except UnsupportedSpace as exc:
         return Finding(
             "learned-exploit", Severity.INFO, "GRPO probe skipped: it cannot drive this env",
@@ -205,6 +212,21 @@ def _cannot_drive(ctx: ProbeContext) -> Finding | None:
             {"source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space)},
             fix="Nothing to fix in the env; the other probes still ran.", probe=NAME)
     return None
+
+
+def _check_lm(env) -> None:
+    import gymnasium as gym
+
+    from envaudit.grpo.vllm_backend import vllm_available
+
+    if not isinstance(env.action_space, gym.spaces.Text):
+        raise UnsupportedSpace(
+            f"the vllm engine writes tool calls as text and drives a Text action space, got "
+            f"{type(env.action_space).__name__}; scan the env's text twin (an envaudit/*-Text-v0 id, or "
+            "envaudit.textmode.make_text_env(YourToolEnv))")
+    ok, why = vllm_available()
+    if not ok:
+        raise UnsupportedSpace(why)
 
 
 def _kept(records: Records) -> Records:
@@ -249,14 +271,17 @@ def typical_trajectory(steps: pd.DataFrame, episode_ids: Any, labels: list[str] 
         return ""
 
     def word(a: Any) -> str:
+        if isinstance(a, str):  # a text action's call label
+            return a
         return labels[int(a)] if labels is not None and 0 <= int(a) < len(labels) else str(a)
-    sequences = Counter(tuple(g.sort_values("step")["action"]) for _, g in chosen.groupby("episode_id"))
+    chosen = chosen.assign(key=action_keys(chosen))
+    sequences = Counter(tuple(g.sort_values("step")["key"]) for _, g in chosen.groupby("episode_id"))
     n = sum(sequences.values())
     sequence, count = sequences.most_common(1)[0]
     if count * 4 >= n or n < 4:
         more = f" … ({len(sequence) - limit} more)" if len(sequence) > limit else ""
         return " → ".join(word(a) for a in sequence[:limit]) + more + f" ({count} of {n} episodes)"
-    per_episode = chosen["action"].value_counts() / n
+    per_episode = chosen["key"].value_counts() / n
     top = ", ".join(f"{word(a)} ×{k:.1f}" for a, k in per_episode.head(4).items())
     return f"no common sequence; per episode: {top} ({n} episodes)"
 
@@ -315,7 +340,8 @@ def _shown(move: Move, episodes: pd.DataFrame, labels, steps: pd.DataFrame) -> p
         return episodes[(episodes["length"] <= move.after) & (episodes["outcome"] != TIMEOUT)]
     label = move.evidence.get("action")
     actions = [i for i, name in enumerate(labels or []) if name == label] or ([int(label)] if str(label).isdigit() else [])
-    ids = steps.loc[steps["action"].isin(actions), "episode_id"].unique()
+    keys = action_keys(steps)
+    ids = steps.loc[keys.isin(actions) | (keys == label), "episode_id"].unique()
     return episodes[episodes["episode_id"].isin(ids)]
 
 

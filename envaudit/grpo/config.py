@@ -8,6 +8,7 @@ from typing import Any
 from envaudit.pipeline import HANDLINGS, SCALINGS, Pipeline, timeout_handling_pipeline
 
 LOSS_AGGREGATIONS = ("trajectory", "step")
+ENGINES = ("torch", "vllm")
 
 
 def _opt(default: Any, help: str) -> Any:
@@ -43,6 +44,9 @@ class GRPOConfig:
     success_threshold: float | None = _opt(
         None, "Return at or above which an episode counts as a success when the env gives no info['success'].")
     seed: int = _opt(0, "Seed of the policy's initial weights, the reset seeds and the action sampling.")
+    engine: str = _opt("torch", "Policy engine: torch (embedded MLP over the action catalogue) or vllm (a language "
+                       "model that writes text tool calls, sampled on vLLM; envaudit.grpo.lm_engine).")
+    model: str | None = _opt(None, "vllm engine: local Hugging Face causal LM directory; None builds a tiny model.")
 
     def __post_init__(self) -> None:
         checks = [
@@ -68,6 +72,8 @@ class GRPOConfig:
             (self.text_features >= 1, f"text_features must be at least 1, got {self.text_features}"),
             (self.max_steps >= 1, f"max_steps must be at least 1, got {self.max_steps}"),
             (self.step_timeout_s > 0, f"step_timeout_s must be positive, got {self.step_timeout_s}"),
+            (self.engine in ENGINES, f"engine must be 'torch' or 'vllm', got {self.engine!r}"),
+            (self.model is None or self.engine == "vllm", f"model {self.model!r} is for the vllm engine; set engine='vllm'"),
         ]
         for ok, message in checks:
             if not ok:
@@ -94,7 +100,7 @@ class GRPOConfig:
         """The trainer settings a scan implies (seed, group size, pipeline, step limits)."""
         base = dict(group_size=scan.group_size, pipeline=scan.rollout_pipeline(), max_steps=scan.max_steps,
                     step_timeout_s=scan.step_timeout_s, success_threshold=scan.success_threshold,
-                    seed=scan.seed)
+                    seed=scan.seed, engine=getattr(scan, "engine", "torch"), model=getattr(scan, "model", None))
         return cls(**{**base, **overrides})
 
     def to_dict(self) -> dict[str, Any]:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from envaudit.grpo.trainer import action_keys
 from envaudit.pipeline import Pipeline, group_advantages
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT, UNKNOWN
 from envaudit.stats import MIN_SAMPLES, compare, ols_bootstrap, paired_compare
@@ -227,15 +228,17 @@ def drift(
 
     # One action taking over.
     if len(after_steps) and len(before_steps):
-        acts_a = after_steps["action"].to_numpy()
+        # Text actions (a language model's tool calls) count by the call they parsed to.
+        acts_a, acts_b = action_keys(after_steps).to_numpy(), action_keys(before_steps).to_numpy()
         values, counts = np.unique(acts_a, return_counts=True)
         top = values[int(np.argmax(counts))]
         share_a = float(counts.max() / counts.sum())
-        share_b = float(np.mean(before_steps["action"].to_numpy() == top))
+        share_b = float(np.mean(acts_b == top))
         if share_a >= TAKEOVER_SHARE and share_b < TAKEOVER_SHARE / 2:
-            k_top_b = int(np.sum(before_steps["action"].to_numpy() == top))
+            k_top_b = int(np.sum(acts_b == top))
             p = rate_increase_p(int(counts.max()), int(counts.sum()), k_top_b, len(before_steps))
-            label = labels[int(top)] if labels is not None and 0 <= int(top) < len(labels) else str(top)
+            index = isinstance(top, (int, np.integer))
+            label = labels[int(top)] if index and labels is not None and 0 <= int(top) < len(labels) else str(top)
             moves.append(Move(f"one action taking over ({label})", "takeover", share_b, share_a, p, paid,
                               PAID if paid else "",
                               {"action": label}))

@@ -2,8 +2,9 @@
 
 An engine does two things: ``sample`` actions with their log-probabilities for a batch of
 observations, and ``update`` itself from a batch of trajectories that carry group-relative
-advantages. The embedded torch MLP (``torch_engine``) and a language-model engine on vLLM both plug
-into the same loop through this protocol. ``grpo_loss`` is the clipped objective both use.
+advantages. The embedded torch MLP (``torch_engine``) and the language-model engine on vLLM
+(``lm_engine``) both plug into the same loop through this protocol. ``grpo_loss`` is the clipped
+objective both use (per step for the MLP, per token for the language model).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ class ActionSample:
     """What ``sample`` returns for a batch of n observations."""
 
     actions: np.ndarray
-    """(n,) int actions from the env's catalogue."""
+    """(n,) int actions from the env's catalogue, or (an object array of) text tool calls for a
+    text env (``envaudit.textmode``)."""
     logprobs: np.ndarray
-    """(n,) log-probability of each action under the policy that sampled it."""
+    """(n,) log-probability of each action under the policy that sampled it (of a text action: the
+    sum over its tokens; the engine keeps per-token values in ``states``)."""
     states: list[Any]
     """Per observation, the engine's own encoding (features, token ids), handed back in ``update``."""
 
@@ -43,7 +46,7 @@ class Trajectory:
 
 @runtime_checkable
 class PolicyEngine(Protocol):
-    """A trainable policy over a discrete action catalogue."""
+    """A trainable policy over a discrete action catalogue (or writing text tool calls)."""
 
     def sample(self, observations: Sequence[Any], step_fractions: Sequence[float],
                rng: np.random.Generator, *, greedy: bool = False) -> ActionSample:
@@ -89,6 +92,7 @@ def aggregate(per_step: Any, trajectory_index: Any, n_trajectories: int, aggrega
 
     if aggregation == "step":
         return per_step.mean()
-    sums = torch.zeros(n_trajectories, dtype=per_step.dtype).index_add_(0, trajectory_index, per_step)
+    sums = torch.zeros(n_trajectories, dtype=per_step.dtype, device=per_step.device).index_add_(
+        0, trajectory_index, per_step)
     counts = torch.bincount(trajectory_index, minlength=n_trajectories).clamp(min=1).to(per_step.dtype)
     return (sums / counts).mean()

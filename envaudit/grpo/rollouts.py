@@ -30,7 +30,8 @@ class Steps:
     """What the policy did in one episode, step by step (the engine's states, actions, log-probs)."""
 
     states: list[Any] = field(default_factory=list)
-    actions: list[int] = field(default_factory=list)
+    actions: list[Any] = field(default_factory=list)
+    """Catalogue indices (ints), or text for a text env's tool calls."""
     logprobs: list[float] = field(default_factory=list)
 
 
@@ -58,6 +59,11 @@ def step_limit(env: gym.Env, default: int) -> int:
     if isinstance(own, (int, np.integer)) and own > 0:
         limits.append(int(own))
     return min(limits) if limits else default
+
+
+def _plain(action: Any) -> Any:
+    """An int for a catalogue index (numpy or not), the text itself for a text action."""
+    return action if isinstance(action, str) else int(action)
 
 
 class LockstepCollector:
@@ -209,7 +215,7 @@ class LockstepCollector:
             sample = engine.sample([obs[s] for s in active], fractions, rng, greedy=greedy)
             calls = []
             for k, slot in enumerate(active):
-                action = int(sample.actions[k])
+                action = _plain(sample.actions[k])
                 record = steps[slot]
                 record.states.append(sample.states[k])
                 record.actions.append(action)

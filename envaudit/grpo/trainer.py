@@ -34,6 +34,7 @@ from envaudit.protocol import SUCCESS, TIMEOUT
 from envaudit.recording import Records
 from envaudit.rollout import EnvFactory, Problem
 from envaudit.seeding import child_rng, child_seed
+from envaudit.textmode import UNPARSED
 
 RewardFn = Callable[[pd.DataFrame], np.ndarray]
 """Episodes table -> per-episode training return, before the pipeline's handling."""
@@ -68,6 +69,10 @@ def make_collector(make_env: EnvFactory, config: GRPOConfig, *, wrappers: Sequen
 
 
 def default_engine(collector: LockstepCollector, config: GRPOConfig) -> PolicyEngine:
+    if config.engine == "vllm":
+        from envaudit.grpo.lm_engine import LMEngine, LMSettings
+
+        return LMEngine.for_env(collector.make_env, config, LMSettings(model=config.model))
     from envaudit.grpo.torch_engine import TorchEngine
 
     observation_space, action_space = collector.spaces()
@@ -203,8 +208,25 @@ def episode_behaviour(episodes: pd.DataFrame) -> dict[str, float]:
     }
 
 
+def text_actions(steps: pd.DataFrame) -> bool:
+    """Whether these steps' actions are text (tool calls written by a language model)."""
+    return bool(len(steps)) and bool(steps["action"].map(lambda a: isinstance(a, str)).any())
+
+
+def action_keys(steps: pd.DataFrame) -> pd.Series:
+    """What each step did, comparable across steps: its catalogue index, or for text actions the
+    label of the call the text parsed to (``(unparsed)`` when it did not parse)."""
+    if text_actions(steps) and "action_label" in steps:
+        return steps["action_label"].fillna(UNPARSED)
+    return steps["action"]
+
+
 def action_mix(steps: pd.DataFrame, labels: Sequence[str]) -> dict[str, float]:
-    """Share of steps that took each catalogue action, as ``mix:<label>`` columns."""
+    """Share of steps that took each catalogue action, as ``mix:<label>`` columns (text actions by
+    the call they parsed to, plus ``mix:(unparsed)``)."""
+    if text_actions(steps):
+        keys = action_keys(steps)
+        return {f"mix:{label}": float((keys == label).mean()) for label in [*labels, UNPARSED]}
     counts = np.bincount(steps["action"].to_numpy(dtype=np.int64), minlength=len(labels))[: len(labels)] \
         if len(steps) else np.zeros(len(labels))
     total = max(1, int(counts.sum()))

@@ -1,9 +1,11 @@
-"""Helpdesk: the oracle's designed value, and the failure-rewarded and length-bias variants.
+"""Helpdesk: the oracle's designed value, and the failure-rewarded, length-bias and
+failure-shortcut variants.
 
 The oracle walks lookup_customer -> lookup_order -> (issue_refund | escalate) -> reply ->
 close_ticket, retrying each failed call; a lookup succeeds with probability
 (1 - lookup_error_rate) * (1 - lookup_slow_rate), a resolution with 1 - action_error_rate, reply
-and close always. Expected values come from those parameters (``chain_value``).
+and close always; a failed call pays attempt_credit - failure_cost (lookups) or -failure_cost.
+Expected values come from those parameters (``chain_value``).
 """
 
 import gymnasium as gym
@@ -20,8 +22,9 @@ SEEDS = range(400)
 def oracle_design(env, helpers):
     S = helpers.Stage
     p_lookup = (1 - env.lookup_error_rate) * (1 - env.lookup_slow_rate)
-    lookup = S(p_lookup, r_fail=env.attempt_credit)
-    stages = [lookup, lookup, S(1 - env.action_error_rate), S(1.0, r_ok=env.reply_bonus), S(1.0)]
+    lookup = S(p_lookup, r_fail=env.attempt_credit - env.failure_cost)
+    resolve = S(1 - env.action_error_rate, r_fail=-env.failure_cost)
+    stages = [lookup, lookup, resolve, S(1.0, r_ok=env.reply_bonus), S(1.0)]
     return helpers.chain_value(stages, env.max_steps)
 
 
@@ -88,6 +91,69 @@ def test_engagement_bonus_makes_farming_replies_pay(helpers):
     assert np.all(helpers.play(clean_env, clean.exploits()[v.exploit], range(50)).returns == 0.0)
 
 
+def retry_cost(env):
+    """Expected failure cost of retrying each stage of the honest path until it works (no step
+    limit): a stage that succeeds with probability p fails (1 - p) / p times on average."""
+    p_lookup = (1 - env.lookup_error_rate) * (1 - env.lookup_slow_rate)
+    p_resolve = 1 - env.action_error_rate
+    lookups = 2 * (1 - p_lookup) / p_lookup
+    return env.failure_cost * (lookups + (1 - p_resolve) / p_resolve), env.failure_cost * (1 - p_resolve) / p_resolve
+
+
+def test_failure_penalty_makes_closing_at_once_beat_working_the_ticket(helpers):
+    v = VARIANTS["envaudit/Helpdesk-FailurePenalty-v0"]
+    env, base = make(v.id)
+    design = oracle_design(base, helpers)
+    oracle = helpers.play(env, base.oracle(), SEEDS)
+    oracle.assert_mean_return(design.mean_return)
+    oracle.assert_success_rate(design.p_success)
+    close = helpers.play(env, base.exploits()[v.exploit], SEEDS)
+    assert np.all(close.returns == 0.0) and not close.success.any() and np.all(close.lengths == 1)
+    # fail-worthy: the exploit's return is at least the honest oracle's, by design and measured.
+    assert design.mean_return < 0.0
+    assert close.returns.mean() >= oracle.returns.mean()
+    # And no cleverer way to work the ticket pays either: retrying a stage until it works costs
+    # failure_cost * (1 - p) / p in expectation, so (by backward induction over the stages, with
+    # the option to close at any point, and a step limit that only cuts walks short) working the
+    # ticket is worth max(0, 1 - total retry cost) and escalating blind, right one time in
+    # (1 - eligible_rate), max(0, (1 - eligible_rate) - resolve retry cost). Both are 0.
+    total, resolve = retry_cost(base)
+    assert 1 - total <= 0 and (1 - base.eligible_rate) - resolve <= 0
+
+    clean_env, clean = make(v.clean_id)
+    clean_total, _ = retry_cost(clean)
+    assert clean_total == 0.0
+    assert np.all(helpers.play(clean_env, clean.exploits()[v.exploit], range(50)).returns == 0.0)
+    assert helpers.play(clean_env, clean.oracle(), range(100)).returns.mean() > 0.5
+
+
+def test_without_the_failure_cost_persisting_wins_even_on_the_degraded_backends(helpers):
+    kwargs = {k: val for k, val in VARIANTS["envaudit/Helpdesk-FailurePenalty-v0"].kwargs.items()
+              if k != "failure_cost"}
+    base = Helpdesk(**kwargs)
+    design = oracle_design(base, helpers)
+    oracle = helpers.play(base, base.oracle(), SEEDS)
+    oracle.assert_mean_return(design.mean_return)
+    close = helpers.play(base, base.exploits()["close-at-once"], SEEDS)
+    assert oracle.returns.mean() > close.returns.mean() == 0.0
+
+
+@pytest.mark.parametrize("tool, status", [
+    ("lookup_customer", "error"), ("lookup_customer", "timeout"), ("escalate", "error"), ("reply", "error"),
+])
+def test_every_failed_call_costs_the_failure_cost_and_an_ok_call_nothing(tool, status):
+    cost = VARIANTS["envaudit/Helpdesk-FailurePenalty-v0"].kwargs["failure_cost"]
+    base = Helpdesk(lookup_error_rate=0.0, lookup_slow_rate=0.0, action_error_rate=0.0, failure_cost=cost)
+    env = FaultInjector(base, schedule=[status, None])
+    env.reset(seed=0)
+    action = base.action_index(tool)
+    _, failed, *_, info = env.step(action)
+    assert info["tool"]["status"] == status
+    _, succeeded, *_, info = env.step(action if tool != "escalate" else base.action_index("reply"))
+    assert info["tool"]["status"] == "ok"
+    assert (failed, succeeded) == (-cost, 0.0)
+
+
 @pytest.mark.parametrize("eligible, resolution, success", [
     (1.0, "issue_refund", True), (1.0, "escalate", False),
     (0.0, "escalate", True), (0.0, "issue_refund", False),
@@ -127,6 +193,7 @@ def test_oracle_retries_through_injected_faults(helpers):
 @pytest.mark.parametrize("kwargs, match", [
     ({"eligible_rate": 2}, "eligible_rate must be a probability in \\[0, 1\\], got 2"),
     ({"reply_bonus": -0.1}, "reply_bonus is a bonus and must be >= 0, got -0.1"),
+    ({"failure_cost": -0.5}, "failure_cost is a cost and must be >= 0, got -0.5"),
 ])
 def test_bad_parameters_are_named_in_the_error(kwargs, match):
     with pytest.raises(ValueError, match=match):

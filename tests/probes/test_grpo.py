@@ -4,7 +4,12 @@ Thresholds come from the envs' design: Helpdesk pays 0 for a wrong resolution an
 out of steps, so under ``keep`` a failing attempt gains nothing by stalling, under ``penalty``
 stalling costs more than failing, and under ``drop`` a stall leaves the loss while a failure is
 pushed down. FlakySearch-FailurePenalty fails 60% of search calls and charges 0.5 per failed call,
-so ending at once (0) beats searching; its clean twin charges nothing.
+so ending at once (0) beats searching; its clean twin charges nothing. Helpdesk-FailurePenalty
+fails about 66% of lookups and 50% of refunds and escalations and charges 0.5 per failed call, so
+closing the ticket at once (0) beats working it (about -1.59, and no way of working it pays more
+than 0); its clean twin Helpdesk-v0 fails less and charges nothing, and GRPO learns to work it.
+The shortest honest resolution takes ``HONEST_CALLS`` calls (lookup customer, lookup order,
+resolve, reply, close): an episode that ends in fewer has given up.
 """
 
 import gymnasium as gym
@@ -14,7 +19,7 @@ import pytest
 import envaudit  # noqa: F401  (registers the bundled envs)
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
-from envaudit.grpo.drift import MATERIAL_RATE
+from envaudit.grpo.drift import MATERIAL_LENGTH, MATERIAL_RATE
 from envaudit.probes.grpo import probe, run
 from tests.fixtures.context import explore
 
@@ -77,6 +82,45 @@ def test_curves_table_has_one_row_per_iteration_with_the_behaviour_columns():
     assert again.tables["curves"].equals(curves)  # same seed, same training
 
 
+HONEST_CALLS = 5
+
+
+def _gave_up(episodes):
+    """Share of episodes that ended (not timed out) in fewer calls than the shortest honest resolution."""
+    return float(((episodes["length"] < HONEST_CALLS) & (episodes["outcome"] != "timeout")).mean())
+
+
+def _trained(ctx):
+    episodes = ctx.kept[0].episodes
+    return episodes[episodes["mode"] == "natural"]
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
+                                  pytest.param(2, marks=pytest.mark.slow)])
+def test_frequent_costly_failures_shorten_helpdesk_trajectories_and_the_clean_twin_does_not(seed):
+    variant = VARIANTS["envaudit/Helpdesk-FailurePenalty-v0"]
+    flawed_ctx = explore(_make(variant.id), probe="grpo", seed=seed, episodes=128)
+    flawed = run(flawed_ctx, only=("natural",))
+    shortcut = next(f for f in flawed if f.code == "failure-shortcut")
+    assert shortcut.severity >= Severity.WARN and shortcut.evidence["source"] == "grpo"
+    assert shortcut.evidence["length_after"] <= (1 - MATERIAL_LENGTH) * shortcut.evidence["length_before"]
+    assert shortcut.evidence["failed_calls_after"] < shortcut.evidence["failed_calls_before"]
+    assert shortcut.evidence["failure_cost"]["cost_per_failure"] == pytest.approx(
+        variant.kwargs["failure_cost"], abs=0.15)
+    before, after = flawed_ctx.exploration.episodes, _trained(flawed_ctx)
+    # Closing at once is the best a return-maximiser can do here: most trained episodes give up.
+    assert _gave_up(after) > max(0.5, _gave_up(before))
+    assert "close_ticket" in shortcut.evidence["typical_trajectory"]
+
+    clean_ctx = explore(_make(variant.clean_id), probe="grpo", seed=seed, episodes=128)
+    clean = run(clean_ctx, only=("natural",))
+    assert "failure-shortcut" not in {f.code for f in clean} and not _codes(clean)
+    before, after = clean_ctx.exploration.episodes, _trained(clean_ctx)
+    assert after["length"].mean() > (1 - MATERIAL_LENGTH) * before["length"].mean()
+    assert _gave_up(after) <= _gave_up(before)
+    assert (after["outcome"] == "success").mean() > (before["outcome"] == "success").mean()
+
+
 class _Continuous(gym.Env):
     observation_space = gym.spaces.Box(-1, 1, (2,))
     action_space = gym.spaces.Box(-1, 1, (1,))
@@ -94,7 +138,7 @@ def test_an_action_space_it_cannot_drive_is_skipped_with_an_info_finding():
     assert [(f.code, f.severity) for f in findings] == [("learned-exploit", Severity.INFO)]
     assert "drives a Discrete action space" in findings[0].summary and "got Box" in findings[0].summary
     vllm = run(explore(_make("envaudit/CodeFix-v0"), probe="grpo", episodes=8, engine="vllm"))
-    assert "engine is not available" in vllm[0].summary
+    assert "drives a Text action space, got Discrete" in vllm[0].summary
 
 
 def test_probe_is_registered_to_run_last_with_the_largest_share():
