@@ -113,6 +113,9 @@ class Finding:
 
 
 def rank(findings: Sequence[Finding]) -> list[Finding]:
-    """Most severe first; within a severity, catalogue order, then title (stable, deterministic)."""
+    """Most severe first; within a severity, catalogue order; within a code, findings measured on
+    the env itself before those a trained policy surfaced (``evidence["source"] == "grpo"``), whose
+    numbers are harder to check by hand; then title (stable, deterministic)."""
     order = {code: i for i, code in enumerate(CODES)}
-    return sorted(findings, key=lambda f: (-int(f.severity), order[f.code], f.title))
+    return sorted(findings, key=lambda f: (-int(f.severity), order[f.code],
+                                           f.evidence.get("source") == "grpo", f.title))

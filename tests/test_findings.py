@@ -78,3 +78,9 @@ def test_rank_severity_then_catalogue_then_title():
         ("env-error", "info", "a"),
     ]
     assert rank(list(reversed(findings))) == rank(findings)
+
+
+def test_rank_puts_measured_findings_before_trained_policy_ones_of_the_same_code():
+    trained = make(code="timeout-rewarded", severity="fail", title="a", evidence={"source": "grpo"})
+    measured = make(code="timeout-rewarded", severity="fail", title="b")
+    assert [f.title for f in rank([trained, measured])] == ["b", "a"]
