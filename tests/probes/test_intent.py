@@ -15,22 +15,13 @@ import envaudit  # noqa: F401 - registers the bundled envs
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
 from envaudit.probes.intent import CODE, probe
-from tests.fixtures.context import run_probe
-from tests.fixtures.protocol_envs import FIXTURES, TaskEnv
-
-
-def params(name):
-    return {**TaskEnv.__init__.__kwdefaults__, **FIXTURES[name].params}
-
-
-def flagged(findings):
-    return [f for f in findings if f.severity >= Severity.WARN]
+from tests.fixtures.context import flagged, run_probe
+from tests.fixtures.context import only_finding as _only_finding
+from tests.fixtures.protocol_envs import FIXTURES, params
 
 
 def only_finding(findings):
-    assert len(findings) == 1, [f.to_dict() for f in findings]
-    assert findings[0].code == CODE and findings[0].probe == "intent"
-    return findings[0]
+    return _only_finding(findings, code=CODE, probe="intent")
 
 
 @pytest.mark.parametrize("name", ["claim_pays", "claim_pays_half"])

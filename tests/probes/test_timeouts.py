@@ -20,19 +20,13 @@ from envaudit.findings import Severity
 from envaudit.probes.timeouts import CODE, ending_pay, probe, split_enders
 from envaudit.stats import exploit_ladder, noninferiority
 from envaudit.toolenv import ToolEnv, ToolOutput, Transition
-from tests.fixtures.context import run_probe
+from tests.fixtures.context import flagged, run_probe
+from tests.fixtures.context import only_finding as _only_finding
 from tests.fixtures.protocol_envs import FIXTURES, SUBMIT, TaskEnv
 
 
-def flagged(findings):
-    return [f for f in findings if f.severity >= Severity.WARN]
-
-
 def only_finding(findings):
-    assert len(findings) == 1, [f.to_dict() for f in findings]
-    f = findings[0]
-    assert f.code == CODE and f.probe == "timeouts"
-    return f
+    return _only_finding(findings, code=CODE, probe="timeouts")
 
 
 # -- plain Gymnasium fixtures ---------------------------------------------------------------------
