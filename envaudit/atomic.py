@@ -15,10 +15,15 @@ from pathlib import Path
 import pandas as pd
 
 
-def _umask() -> int:
+def _read_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# Read once at import: os.umask can only be read by setting it, and setting it to 0 on every write
+# would briefly give files created meanwhile by other threads (an abandoned probe) mode 0666.
+_UMASK = _read_umask()
 
 
 def _atomic(path: str | os.PathLike, write: Callable[[str], None]) -> None:
@@ -28,7 +33,7 @@ def _atomic(path: str | os.PathLike, write: Callable[[str], None]) -> None:
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
