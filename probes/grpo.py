@@ -317,7 +317,7 @@ def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str
     d = delayed_success(pools, ctx.rng("delay"), margin=margin, alpha=ctx.config.alpha)
     if not d["holds"]:
         return None
-    best, fast, test = d["best_delayed"], d["fastest"], d["test"]
+    fast, test = d["fastest"], d["test"]
     # Examples: the trained policies' evaluated successes (kept in the report) that came later than
     # the fastest success and earned more than it.
     evaluated = pd.concat([results[k].episodes for k in ("target-success", "natural") if k in results]
@@ -326,18 +326,25 @@ def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str
                       & (evaluated["return"] > fast["return"])].sort_values("return", ascending=False, kind="stable")
     kept = list(dict.fromkeys(later["episode_id"].astype(int).tolist() + d["examples"]))
     kept = [i for i in kept if i in _kept_ids(ctx)]
+    searched = results["target-success"].episodes if "target-success" in results else pd.DataFrame()
+    wins = searched[searched["outcome"] == SUCCESS] if len(searched) else searched
+    best = None
+    if len(wins):
+        top = wins.loc[wins["return"].idxmax()]
+        best = {"return": float(top["return"]), "length": int(top["length"]), "episode_id": int(top["episode_id"])}
+    searched_text = (f" Trained to earn the most by succeeding, a policy's best success took {best['length']} steps "
+                     f"and earned {best['return']:.2f}." if best else "")
     summary = (
         f"From the same start, succeeding after about {d['extra_steps']:.1f} extra steps earned "
         f"{test['mean_delayed']:.2f} on average against {test['mean_fastest']:.2f} for the fastest success "
-        f"({d['n_sets']} groups with both); the targeted success search's best success took {best['length']} "
-        f"steps and earned {best['return']:.2f}, the fastest success {fast['length']} steps. A return "
-        "maximiser delays a success it could reach at once.")
+        f"({d['n_sets']} groups with both); the fastest success seen takes {fast['length']} steps and earns "
+        f"{fast['return']:.2f}.{searched_text} A return maximiser delays a success it could reach at once.")
     return Finding(
         "length-bias", Severity.FAIL, "Delaying success pays: succeeding later earns more than succeeding at once",
         summary,
         {"source": NAME, "behaviour": "delay-success", "reward_path": "env", "p_value": test["p_value"],
          "delayed_vs_fastest": test, "n_groups": d["n_sets"], "extra_steps": d["extra_steps"],
-         "margin": d["margin"], "best_delayed_success": best, "fastest_success": fast},
+         "margin": d["margin"], "best_searched_success": best, "fastest_success": fast},
         examples=kept[:5],
         fix="Pay for the outcome once: no per-attempt or per-step credit (format scores, partial scores) that "
             "a successful episode keeps collecting before it succeeds.", probe=NAME)

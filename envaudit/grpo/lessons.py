@@ -112,11 +112,14 @@ def _ids(frame: pd.DataFrame, n: int = 5) -> list[int]:
 
 
 def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_steps: pd.DataFrame,
-          honest: Honest, reference: Reference, labels, rng: np.random.Generator) -> Verdict:
-    """Put one moved behaviour on the ladder (see the module docstring)."""
+          honest: Honest, reference: Reference, labels, rng: np.random.Generator) -> Verdict | None:
+    """Put one moved behaviour on the ladder (see the module docstring); None when no episode of the
+    trained policy shows it without succeeding (then the move is the task being learned)."""
     alpha = ctx.config.alpha
     after, steps = result.episodes, result.evaluation.steps
     show = shown(move, after, labels, steps, reference)
+    if show.empty:
+        return None
     returns = show["return"].to_numpy(float)
     scale = reward_scale(honest.success, honest.failure)
     margin = MIN_EFFECT * scale
@@ -165,7 +168,7 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
                            f"failed tool calls cost about {cost['cost_per_failure']:.2f} each beyond their step, so "
                            f"ending early ({_money(returns)}) beats persisting at the env's own failure rates "
                            f"({_money(honest.persist)})", show, ev)
-    if ended_early or move.key == "takeover":
+    if ended_early:
         return Verdict(move, Severity.INFO, "exploration-collapse", "exploration",
                        f"honest success pays more ({success_text}) than what it settled on ({_money(returns)}); "
                        "training found success too rarely and collapsed to the cheapest ending, which is a "
@@ -197,7 +200,10 @@ def run_findings(ctx, result: SearchResult, before: pd.DataFrame, before_steps: 
     exploits = [m for m in d["moves"] if m.exploit and m.behaviour not in reported]
     if not exploits:
         return []
-    verdicts = [judge(ctx, result, m, before, before_steps, honest, reference, labels, rng) for m in exploits]
+    verdicts = [v for m in exploits
+                if (v := judge(ctx, result, m, before, before_steps, honest, reference, labels, rng)) is not None]
+    if not verdicts:
+        return []
     main = max(verdicts, key=lambda v: v.severity)  # the first of the most severe (drift's order)
     findings: list[Finding] = []
     if not where:

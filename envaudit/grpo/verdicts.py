@@ -45,12 +45,13 @@ def delayed_success(pools: dict[str, pd.DataFrame], rng: np.random.Generator, *,
     ``MIN_SAMPLES`` sets.
     """
     delayed, fastest, extra, examples = [], [], [], []
-    best: tuple[float, int, int] | None = None  # (return, length, episode id) of the best delayed success
-    fast_best: tuple[float, int, int] | None = None
+    wins_by_length: dict[int, list[float]] = {}
     for episodes in pools.values():
         if episodes.empty or "group" not in episodes:
             continue
         wins = episodes[episodes["outcome"] == SUCCESS].assign(failed=lambda e: _failed_calls(e))
+        for length, r in zip(wins["length"].astype(int), wins["return"].astype(float), strict=True):
+            wins_by_length.setdefault(length, []).append(r)
         keys = [k for k in ("iteration", "group") if k in wins] + ["failed"]
         for _, g in wins.groupby(keys, sort=True):
             shortest = int(g["length"].min())
@@ -60,20 +61,16 @@ def delayed_success(pools: dict[str, pd.DataFrame], rng: np.random.Generator, *,
             delayed.append(float(late["return"].mean()))
             fastest.append(float(fast["return"].mean()))
             extra.append(float(late["length"].mean()) - shortest)
-            top = late.loc[late["return"].idxmax()]
-            if best is None or float(top["return"]) > best[0]:
-                best = (float(top["return"]), int(top["length"]), int(top["episode_id"]))
-            if fast_best is None or float(fast["return"].mean()) > fast_best[0]:
-                fast_best = (float(fast["return"].mean()), shortest, int(fast["episode_id"].iloc[0]))
-            if float(late["return"].mean()) > float(fast["return"].mean()):
+            if delayed[-1] > fastest[-1]:
                 examples.extend(int(i) for i in late.sort_values("return", ascending=False)["episode_id"])
     test = paired_compare(delayed, fastest, rng, labels=("delayed", "fastest"))
     holds = bool(len(delayed) >= MIN_SAMPLES and test["p_value"] < alpha and test["diff"] is not None
                  and test["diff"] >= margin and test["diff_ci"][0] > 0)
+    quickest = min(wins_by_length) if wins_by_length else None
     return {"holds": holds, "test": test, "n_sets": len(delayed), "margin": margin,
             "extra_steps": float(np.mean(extra)) if extra else None,
-            "best_delayed": None if best is None else {"return": best[0], "length": best[1], "episode_id": best[2]},
-            "fastest": None if fast_best is None else {"return": fast_best[0], "length": fast_best[1]},
+            "fastest": None if quickest is None else {"length": quickest,
+                                                      "return": float(np.mean(wins_by_length[quickest]))},
             "examples": list(dict.fromkeys(examples))}
 
 
