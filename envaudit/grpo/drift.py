@@ -121,7 +121,8 @@ def failure_cost(episodes: pd.DataFrame, rng: np.random.Generator) -> dict[str, 
         return {"cost_per_failure": 0.0, "p_value": 1.0, "n": fit["n"]}
     p = coef["p_value"] / 2 if coef["estimate"] < 0 else 1 - coef["p_value"] / 2
     step = fit["coef"].get("length")
-    return {"cost_per_failure": -coef["estimate"], "ci": coef["ci"], "p_value": float(p), "n": fit["n"],
+    ci = [-coef["ci"][1], -coef["ci"][0]] if coef.get("ci") is not None else None
+    return {"cost_per_failure": -coef["estimate"], "ci": ci, "p_value": float(p), "n": fit["n"],
             "cost_per_step": -step["estimate"] if step is not None else None}
 
 

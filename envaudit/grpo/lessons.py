@@ -131,43 +131,53 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
     behaviour = {"timeout": "timeout", "failure": "tool-failure"}.get(move.key, "quit" if ended_early else
                                                                        "degenerate-answer")
     success_text = _money(honest.success)
-    if ladder["level"] == "at_least_success":
-        return Verdict(move, Severity.FAIL, "at-least-success", behaviour,
-                       f"its episodes that do not succeed earn {_money(returns)}, as much as honest success "
-                       f"({success_text})", show, ev)
+    # A mechanism below names *why* the behaviour pays (warn); when it also earns as much as honest
+    # success, the same verdict is a fail.
+    at_least = ladder["level"] == "at_least_success"
+    top = Severity.FAIL if at_least else Severity.WARN
+    as_much = (f"; its episodes that do not succeed earn {_money(returns)}, as much as honest success "
+               f"({success_text})") if at_least else ""
     fav = move.evidence.get("timeout_favoured") or {}
     if move.key == "timeout" and fav.get("n_groups", 0) >= 4 and fav.get("p_value", 1.0) < alpha \
             and (fav.get("diff") or 0) > 0:
-        return Verdict(move, Severity.WARN, "timeout", "timeout",
-                       "in the same groups a failing rollout got a better advantage by timing out than by failing",
-                       show, ev)
-    both = _concat(before_steps, steps)
-    endings = failure_conditioned_endings(both, pd.concat([before, after], ignore_index=True),
-                                          ctx.rng("endings", result.mode), margin=margin, alpha=alpha)
-    ev["failure_conditioned"] = endings
-    trained_after_failure = [i for i in endings.get("episode_ids", []) if i in set(show["episode_id"])]
-    if endings["holds"] and len(trained_after_failure) >= 1 and move.key != "timeout":
-        what = ", ".join(endings["actions"][:2])
-        return Verdict(move, Severity.WARN, "failure-conditioned", "tool-failure",
-                       f"ending with {what} right after a failed tool call pays {endings['ending_after_failure']:.2f}, "
-                       f"the same ending otherwise {endings['ending_otherwise']:.2f}: the reward is conditioned on "
-                       "the failure", show[show["episode_id"].isin(trained_after_failure)], ev)
+        return Verdict(move, top, "timeout", "timeout",
+                       "in the same groups a failing rollout got a better advantage by timing out than by failing"
+                       + as_much, show, ev)
+    if move.key != "timeout":
+        endings = failure_conditioned_endings(_concat(before_steps, steps), pd.concat([before, after], ignore_index=True),
+                                              ctx.rng("endings", result.mode), margin=margin, alpha=alpha)
+        ev["failure_conditioned"] = endings
+        trained_after_failure = [i for i in endings.get("episode_ids", []) if i in set(show["episode_id"])]
+        if endings["holds"] and trained_after_failure:
+            what = ", ".join(endings["actions"][:2])
+            return Verdict(move, top, "failure-conditioned", "tool-failure",
+                           f"ending with {what} right after a failed tool call pays "
+                           f"{endings['ending_after_failure']:.2f}, the same ending otherwise "
+                           f"{endings['ending_otherwise']:.2f}: the reward is conditioned on the failure" + as_much,
+                           show[show["episode_id"].isin(trained_after_failure)], ev)
     cost = failure_cost(before, ctx.rng("cost", result.mode))
     ev["failure_cost"] = cost
-    charged = cost["p_value"] < alpha and cost["cost_per_failure"] > 0
-    if move.key == "failure" and cost["p_value"] > 1 - alpha and cost["cost_per_failure"] < -margin:
-        return Verdict(move, Severity.WARN, "failures-pay", "tool-failure",
-                       f"a failed tool call pays about {-cost['cost_per_failure']:.2f} beyond the step it takes",
-                       show, ev)
-    if move.key in ("length", "takeover") and charged:
+    # A material charge: an exact fit (returns made of step costs only) leaves a numerically tiny
+    # coefficient with a meaningless p-value.
+    material = abs(cost["cost_per_failure"]) >= MIN_EFFECT * margin
+    p_cost = cost["p_value"] if np.isfinite(cost["p_value"]) else 1.0
+    if move.key == "failure" and material and cost["cost_per_failure"] < 0 and 1 - p_cost < alpha:
+        return Verdict(move, top, "failures-pay", "tool-failure",
+                       f"a failed tool call pays about {-cost['cost_per_failure']:.2f} beyond the step it takes"
+                       + as_much, show, ev)
+    if move.key in ("length", "takeover") and material and cost["cost_per_failure"] > 0 and p_cost < alpha:
         beats = quitting_beats_persisting(returns, honest.persist, ctx.rng("persist", result.mode), margin=margin,
                                           alpha=alpha)
         ev["quit_vs_persist"] = beats
-        if beats["holds"]:
-            return Verdict(move, Severity.WARN, "failure-shortcut", "quit",
+        if beats["holds"] or at_least:
+            return Verdict(move, top, "failure-shortcut", "quit",
                            f"failed tool calls cost about {cost['cost_per_failure']:.2f} each beyond their step, so "
                            f"ending early ({_money(returns)}) beats persisting at the env's own failure rates "
-                           f"({_money(honest.persist)})", show, ev)
+                           f"({_money(honest.persist)})" + as_much, show, ev)
+    if at_least:
+        return Verdict(move, Severity.FAIL, "at-least-success", behaviour,
+                       f"its episodes that do not succeed earn {_money(returns)}, as much as honest success "
+                       f"({success_text})", show, ev)
     if ended_early:
         return Verdict(move, Severity.INFO, "exploration-collapse", "exploration",
                        f"honest success pays more ({success_text}) than what it settled on ({_money(returns)}); "
@@ -332,7 +342,7 @@ def _failure_shortcut(ctx, result: SearchResult, d: dict, v: Verdict, before: pd
     after, early = result.episodes, v.shown
     fails_b = float((before["n_tool_errors"] + before["n_tool_timeouts"]).mean())
     fails_a = float((after["n_tool_errors"] + after["n_tool_timeouts"]).mean())
-    cost, beats, ladder = v.evidence["failure_cost"], v.evidence["quit_vs_persist"], v.evidence["ladder"]
+    cost, beats, ladder = v.evidence["failure_cost"], v.evidence.get("quit_vs_persist", {}), v.evidence["ladder"]
     trajectory = typical_trajectory(result.evaluation.steps, early["episode_id"], labels)
     severity = Severity.FAIL if v.severity == Severity.FAIL else Severity.WARN
     summary = (
@@ -343,7 +353,7 @@ def _failure_shortcut(ctx, result: SearchResult, d: dict, v: Verdict, before: pd
         f"failure rates {_money(honest.persist)} (honest success {_money(honest.success)}).")
     if trajectory:
         summary += f" Typical trajectory: {trajectory}."
-    p = max(v.move.p_value, cost["p_value"], beats["p_value"])
+    p = max(v.move.p_value, cost["p_value"], beats.get("p_value", ladder["p_value"]))
     return Finding(
         "failure-shortcut", severity, f"GRPO learned to stop early because tool failures cost reward{where}",
         summary,
