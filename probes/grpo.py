@@ -75,6 +75,9 @@ merely flaky one, yet low enough that an honest path of a few calls fits most st
 ITERATIONS = {"natural": 50, "faults": 30, "target": 20}
 """GRPO iterations of each kind of run (each iteration: ``groups_per_iteration`` groups of G)."""
 QUICK_ITERATIONS = {"natural": 30, "faults": 15, "target": 12}
+LM_ITERATIONS, QUICK_LM_ITERATIONS = {"natural": 20, "faults": 10, "target": 8}, {"natural": 12, "faults": 6, "target": 4}
+"""The same for the vllm engine, whose iteration (generation on vLLM, a transformer update, a weight
+push) costs far more than the MLP's."""
 EVAL_GROUPS, QUICK_EVAL_GROUPS = 8, 4
 """Evaluation groups (reset seeds, G rollouts each) of every run's trained policy."""
 LEARNING_RATE = 1e-2
@@ -98,8 +101,11 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     if skip is not None:
         return [skip]
     quick = ctx.config.quick
-    iterations = QUICK_ITERATIONS if quick else ITERATIONS
     config = GRPOConfig.from_scan(ctx.config, learning_rate=LEARNING_RATE)
+    if config.engine == "vllm":
+        iterations = QUICK_LM_ITERATIONS if quick else LM_ITERATIONS
+    else:
+        iterations = QUICK_ITERATIONS if quick else ITERATIONS
     if config.engine == "vllm":  # build the model and start vLLM once, before the first run
         from envaudit.grpo.lm_engine import LMEngine, LMSettings
 
@@ -259,18 +265,16 @@ def _with_pipeline(records: Records, pipeline) -> pd.DataFrame:
 def _honest(explore: pd.DataFrame, results: dict[str, SearchResult], reference: Reference) -> Honest:
     """Honest success: every success seen (targeted, natural, exploration); honest failure: the
     exploration's failures (failing outright while trying, as a random agent does); persisting:
-    the targeted success search's episodes, all outcomes (else exploration that did not end early)."""
+    episodes (exploration and the trained policies' evaluations) that kept going after a failed
+    tool call, i.e. did not end early."""
     parts = [explore] + [results[k].episodes for k in ("target-success", "natural") if k in results]
     success = np.concatenate([p.loc[p["outcome"] == SUCCESS, "return"].to_numpy(float) for p in parts if len(p)]
                              or [np.zeros(0)])
     failure = explore.loc[explore["outcome"] == FAILURE, "return"].to_numpy(float) if len(explore) else np.zeros(0)
-    searched = results["target-success"].episodes if "target-success" in results else pd.DataFrame()
-    if len(searched) >= MIN_SAMPLES:
-        persist = searched["return"].to_numpy(float)
-    elif len(explore):
-        persist = explore.loc[explore["length"] > reference.short_length, "return"].to_numpy(float)
-    else:
-        persist = np.zeros(0)
+    columns = ["episode_id", "return", "length", "n_tool_errors", "n_tool_timeouts", "outcome"]
+    pooled = pd.concat([p[columns] for p in parts if len(p)] or [pd.DataFrame(columns=columns)], ignore_index=True)
+    failed = pooled["n_tool_errors"] + pooled["n_tool_timeouts"]
+    persist = pooled[(failed > 0) & (pooled["length"] > reference.short_length)].reset_index(drop=True)
     return Honest(success, failure, persist)
 
 
@@ -400,11 +404,24 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
             f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
             f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
             {"source": NAME, "run": f"target-{behaviour}", "p_value": ladder["p_value"], "ladder": ladder,
+             "behaviour": _reached_behaviour(behaviour, results.get(f"target-{behaviour}"), r),
+             "reward_path": "env",
              "ending_premium": premium,
              "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
                        for b, x in reach.items()}},
             examples=r["episode_ids"][:5], fix=fix, probe=NAME))
     return findings
+
+
+def _reached_behaviour(target: str, result: SearchResult | None, r: dict) -> str:
+    """The grouping word for what a targeted run reached: timing out, or (ending without success)
+    whatever most of its reached episodes did."""
+    if target == "timeout" or result is None:
+        return "timeout"
+    reached = result.episodes[result.episodes["episode_id"].isin(r["episode_ids"])]
+    if len(reached) and (reached["outcome"] == "timeout").mean() >= 0.5:
+        return "timeout"
+    return "degenerate-answer"
 
 
 def _timeout_ending(ctx, result: SearchResult | None, r: dict, ladder: dict) -> dict | None:

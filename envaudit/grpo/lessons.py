@@ -30,7 +30,7 @@ from envaudit.grpo.search import Reference, SearchResult
 from envaudit.grpo.trainer import action_keys
 from envaudit.grpo.verdicts import failure_conditioned_endings, quitting_beats_persisting
 from envaudit.protocol import SUCCESS, TIMEOUT
-from envaudit.stats import exploit_ladder, reward_scale
+from envaudit.stats import compare, exploit_ladder, reward_scale
 
 NAME = "grpo"
 MIN_EFFECT = 0.1
@@ -45,9 +45,9 @@ class Honest:
     """Returns of honest successes (exploration, the natural run, the targeted success search)."""
     failure: np.ndarray
     """Returns of failing outright (the exploration's failures)."""
-    persist: np.ndarray
-    """Returns of trying honestly, failures and all, at the env's own failure rates: every episode
-    of the targeted success search, else the exploration's episodes that did not end early."""
+    persist: pd.DataFrame
+    """Episodes that kept going after a failed tool call (exploration and the trained policies'
+    evaluations): persisting at the env's own failure rates."""
 
 
 @dataclass
@@ -166,26 +166,35 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
                        f"a failed tool call pays about {-cost['cost_per_failure']:.2f} beyond the step it takes"
                        + as_much, show, ev)
     if move.key in ("length", "takeover") and material and cost["cost_per_failure"] > 0 and p_cost < alpha:
-        beats = quitting_beats_persisting(returns, honest.persist, ctx.rng("persist", result.mode), margin=margin,
-                                          alpha=alpha)
+        beats = quitting_beats_persisting(show, honest.persist, cost["cost_per_failure"],
+                                          ctx.rng("persist", result.mode), margin=margin, alpha=alpha)
         ev["quit_vs_persist"] = beats
-        if beats["holds"] or at_least:
+        if beats["holds"]:
             return Verdict(move, top, "failure-shortcut", "quit",
                            f"failed tool calls cost about {cost['cost_per_failure']:.2f} each beyond their step, so "
-                           f"ending early ({_money(returns)}) beats persisting at the env's own failure rates "
-                           f"({_money(honest.persist)})" + as_much, show, ev)
+                           f"ending early ({_money(returns)}) beats persisting through failures at the env's own "
+                           f"rates ({_money(honest.persist['return'])}), and would not without that charge"
+                           + as_much, show, ev)
     if at_least:
-        return Verdict(move, Severity.FAIL, "at-least-success", behaviour,
+        # Ending at once with as much as success is the degenerate answer, not giving up.
+        return Verdict(move, Severity.FAIL, "at-least-success", "degenerate-answer" if ended_early else behaviour,
                        f"its episodes that do not succeed earn {_money(returns)}, as much as honest success "
                        f"({success_text})", show, ev)
-    if ended_early:
+    below = compare(honest.success, returns, ctx.rng("below", result.mode, move.key), labels=("success", "learned"))
+    ev["success_vs_learned"] = below
+    clearly_below = bool(below["p_value"] < alpha and (below["diff"] or 0) >= margin)
+    if ended_early and clearly_below:
         return Verdict(move, Severity.INFO, "exploration-collapse", "exploration",
                        f"honest success pays more ({success_text}) than what it settled on ({_money(returns)}); "
                        "training found success too rarely and collapsed to the cheapest ending, which is a "
                        "training-dynamics fact, not an incentive of the env", show, ev)
+    if clearly_below:
+        return Verdict(move, Severity.INFO, "unexplained", behaviour,
+                       f"what it learned earns {_money(returns)}, less than honest success ({success_text}), and "
+                       "nothing in the pipeline or the failure costs pays for it", show, ev)
     return Verdict(move, Severity.INFO, "unexplained", behaviour,
-                   f"what it learned earns {_money(returns)}, less than honest success ({success_text}), and "
-                   "nothing in the pipeline or the failure costs pays for it", show, ev)
+                   f"what it learned earns {_money(returns)} against honest success {success_text}: too few "
+                   "episodes to place it on the ladder (the other probes and a larger scan can)", show, ev)
 
 
 def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
@@ -349,8 +358,9 @@ def _failure_shortcut(ctx, result: SearchResult, d: dict, v: Verdict, before: pd
         f"Failed tool calls cost about {cost['cost_per_failure']:.2f} each here beyond the step they take, and "
         f"GRPO{where} learned to stop early: mean length {before['length'].mean():.1f} → "
         f"{after['length'].mean():.1f}, failed calls per episode {fails_b:.2f} → {fails_a:.2f}. Ending early "
-        f"without success earned {_money(early['return'].to_numpy(float))}, persisting at the env's own "
-        f"failure rates {_money(honest.persist)} (honest success {_money(honest.success)}).")
+        f"without success earned {_money(early['return'].to_numpy(float))}, persisting through failures at the "
+        f"env's own rates {_money(honest.persist['return'])} (honest success {_money(honest.success)}); with "
+        "failed calls charged only their step, ending early would not pay more.")
     if trajectory:
         summary += f" Typical trajectory: {trajectory}."
     p = max(v.move.p_value, cost["p_value"], beats.get("p_value", ladder["p_value"]))

@@ -111,12 +111,29 @@ def failure_conditioned_endings(steps: pd.DataFrame, episodes: pd.DataFrame, rng
             "episode_ids": after["episode_id"].astype(int).drop_duplicates().tolist()}
 
 
-def quitting_beats_persisting(quit_returns: np.ndarray, persist_returns: np.ndarray, rng: np.random.Generator,
-                              *, margin: float, alpha: float) -> dict[str, Any]:
-    """Does ending early earn more than trying honestly, failures and all, at the env's own rates?"""
-    if len(quit_returns) < MIN_SAMPLES or len(persist_returns) < MIN_SAMPLES:
-        return {"holds": False, "underpowered": True, "n_quit": len(quit_returns), "n_persist": len(persist_returns)}
-    test = compare(np.asarray(quit_returns, float), np.asarray(persist_returns, float), rng,
-                   labels=("quit", "persist"))
-    holds = bool(test["p_value"] < alpha and test["diff"] >= margin and test["diff_ci"][0] > 0)
-    return {"holds": holds, "test": test, "p_value": test["p_value"]}
+def quitting_beats_persisting(quit: pd.DataFrame, persist: pd.DataFrame, cost_per_failure: float,
+                              rng: np.random.Generator, *, margin: float, alpha: float) -> dict[str, Any]:
+    """Does ending early earn more than persisting through failures, *because* failures are charged?
+
+    ``quit``: episodes that ended early without success; ``persist``: episodes that kept going
+    after a failed tool call, at the env's own failure rates. ``holds`` when quitting clearly beats
+    persisting as the env pays (one-sided Mann–Whitney below ``alpha``, mean difference at least
+    ``margin``, CI above 0) and no longer does once every failed call is refunded its charge
+    (``cost_per_failure`` added back): the charge, not the task, makes quitting pay. Quitting that
+    wins even without the charge is a policy that persists badly (or another incentive), not a
+    failure shortcut.
+    """
+    def beats(q: np.ndarray, p: np.ndarray, name: str) -> dict[str, Any]:
+        if len(q) < MIN_SAMPLES or len(p) < MIN_SAMPLES:
+            return {"holds": False, "underpowered": True, "n_quit": len(q), "n_persist": len(p), "p_value": 1.0}
+        test = compare(q, p, rng, labels=("quit", "persist"))
+        return {"holds": bool(test["p_value"] < alpha and test["diff"] >= margin and test["diff_ci"][0] > 0),
+                "test": test, "p_value": test["p_value"], "what": name}
+
+    q, p = quit["return"].to_numpy(float), persist["return"].to_numpy(float)
+    charged = beats(q, p, "as the env pays")
+    refunded = beats(q + cost_per_failure * _failed_calls(quit), p + cost_per_failure * _failed_calls(persist),
+                     "with failed calls charged only their step")
+    return {"holds": bool(charged["holds"] and not refunded["holds"]), "charged": charged, "refunded": refunded,
+            "p_value": charged["p_value"], "mean_quit": float(q.mean()) if len(q) else None,
+            "mean_persist": float(p.mean()) if len(p) else None, "n_persist": len(p)}

@@ -68,8 +68,28 @@ def test_an_ending_paid_only_after_a_failed_call_is_failure_conditioned():
     assert not failure_conditioned_endings(steps, episodes, RNG, margin=0.1, alpha=0.05)["holds"]
 
 
-def test_quitting_beats_persisting_needs_a_clear_material_difference():
-    assert quitting_beats_persisting(np.zeros(16), np.full(16, -1.0) + RNG.normal(0, 0.1, 16), RNG, margin=0.1,
-                                     alpha=0.05)["holds"]
-    assert not quitting_beats_persisting(np.zeros(16), np.full(16, 0.8), RNG, margin=0.1, alpha=0.05)["holds"]
-    assert quitting_beats_persisting(np.zeros(3), np.full(16, -1.0), RNG, margin=0.1, alpha=0.05)["underpowered"]
+def _quits_and_persisters(charge, n=16):
+    """Quitting at once earns 0. Persisting takes two failed calls at ``charge`` each and then
+    succeeds half the time (+1): without the charge persisting earns 0.5, with 0.5 each -0.5."""
+    quit = pd.DataFrame({"return": np.zeros(n), "n_tool_errors": 0, "n_tool_timeouts": 0})
+    wins = np.arange(n) % 2 == 0
+    persist = pd.DataFrame({"return": wins * 1.0 - 2 * charge, "n_tool_errors": 2, "n_tool_timeouts": 0})
+    return quit, persist
+
+
+def test_quitting_beats_persisting_only_when_the_failure_charge_makes_it_pay():
+    quit, persist = _quits_and_persisters(0.5)
+    d = quitting_beats_persisting(quit, persist, 0.5, RNG, margin=0.1, alpha=0.05)
+    assert d["holds"] and d["charged"]["holds"] and not d["refunded"]["holds"]
+    assert d["mean_persist"] == -0.5 and d["mean_quit"] == 0.0
+    # No charge: persisting pays (0.5 against 0).
+    quit, persist = _quits_and_persisters(0.0)
+    assert not quitting_beats_persisting(quit, persist, 0.0, RNG, margin=0.1, alpha=0.05)["holds"]
+    # Quitting that pays even with failures refunded is not a failure shortcut (persisters that
+    # never succeed: something else makes quitting pay).
+    quit, persist = _quits_and_persisters(0.5)
+    persist["return"] = -2 * 0.5 - 0.3
+    d = quitting_beats_persisting(quit, persist, 0.5, RNG, margin=0.1, alpha=0.05)
+    assert d["charged"]["holds"] and d["refunded"]["holds"] and not d["holds"]
+    quit, persist = _quits_and_persisters(0.5, n=4)
+    assert quitting_beats_persisting(quit, persist, 0.5, RNG, margin=0.1, alpha=0.05)["charged"]["underpowered"]
