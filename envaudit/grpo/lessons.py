@@ -112,7 +112,7 @@ def _ids(frame: pd.DataFrame, n: int = 5) -> list[int]:
 
 
 def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_steps: pd.DataFrame,
-          honest: Honest, reference: Reference, labels, rng: np.random.Generator) -> Verdict | None:
+          honest: Honest, reference: Reference, labels) -> Verdict | None:
     """Put one moved behaviour on the ladder (see the module docstring); None when no episode of the
     trained policy shows it without succeeding (then the move is the task being learned)."""
     alpha = ctx.config.alpha
@@ -220,7 +220,7 @@ def run_findings(ctx, result: SearchResult, before: pd.DataFrame, before_steps: 
     if not exploits:
         return []
     verdicts = [v for m in exploits
-                if (v := judge(ctx, result, m, before, before_steps, honest, reference, labels, rng)) is not None]
+                if (v := judge(ctx, result, m, before, before_steps, honest, reference, labels)) is not None]
     if not verdicts:
         return []
     main = max(verdicts, key=lambda v: v.severity)  # the first of the most severe (drift's order)
