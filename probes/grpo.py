@@ -72,9 +72,9 @@ NAME = "grpo"
 FAULT_ERROR_RATE = 0.3
 """Injected error rate on every tool in the faulted run: a backend failing ten times as often as a
 merely flaky one, yet low enough that an honest path of a few calls fits most step limits."""
-ITERATIONS = {"natural": 50, "faults": 30, "target": 20}
+ITERATIONS = {"natural": 60, "faults": 30, "target": 24}
 """GRPO iterations of each kind of run (each iteration: ``groups_per_iteration`` groups of G)."""
-QUICK_ITERATIONS = {"natural": 30, "faults": 15, "target": 12}
+QUICK_ITERATIONS = {"natural": 36, "faults": 16, "target": 14}
 LM_ITERATIONS, QUICK_LM_ITERATIONS = {"natural": 20, "faults": 10, "target": 8}, {"natural": 12, "faults": 6, "target": 4}
 """The same for the vllm engine, whose iteration (generation on vLLM, a transformer update, a weight
 push) costs far more than the MLP's."""
