@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import signal
 import sys
+import threading
 import tomllib
 from dataclasses import fields
 from pathlib import Path
@@ -18,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from envaudit.atomic import REPORT_MARKER
 from envaudit.config import FAIL_ON, ScanConfig, config_help
 from envaudit.pipeline import HANDLINGS
 from envaudit.resolve import UsageError
@@ -41,6 +44,8 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--step-timeout", dest="step_timeout_s", type=float, help=helps["step_timeout_s"])
     scan.add_argument("--budget", dest="budget_s", type=float, help=helps["budget_s"])
     scan.add_argument("--out", help=helps["out"])
+    scan.add_argument("--force", action="store_true",
+                      help="Replace the report folder at --out if it already holds a report.")
     scan.add_argument("--timeout-handling", choices=HANDLINGS, help=helps["timeout_handling"])
     scan.add_argument("--timeout-penalty", type=float, help=helps["timeout_penalty"])
     scan.add_argument("--pipeline", help=helps["pipeline"])
@@ -114,18 +119,51 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
         from envaudit.grpo.vllm_backend import check_engine
 
         check_engine(config.model)
+    if config.out is not None:
+        _check_out(Path(config.out), args.force)  # refuse before the scan, not after it
     show = not args.no_progress and err.is_terminal
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not show) as bar:
         task = bar.add_task("starting", total=1.0)
         report = run_scan(args.env, config,
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
+    _raise_if_interrupted()
     out = config.out or default_out_dir(report.env_id)
-    folder = report.write(out)
+    try:
+        folder = report.write(out, replace=args.force)
+    except FileExistsError as exc:
+        raise UsageError(str(exc)) from None
+    _raise_if_interrupted()
     console.print(report)
     console.print(f"report written to {folder}/")
     reached = report.reaches(config.fail_severity)
     return 1 if reached else 0
+
+
+def _check_out(out: Path, force: bool) -> None:
+    """``--out`` must be new, empty, or (with ``--force``) a report folder; never a user's other folder."""
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not out.is_dir() or not (out / REPORT_MARKER).exists():
+        raise UsageError(f"--out {out} exists and is not a report folder; choose another --out")
+    if not force:
+        raise UsageError(f"--out {out} already holds a report; pass --force to replace it or choose another --out")
+
+
+# SIGINT sets this before raising KeyboardInterrupt: Python swallows an exception raised inside a
+# finalizer ("Exception ignored in: <function WeakSet...>"), so the flag is what makes an interrupt
+# that landed there still end the run with 130 instead of a finished scan and rc 0.
+_INTERRUPTED = threading.Event()
+
+
+def _on_sigint(signum, frame) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def _raise_if_interrupted() -> None:
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
 
 
 def _list_probes(console: Console) -> int:
@@ -170,6 +208,9 @@ def _diff(args: argparse.Namespace, console: Console) -> int:
 def main(argv: list[str] | None = None) -> int:
     console = Console()
     err = Console(stderr=True)
+    _INTERRUPTED.clear()
+    previous = (signal.signal(signal.SIGINT, _on_sigint)
+                if threading.current_thread() is threading.main_thread() else None)
     try:
         args = _build_parser().parse_args(argv)
         if args.command == "probes":
@@ -183,8 +224,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"envaudit: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("envaudit: interrupted", file=sys.stderr)
+        print("envaudit: interrupted; no report folder was written", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":

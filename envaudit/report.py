@@ -20,7 +20,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from envaudit.atomic import atomic_parquet, atomic_write
+from envaudit.atomic import atomic_folder, atomic_parquet, atomic_write
 from envaudit.findings import CODES, Finding, Severity, rank
 from envaudit.recording import Records
 
@@ -112,9 +112,12 @@ class Report:
         )
 
     # -- folder -----------------------------------------------------------------------------
-    def write(self, folder: str | os.PathLike) -> Path:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+    def write(self, folder: str | os.PathLike, *, replace: bool = False) -> Path:
+        """Write the report folder whole or not at all (``atomic.atomic_folder``): an existing report
+        folder is replaced only with ``replace=True``; anything else there is never touched."""
+        return atomic_folder(folder, self._fill, replace=replace)
+
+    def _fill(self, folder: Path) -> None:
         if self.records is not None:
             self.records.save(folder)
         for name, frame in sorted(self.tables.items()):
@@ -126,7 +129,6 @@ class Report:
         write_visuals(self, folder)
         # report.json last: its presence means the folder is complete.
         atomic_write(folder / "report.json", json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
-        return folder
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> Report:

@@ -9,7 +9,6 @@ Options: ``--out DIR`` (default ``reports``), ``--budget SECONDS`` (per scan), `
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,16 +48,7 @@ def regenerate(out: str | Path = "reports", *, config: ScanConfig | None = None,
     written = []
     for example in chosen:
         report = run_scan(example.env_id, config or ScanConfig(seed=SEED))
-        final = out / example.folder
-        staging, old = out / f".{example.folder}.new", out / f".{example.folder}.old"
-        for path in (staging, old):
-            shutil.rmtree(path, ignore_errors=True)
-        report.write(staging)
-        if final.exists():
-            final.rename(old)
-        staging.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-        written.append(final)
+        written.append(report.write(out / example.folder, replace=True))
     atomic_write(out / "README.md", index(out))
     return written
 

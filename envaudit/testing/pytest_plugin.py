@@ -76,7 +76,7 @@ def scan(target: Any, *, fail_on: str = DEFAULT_FAIL_ON, **options: Any) -> Any:
     except UsageError as exc:
         raise pytest.UsageError(f"{MARKER}: {exc}") from None
     if config.out:
-        report.write(config.out)
+        report.write(config.out, replace=True)
     return report
 
 
