@@ -18,7 +18,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from envaudit.atomic import REPORT_MARKER
 from envaudit.config import FAIL_ON, ScanConfig, config_help
@@ -34,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     helps = config_help()
     parser = _Parser(prog="envaudit", description="Audit an RL environment's incentives before training in it.")
+    parser.add_argument("--version", action="version", version=f"envaudit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     scan = sub.add_parser("scan", help="scan an env and write a report folder")
     scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, or a module exposing make_env()")
@@ -48,7 +48,7 @@ def _build_parser() -> argparse.ArgumentParser:
                       help="Replace the report folder at --out if it already holds a report.")
     scan.add_argument("--timeout-handling", choices=HANDLINGS, help=helps["timeout_handling"])
     scan.add_argument("--timeout-penalty", type=float, help=helps["timeout_penalty"])
-    scan.add_argument("--pipeline", help=helps["pipeline"])
+    scan.add_argument("--pipeline", metavar="PRESET", help=f"{helps['pipeline']} Presets: {', '.join(_preset_names())}.")
     scan.add_argument("--success-threshold", type=float, help=helps["success_threshold"])
     scan.add_argument("--fail-on", choices=FAIL_ON, help=helps["fail_on"])
     scan.add_argument("--probes", help="Comma-separated probe names (default: all; `envaudit probes` lists them).")
@@ -66,6 +66,18 @@ def _build_parser() -> argparse.ArgumentParser:
     diff.add_argument("new", metavar="NEW", help="report folder of the env after the change")
     diff.add_argument("--force", action="store_true", help="compare reports of different envs anyway")
     return parser
+
+
+def _version() -> str:
+    from envaudit import __version__
+
+    return __version__
+
+
+def _preset_names() -> list[str]:
+    from envaudit.presets import PRESETS
+
+    return list(PRESETS)
 
 
 def _pyproject_options(cwd: Path) -> dict[str, Any]:
@@ -169,13 +181,11 @@ def _raise_if_interrupted() -> None:
 def _list_probes(console: Console) -> int:
     from envaudit.probe import registered_probes
 
-    table = Table(show_header=True)
-    table.add_column("probe")
-    table.add_column("codes")
-    table.add_column("what it checks", overflow="fold")
-    for probe in registered_probes().values():
-        table.add_row(probe.name, ", ".join(probe.codes), probe.summary)
-    console.print(table)
+    probes = list(registered_probes().values())
+    width = max(len(p.name) for p in probes)
+    for probe in probes:  # one line each, whatever the terminal width: greppable, pasteable
+        console.print(f"{probe.name:<{width}}  {probe.summary} ({', '.join(probe.codes)})",
+                      soft_wrap=True, highlight=False, markup=False)
     return 0
 
 
