@@ -42,6 +42,7 @@ import pandas as pd
 
 from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
+from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import END_TOOL_TIMEOUT, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.recording import Records
@@ -226,10 +227,9 @@ def honest_successes(ctx: ProbeContext) -> tuple[np.ndarray, dict]:
     when it offers one (random exploration rarely succeeds in long tasks)."""
     ret = returns_of(ctx.exploration.episodes, SUCCESS)
     info: dict = {"n_exploration": int(len(ret)), "n_oracle": 0}
-    make_oracle = getattr(ctx.env.unwrapped, "oracle", None)
-    if callable(make_oracle) and ctx.time_left() > 0:
+    if ctx.time_left() > 0:
         try:
-            policy = make_oracle()
+            policy = oracle_policy(ctx.env)
         except Exception as exc:  # an oracle that cannot be built only costs us its samples
             info["oracle_error"] = f"{type(exc).__name__}: {exc}"
             policy = None
