@@ -1,7 +1,7 @@
 """The ``envaudit`` command. The only module that prints.
 
-Exit codes: 0 (no finding reached ``--fail-on``), 1 (one did), 2 (usage error: a one-line message
-that names the fix, never a traceback).
+Exit codes: see ``EXIT_CODES`` (shown under ``envaudit scan --help``); a usage error is a one-line
+message that names the fix, never a traceback.
 """
 
 from __future__ import annotations
@@ -25,6 +25,18 @@ from envaudit.pipeline import HANDLINGS
 from envaudit.resolve import UsageError
 
 
+EXIT_CODES = """\
+exit status:
+  0  clean: the audit ran all its work and no finding reached --fail-on
+  1  a finding reached --fail-on
+  2  usage error (bad option, unknown env or probe)
+  3  the env is broken: it cannot be made, or crashes before anything could be audited
+  4  incomplete: the wall-clock safety cap (--budget) was hit, so some work was skipped
+     (report.json's "incomplete" lists it); the findings reported are still real
+  when several apply: 2 and 3 before 1, 1 before 4
+"""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse's own errors: exit 2 with one line
         raise UsageError(f"{message} (see `{self.prog} --help`)")
@@ -32,10 +44,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _build_parser() -> argparse.ArgumentParser:
     helps = config_help()
-    parser = _Parser(prog="envaudit", description="Audit an RL environment's incentives before training in it.")
+    parser = _Parser(prog="envaudit", description="Audit an RL environment's incentives before training in it.",
+                     epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"envaudit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    scan = sub.add_parser("scan", help="scan an env and write a report folder")
+    scan = sub.add_parser("scan", help="scan an env and write a report folder", epilog=EXIT_CODES,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, or a module exposing make_env()")
     scan.add_argument("--seed", type=int, help=helps["seed"])
     scan.add_argument("--episodes", type=int, help=helps["episodes"])
@@ -149,7 +163,9 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     console.print(report)
     console.print(f"report written to {folder}/")
     reached = report.reaches(config.fail_severity)
-    return 1 if reached else 0
+    if reached:
+        return 1
+    return 4 if report.incomplete else 0
 
 
 def _check_out(out: Path, force: bool) -> None:

@@ -30,7 +30,7 @@ SEVERITY_STYLE = {Severity.FAIL: "bold red", Severity.WARN: "yellow", Severity.I
 
 @dataclass
 class ProbeStatus:
-    """How one probe went: ``ok``, ``crashed``, ``overran`` (its time slice) or ``skipped``."""
+    """How one probe went: ``ok``, ``crashed``, ``overran`` (the safety cap) or ``skipped``."""
 
     name: str
     status: str
@@ -62,10 +62,15 @@ class Report:
     records: Records | None = None
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    incomplete: list[dict[str, str]] = field(default_factory=list)
+    """Work the wall-clock safety cap cut: ``{"probe", "skipped", "reason"}``; empty when the scan
+    ran all its work units."""
 
     def __post_init__(self) -> None:
         self.findings = rank(self.findings)
         self.seconds = round(float(self.seconds), 3)
+        self.incomplete = [{"probe": str(g["probe"]), "skipped": str(g["skipped"]), "reason": str(g["reason"])}
+                           for g in self.incomplete]
 
     # -- verdicts ---------------------------------------------------------------------------
     def worst(self) -> Severity | None:
@@ -95,6 +100,7 @@ class Report:
             "findings": [f.to_dict() for f in self.findings],
             "probes": [p.to_dict() for p in self.probes],
             "exploration": self.exploration,
+            "incomplete": self.incomplete,
             "tables": sorted(self.tables),
         }
 
@@ -109,6 +115,7 @@ class Report:
             findings=[Finding.from_dict(f) for f in data["findings"]],
             probes=[ProbeStatus(**p) for p in data["probes"]], exploration=data["exploration"],
             created=data["created"], seconds=data["seconds"], envaudit_version=data["envaudit_version"],
+            incomplete=data.get("incomplete", []),
         )
 
     # -- folder -----------------------------------------------------------------------------
@@ -154,6 +161,11 @@ class Report:
             f"{self.exploration.get('episodes', 0)} exploration episodes, {self.seconds:.1f} s, "
             f"envaudit {self.envaudit_version}, {self.created}", "",
         ]
+        if self.incomplete:
+            lines += ["**INCOMPLETE:** the wall-clock safety cap cut this audit short; the work below was "
+                      "not done, so findings may be missing.", ""]
+            lines += [f"- `{g['probe']}`: {g['skipped']} ({g['reason']})" for g in self.incomplete]
+            lines.append("")
         if not self.findings:
             lines += ["No findings.", ""]
         for i, f in enumerate(self.findings, 1):
@@ -179,6 +191,8 @@ class Report:
         c = self.counts()
         yield Text(f"{c['fail']} fail, {c['warn']} warn, {c['info']} info "
                    f"({self.exploration.get('episodes', 0)} episodes explored, {self.seconds:.1f} s)")
+        for g in self.incomplete:
+            yield Text(f"INCOMPLETE: {g['probe']}: skipped {g['skipped']} ({g['reason']})", style="bold magenta")
 
 
 def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> Table:

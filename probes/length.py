@@ -97,12 +97,12 @@ def regress(episodes: pd.DataFrame, rng: np.random.Generator) -> dict:
 
 def _run_strategies(ctx: ProbeContext, policies: list[Policy], tag: str) -> tuple[Policy | None, dict]:
     """Pick the policy whose non-success episodes earn most on a few seeds, confirm it on new ones."""
-    if not policies or ctx.time_left() <= 0:
+    if not policies or ctx.over_cap(f"{tag} strategies"):
         return None, {}
     screen: dict[str, float] = {}
     n_screen = max(2, ctx.config.scaled(8))
     for policy in policies:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"{tag} strategy {policy.name!r} and those after it"):
             break
         eps = ctx.run(policy, ctx.seeds(n_screen, tag, "screen", policy.name)).records.episodes
         rest = eps[eps["outcome"] != SUCCESS]

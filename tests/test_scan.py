@@ -1,5 +1,4 @@
 import json
-import time
 
 import pytest
 
@@ -59,20 +58,6 @@ def test_probe_that_raises_becomes_a_finding_and_the_scan_goes_on(monkeypatch):
     assert len(crashed) == 1 and "RuntimeError: kaput" in crashed[0].summary
     assert crashed[0].probe == "boom" and crashed[0].severity == Severity.WARN
     assert any(f.title == "ok" and f.probe == "fine" for f in report.findings)
-
-
-def test_probe_that_overruns_its_slice_is_abandoned_within_the_budget(monkeypatch):
-    def sleeper(ctx):
-        time.sleep(60)
-        return []
-
-    _with_probes(monkeypatch, Probe("sleeper", sleeper, "never returns"))
-    start = time.monotonic()
-    report = run_scan(CoinEnv, ScanConfig(episodes=16, budget_s=3.0, step_timeout_s=0.5))
-    # budget + the backstop's grace (2 s + one step timeout + 10% of the slice) + slack
-    assert time.monotonic() - start < 3.0 + 2.0 + 0.5 + 0.3 + 1.0
-    assert report.probes[0].status == "overran"
-    assert report.findings[0].code == "env-error" and "did not finish" in report.findings[0].summary
 
 
 def test_probe_returning_garbage_is_reported(monkeypatch):
