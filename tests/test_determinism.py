@@ -182,3 +182,13 @@ def test_help_documents_exit_4(capsys):
     out = capsys.readouterr().out
     assert "4  incomplete" in out and "1 before 4" in out
 
+
+
+def test_pytest_gate_fails_an_incomplete_audit_even_without_findings():
+    from envaudit.testing.pytest_plugin import gate
+
+    report = run_scan(CoinEnv, ScanConfig(seed=0, episodes=8, probes=(), budget_s=1e-3))
+    assert report.findings == []
+    with pytest.raises(pytest.fail.Exception, match="incomplete: raise budget_s"):
+        gate(report, "fail")
+    gate(run_scan(CoinEnv, ScanConfig(seed=0, episodes=8, probes=())), "fail")  # complete and clean: passes
