@@ -24,7 +24,6 @@ from envaudit.config import FAIL_ON, ScanConfig, config_help
 from envaudit.pipeline import HANDLINGS
 from envaudit.resolve import UsageError
 
-
 EXIT_CODES = """\
 exit status:
   0  clean: the audit ran all its work and no finding reached --fail-on
