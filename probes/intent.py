@@ -194,8 +194,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
         found = candidates(table, actions, ctx.config.alpha, rng)
         if found:
             success, success_sources = honest_successes(ctx)
-        for cand in found[:MAX_CONFIRM]:
-            if ctx.over_cap(f"confirming {len(found[:MAX_CONFIRM]) - len(confirmed)} candidate behaviours"):
+        for i, cand in enumerate(found[:MAX_CONFIRM]):
+            if ctx.over_cap(f"confirming {min(len(found), MAX_CONFIRM) - i} candidate behaviours"):
                 break
             best = _confirm(ctx, cand, table, actions, success, rng)
             if best:
