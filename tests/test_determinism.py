@@ -103,6 +103,19 @@ class _SlowCoin(CoinEnv):
         return super().step(action)
 
 
+class _SleepyCoin(CoinEnv):
+    def step(self, action):
+        time.sleep(0.25)
+        return super().step(action)
+
+
+def test_exploration_runs_all_its_episodes_however_long_they_take_within_the_cap():
+    # 16 episodes of 0.25 s each take 4 s: more than any share of a 10 s budget a time-sliced
+    # exploration would get, well within the cap.
+    report = run_scan(_SleepyCoin, ScanConfig(seed=0, episodes=16, group_size=4, probes=(), budget_s=10.0))
+    assert report.exploration["episodes"] == 16 and report.incomplete == []
+
+
 def test_a_run_the_cap_cuts_is_recorded_with_how_many_episodes_it_skipped(monkeypatch):
     def many(ctx):
         result = ctx.run(RandomPolicy(), ctx.seeds(1000, "many"), make_env=_SlowCoin)
