@@ -161,6 +161,8 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     _raise_if_interrupted()
     console.print(report)
     console.print(f"report written to {folder}/")
+    if report.broken:
+        return 3
     reached = report.reaches(config.fail_severity)
     if reached:
         return 1

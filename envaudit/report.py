@@ -65,6 +65,9 @@ class Report:
     incomplete: list[dict[str, str]] = field(default_factory=list)
     """Work the wall-clock safety cap cut: ``{"probe", "skipped", "reason"}``; empty when the scan
     ran all its work units."""
+    broken: dict[str, str] | None = None
+    """Set when the env could not be audited at all: ``{"stage", "message", "where"}`` — it cannot be
+    made, or every episode of exploration crashed (``where`` is the user's ``file:line``)."""
 
     def __post_init__(self) -> None:
         self.findings = rank(self.findings)
@@ -101,6 +104,7 @@ class Report:
             "probes": [p.to_dict() for p in self.probes],
             "exploration": self.exploration,
             "incomplete": self.incomplete,
+            "broken": self.broken,
             "tables": sorted(self.tables),
         }
 
@@ -115,7 +119,7 @@ class Report:
             findings=[Finding.from_dict(f) for f in data["findings"]],
             probes=[ProbeStatus(**p) for p in data["probes"]], exploration=data["exploration"],
             created=data["created"], seconds=data["seconds"], envaudit_version=data["envaudit_version"],
-            incomplete=data.get("incomplete", []),
+            incomplete=data.get("incomplete", []), broken=data.get("broken"),
         )
 
     # -- folder -----------------------------------------------------------------------------
@@ -161,6 +165,9 @@ class Report:
             f"{self.exploration.get('episodes', 0)} exploration episodes, {self.seconds:.1f} s, "
             f"envaudit {self.envaudit_version}, {self.created}", "",
         ]
+        if self.broken:
+            lines += [f"**ENV BROKEN** ({self.broken['stage']}): {self.broken['message']}"
+                      + (f" at `{self.broken['where']}`" if self.broken.get("where") else ""), ""]
         if self.incomplete:
             lines += ["**INCOMPLETE:** the wall-clock safety cap cut this audit short; the work below was "
                       "not done, so findings may be missing.", ""]
@@ -191,6 +198,9 @@ class Report:
         c = self.counts()
         yield Text(f"{c['fail']} fail, {c['warn']} warn, {c['info']} info "
                    f"({self.exploration.get('episodes', 0)} episodes explored, {self.seconds:.1f} s)")
+        if self.broken:
+            where = f" at {self.broken['where']}" if self.broken.get("where") else ""
+            yield Text(f"ENV BROKEN ({self.broken['stage']}): {self.broken['message']}{where}", style="bold red")
         for g in self.incomplete:
             yield Text(f"INCOMPLETE: {g['probe']}: skipped {g['skipped']} ({g['reason']})", style="bold magenta")
 

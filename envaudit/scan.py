@@ -24,6 +24,7 @@ import pandas as pd
 
 from envaudit.config import ScanConfig
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
+from envaudit.errors import a_type, user_frame
 from envaudit.findings import Finding, Severity
 from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
 from envaudit.recording import Records
@@ -42,10 +43,13 @@ def select_probes(names: Sequence[str] | None) -> list[Probe]:
     known = probe_names()
     unknown = [n for n in names if n not in known]
     if unknown:
-        hint = difflib.get_close_matches(unknown[0], known, n=1)
+        def named(name: str) -> str:
+            hint = difflib.get_close_matches(name, known, n=1)
+            return f"{name!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+
         raise UsageError(
-            f"unknown probe {unknown[0]!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
-            + f" (registered: {', '.join(known)}; `envaudit probes` lists them)"
+            f"unknown probe{'s' if len(unknown) > 1 else ''} {', '.join(map(named, unknown))}; "
+            f"registered: {', '.join(known)} (`envaudit probes` lists them)"
         )
     return list(registered_probes(names).values())
 
@@ -147,18 +151,16 @@ def run_scan(
     try:
         probe_env = guard.call(make_env, config.step_timeout_s, what="making the env")
         if not isinstance(probe_env, gym.Env):
-            raise UsageError(f"{env_id!r} made a {type(probe_env).__name__}, not a gymnasium.Env")
+            raise UsageError(f"{env_id!r} made {a_type(probe_env)}, not a gymnasium.Env; return an env "
+                             "instance (a gymnasium.Env subclass) from the factory")
         env_fingerprint = fingerprint(probe_env)
         probe_env.close()
     except UsageError:
         raise
     except (DeadlineExceeded, Exception) as exc:
-        message = f"{type(exc).__name__}: {exc}"
-        finding = Finding(code="env-error", severity=Severity.FAIL, probe="scan", title="the env cannot be made",
-                          summary=f"Making the env failed, so nothing else could be checked: {message}",
-                          evidence={"message": message}, fix="Make the factory/constructor work on its own first.")
-        return Report(env_id, config.to_dict(), {}, [finding], [], {"episodes": 0}, created,
-                      time.monotonic() - started, _version())
+        broken = {"stage": "make", "message": f"{type(exc).__name__}: {exc}", "where": user_frame(exc)}
+        return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
+                      time.monotonic() - started, _version(), broken=broken)
 
     # Progress by the probes' relative cost; exploration counts as one probe of weight 1.
     total_weight = 1.0 + sum(p.weight for p in probes)
@@ -166,6 +168,13 @@ def run_scan(
     ids = itertools.count()
     incomplete: list[dict[str, str]] = []
     exploration, problems = _explore(make_env, config, ids, deadline, incomplete)
+    if exploration.episodes.empty and problems:
+        # Nothing ran to the end of an episode: there is nothing to audit, only a broken env.
+        first = problems[0]
+        broken = {"stage": first.where, "message": first.message, "where": first.location}
+        return Report(env_id, config.to_dict(), env_fingerprint, [_broken_finding(broken)], [],
+                      _summary(exploration), created, time.monotonic() - started, _version(),
+                      incomplete=incomplete, broken=broken)
     kept: list[Records] = [exploration]
     tables: dict[str, pd.DataFrame] = {}
     statuses: list[ProbeStatus] = []
@@ -197,6 +206,16 @@ def run_scan(
     return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
                   created, time.monotonic() - started, _version(), records=records, tables=tables,
                   incomplete=incomplete)
+
+
+def _broken_finding(broken: dict[str, Any]) -> Finding:
+    stage = {"make": "made", "reset": "reset", "step": "stepped"}.get(broken["stage"], broken["stage"])
+    where = f" (at {broken['where']})" if broken.get("where") else ""
+    return Finding(code="env-error", severity=Severity.FAIL, probe="scan", title=f"the env cannot be {stage}",
+                   summary=f"The env could not be {stage}, so nothing else could be checked: "
+                           f"{broken['message']}{where}",
+                   evidence={**broken, "behaviour": "env-error", "reward_path": "env"},
+                   fix="Make the env work on its own first: the message and file:line above are where it failed.")
 
 
 def _run_probe(probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]]:

@@ -59,7 +59,7 @@ def test_pyproject_section_sets_options_and_flags_override(planted_probe, tmp_pa
         (["scan", "CartPol-v1"], "no Gymnasium env 'CartPol-v1'; did you mean 'CartPole-v1'?"),
         (["scan", "CartPole-v1", "--episodes", "0"], "episodes must be at least 1, got 0"),
         (["scan", "CartPole-v1", "--timeout-handling", "ignore"], "invalid choice: 'ignore'"),
-        (["scan", "CartPole-v1", "--probes", "replya"], "unknown probe 'replya'; did you mean 'replay'?"),
+        (["scan", "CartPole-v1", "--probes", "replya"], "unknown probe 'replya' (did you mean 'replay'?)"),
         (["scan", "CartPole-v1", "--pipeline", "rlm"], "no pipeline preset 'rlm'"),
         (["scan"], "the following arguments are required: ENV"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),

@@ -77,7 +77,7 @@ def test_holm_downgrades_unsupported_findings_to_info():
 
 def test_unknown_probe_name_is_a_usage_error_with_a_suggestion(monkeypatch):
     _with_probes(monkeypatch, Probe("replay", lambda ctx: [], "r"))
-    with pytest.raises(UsageError, match="unknown probe 'replya'; did you mean 'replay'"):
+    with pytest.raises(UsageError, match=r"unknown probe 'replya' \(did you mean 'replay'\?\)"):
         run_scan(CoinEnv, ScanConfig(probes=("replya",)))
 
 
