@@ -3,7 +3,7 @@
 One flawed bundled env, its clean twin and a Gymnasium classic, scanned with the default
 configuration and a fixed seed; each folder is written beside the old one and swapped in, so an
 interrupted run never leaves a half-written example. ``reports/README.md`` indexes them.
-Options: ``--out DIR`` (default ``reports``), ``--budget SECONDS`` (per scan), ``--only NAME``.
+Options: ``--out DIR`` (default ``reports``), ``--budget SECONDS`` (safety cap per scan), ``--only NAME``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def index(out: Path) -> str:
     lines = ["# Example reports", "",
              "Written by `envaudit scan` on bundled envs and a Gymnasium classic (seed "
              f"{SEED}, default configuration). Regenerate them with `python -m envaudit.reporting.examples`",
-             "(one scan per folder, each within the default 60 s budget).", "",
+             "(one scan per folder, default work units).", "",
              "| folder | env | findings | what it is |", "| --- | --- | --- | --- |"]
     for example in EXAMPLES:
         folder = out / example.folder
@@ -80,7 +80,8 @@ def index(out: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m envaudit.reporting.examples", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="reports", help="folder that receives the example folders (default: reports)")
-    parser.add_argument("--budget", type=float, default=60.0, help="budget of each scan in seconds (default: 60)")
+    parser.add_argument("--budget", type=float, default=ScanConfig().budget_s,
+                        help="wall-clock safety cap of each scan in seconds (default: the scan default)")
     parser.add_argument("--only", choices=[e.folder for e in EXAMPLES], help="regenerate one example only")
     args = parser.parse_args(argv)
     for folder in regenerate(args.out, config=ScanConfig(seed=SEED, budget_s=args.budget), only=args.only):
