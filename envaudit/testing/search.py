@@ -166,6 +166,17 @@ class PropertyFailed(AssertionError):
         self.property = prop
 
 
+class PropertyNotExercised(AssertionError):
+    """The property could not test its subject on this env (no timeout ever seen, nothing
+    comparable to a failed call), so it did not hold: it failed, and the message says what the
+    search saw and how to make the env testable. Never a vacuous pass."""
+
+    def __init__(self, message: str, prop: str, seen: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.property = prop
+        self.seen = dict(seen or {})
+
+
 class _Found(Exception):
     def __init__(self, counterexample: Counterexample) -> None:
         super().__init__(counterexample.summary)

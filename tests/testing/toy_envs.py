@@ -116,3 +116,56 @@ class PingTool(ToolEnv):
         return Transition(np.array([self.pongs, self.need], dtype=np.float32), float(success), True, success)
 
 
+
+
+class SingleRoute(gym.Env):
+    """A plain ``gymnasium.Env`` where one action, and only one, calls each tool: a fault of the
+    ``fetch`` tool comes from the env's own randomness and cannot be forced or avoided by another
+    action calling the same tool, so only replays under other seeds show what the call would pay.
+
+    Actions: ``fetch`` (tool ``fetch``: ``"error"`` with ``error_rate``, paying ``error_reward``;
+    ``"timeout"`` with ``timeout_rate``, paying ``timeout_reward``; else ``"ok"``, one more fact),
+    ``submit`` (tool ``submit``; ends the episode, success iff ``need`` facts, pays 1 or 0) and
+    ``wait``. With ``end_on_fault`` a failed or timed-out fetch ends the episode (unsuccessfully).
+    ``max_steps`` truncates; the default 100 is beyond the 50 steps a property plays, so episodes
+    are never truncated there. Every reward is a parameter; the defaults are the clean twin.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+    action_labels = ["fetch", "submit", "wait"]
+
+    def __init__(self, *, error_rate: float = 0.0, error_reward: float = 0.0, timeout_rate: float = 0.0,
+                 timeout_reward: float = 0.0, end_on_fault: bool = False, max_steps: int = 100) -> None:
+        self.error_rate, self.error_reward = error_rate, error_reward
+        self.timeout_rate, self.timeout_reward = timeout_rate, timeout_reward
+        self.end_on_fault, self.max_steps = end_on_fault, max_steps
+        self.action_space = gym.spaces.Discrete(3)
+        self.observation_space = gym.spaces.Box(0, 200, shape=(3,), dtype=np.float32)
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.facts, self.need, self.t], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.need, self.facts, self.t = int(self.np_random.integers(1, 3)), 0, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        action = int(action)
+        self.t += 1
+        reward, terminated, success, info = 0.0, False, False, {}
+        if action == 0:
+            u = self.np_random.random()
+            status = "error" if u < self.error_rate else "timeout" if u < self.error_rate + self.timeout_rate else "ok"
+            reward = {"error": self.error_reward, "timeout": self.timeout_reward}.get(status, 0.0)
+            self.facts += status == "ok"
+            terminated = self.end_on_fault and status != "ok"
+            info["tool"] = {"name": "fetch", "status": status}
+        elif action == 1:
+            info["tool"] = {"name": "submit", "status": "ok"}
+            terminated, success = True, self.facts >= self.need
+            reward = 1.0 if success else 0.0
+        truncated = not terminated and self.t >= self.max_steps
+        if terminated or truncated:
+            info["success"] = success
+        return self._obs(), reward, terminated, truncated, info
