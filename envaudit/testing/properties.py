@@ -293,6 +293,7 @@ def _matched_failure(prop: str, make_env: Any, pool: MatchedPool, verdict: Verdi
                  f"replayed under {MATCHED_SEEDS} other reset seeds ({ev['replays']} replays of {ev['prefixes']} "
                  f"action prefixes) and each {adjective} call compared with the others in the same state. "
                  f"Evidence: {_evidence_text(ev)}"),
+        evidence=ev,
     )
     how = f"not shrunk: of {verdict.pairs} matched pairs, the one with the largest difference"
     return PropertyFailed(render_failure(prop, target_text(make_env), found, verdict.pairs, how=how), found, prop)

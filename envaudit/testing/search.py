@@ -151,6 +151,7 @@ class Counterexample:
     episode: Episode
     compared: list[tuple[str, Episode]] = field(default_factory=list)
     details: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)  # the statistics, when a test decided
 
     @property
     def actions(self) -> tuple:
