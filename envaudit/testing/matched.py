@@ -132,11 +132,6 @@ class MatchedPool:
                                   state_key(replay.observations[i]), replay))
         self.strata[key] = samples
 
-    @property
-    def seen(self) -> int:
-        """Faulted calls among all replays."""
-        return sum(s.status == self.subject for samples in self.strata.values() for s in samples)
-
     def verdict(self, tolerance: float) -> Verdict:
         """Compare faulted and control calls stratum by stratum.
 

@@ -8,7 +8,10 @@ and raised as ``PropertyFailed`` (an ``AssertionError``) whose message shows the
 
 Plain Gymnasium envs are supported: where faults cannot be injected, the counterfactual of a
 failed or timed-out tool call is another action at the same step that calls the same tool and
-does not fail, and the rest of the trajectory is played unchanged.
+does not fail, and the rest of the trajectory is played unchanged. Where there is no such action,
+the same actions are replayed under other reset seeds and the faulted calls are compared with
+the others from the same state, statistically (``envaudit.testing.matched``). A property that
+never saw its subject, or nothing to compare it with, raises ``PropertyNotExercised``.
 
 Options shared by every property: ``max_examples`` (default 50), ``max_steps`` (50), ``seed``
 (0: the search is reproducible), ``settings`` (a ``hypothesis.settings`` to start from), ``seeds``
@@ -28,7 +31,6 @@ from envaudit.protocol import END_TRUNCATED, ERROR, FAILURE, TOOL_ERROR, TOOL_OK
 from envaudit.stats import MIN_SAMPLES
 from envaudit.testing.matched import ALPHA, MATCHED_SEEDS, MatchedPool, Verdict
 from envaudit.testing.search import (
-    DEFAULT_MAX_EXAMPLES,
     Counterexample,
     PropertyFailed,
     PropertyNotExercised,
@@ -36,6 +38,7 @@ from envaudit.testing.search import (
     parse_options,
     render_failure,
     run_search,
+    search_settings,
     target_text,
 )
 from envaudit.testing.strategies import fault_schedules, plans
@@ -314,40 +317,43 @@ def _evidence_text(ev: dict) -> str:
 
 def _not_exercised(prop: str, session: EnvSession, pool: MatchedPool, seen: _Seen, verdict: Verdict | None,
                    opts) -> str:
+    """What the search saw, why that decides nothing, and how to make the env testable."""
+    timeouts = pool.subject == TOOL_TIMEOUT
     adjective, noun = _FAULT_WORDS[pool.subject]
-    where = (f"in {seen.cases} generated cases (max_examples={opts.max_examples or DEFAULT_MAX_EXAMPLES}, "
-             f"seed={opts.seed})")
-    if pool.subject == TOOL_TIMEOUT:
-        saw = (f"{sum(seen.faulted.values())} tool calls timed out"
-               + (f" ({_by_tool(seen.faulted)})" if seen.faulted else "")
-               + f" and {seen.truncated} episodes were truncated at the step limit ({session.limit})")
-    else:
-        saw = f"{sum(seen.faulted.values())} tool calls failed" + (f" ({_by_tool(seen.faulted)})" if seen.faulted else "")
+    where = f"in {seen.cases} generated cases (max_examples={search_settings(opts).max_examples}, seed={opts.seed})"
+    saw = f"{sum(seen.faulted.values())} tool calls {'timed out' if timeouts else 'failed'}"
+    if seen.faulted:
+        saw += f" ({_by_tool(seen.faulted)})"
+    if timeouts:
+        saw += f" and {seen.truncated} episodes were truncated at the step limit ({session.limit})"
     if not seen.faulted and not seen.truncated:
         why = f"{prop} could not exercise its subject on {session.name}: {where}, no {noun} ever happened ({saw})"
     else:
-        lacking = [f"none had an exact counterfactual (another action calling the same tool{' without timing out' if pool.subject == TOOL_TIMEOUT else ' successfully'} at the same step"
-                   + (", or an action failing outright at the last step of a truncated episode" if pool.subject == TOOL_TIMEOUT else "")
-                   + ")"]
+        lacking = []
+        if seen.faulted:
+            lacking.append(f"no {adjective} call had an exact counterfactual (another action calling the same tool "
+                           f"{'without timing out' if timeouts else 'successfully'} at the same step)")
+        if seen.truncated:
+            lacking.append("no action ended a truncated episode's prefix as an outright failure at its last step")
         if verdict is not None:
             lacking.append(f"replaying their action prefixes under {MATCHED_SEEDS} other reset seeds ({pool.replays} "
                            f"replays) gave {verdict.pairs} matched pairs of a {adjective} call and "
-                           f"{_CONTROL_WORDS.get(verdict.controls, 'a comparable call')} in the same state, fewer than the "
-                           f"{MIN_SAMPLES} needed to decide")
+                           f"{_CONTROL_WORDS[verdict.controls]} in the same state, fewer than the {MIN_SAMPLES} "
+                           "needed to decide")
         why = f"{prop} could not decide on {session.name}: {where}, {saw}, but " + "; ".join(lacking)
     how = ["raise max_examples"]
     if not session.tool_env:
         how.insert(0, "make the env an envaudit.ToolEnv so faults can be injected into the same call")
     elif not opts.faults:
         how.insert(0, "pass faults=True so faults are injected into the same call")
-    if pool.subject == TOOL_TIMEOUT:
+    if timeouts:
         how.append("give the env a step limit the generated actions reach (or lower max_steps), and an action "
                    "that ends an episode as an outright failure")
     else:
         how.append("report every tool call as info['tool'] = {'name': ..., 'status': 'ok' | 'error' | 'timeout'}")
-    return (f"{why}. Nothing was compared, so the property does not hold vacuously. To make it testable: "
-            + "; ".join(how) + f". If {session.name} can never {'time out' if pool.subject == TOOL_TIMEOUT else 'have a failed tool call'}, "
-            f"this property does not apply to it.")
+    never = "time out" if timeouts else "have a failed tool call"
+    return (f"{why}. It fails rather than passing vacuously. To make it testable: {'; '.join(how)}. "
+            f"If {session.name} can never {never}, this property does not apply to it.")
 
 
 def _by_tool(counts: Counter) -> str:
@@ -399,7 +405,7 @@ def assert_no_reward_without_success(
                    if seen["finished"] else f"no episode finished within max_steps={opts.max_steps}")
             raise PropertyNotExercised(
                 f"assert_no_reward_without_success could not exercise its subject on {session.name}: {why}, so "
-                "nothing was checked and the property does not hold vacuously; make the env set info['success'] "
+                "nothing was checked and it fails rather than passing vacuously; make the env set info['success'] "
                 "on the last step of an episode (DESIGN.md's info protocol)"
                 + ("" if seen["finished"] else " or raise max_steps"),
                 "assert_no_reward_without_success", seen,

@@ -14,6 +14,16 @@ import sys
 import textwrap
 from pathlib import Path
 
+from hypothesis import Phase, settings
+from hypothesis.internal.conjecture import providers
+
+from envaudit.testing.search import (
+    DEFAULT_MAX_EXAMPLES,
+    Options,
+    pinned_constant_pool,
+    search_settings,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = '''
@@ -107,3 +117,26 @@ def test_same_seed_same_verdict_in_plain_python_and_under_pytest_with_or_without
     assert "PropertyFailed" in outcomes and "pass" in outcomes, reference  # a comparison with teeth
     for name in ("pytest + plugin", "pytest - plugin + profile"):
         assert results[name]["verdicts"] == reference, name
+
+
+def test_search_settings_ignore_the_loaded_profile():
+    settings.register_profile("envaudit-test-ambient", max_examples=3, derandomize=True, deadline=5,
+                              phases=[Phase.explicit, Phase.explain], report_multiple_bugs=True)
+    before = settings.get_current_profile_name()
+    settings.load_profile("envaudit-test-ambient")
+    try:
+        chosen = search_settings(Options())
+        mine = search_settings(Options(max_examples=9))
+    finally:
+        settings.load_profile(before)
+    assert chosen.max_examples == DEFAULT_MAX_EXAMPLES and mine.max_examples == 9
+    assert (chosen.derandomize, chosen.deadline, chosen.database, chosen.report_multiple_bugs) == (False, None, None, False)
+    assert tuple(chosen.phases) == (Phase.generate, Phase.shrink)
+
+
+def test_the_constant_pool_is_pinned_only_during_the_search():
+    original = providers._get_local_constants
+    with pinned_constant_pool():
+        pinned = providers._get_local_constants()
+        assert not (pinned.integers or pinned.floats or pinned.strings or pinned.bytes)
+    assert providers._get_local_constants is original
