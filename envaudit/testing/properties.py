@@ -29,7 +29,16 @@ import numpy as np
 
 from envaudit.protocol import END_TRUNCATED, ERROR, FAILURE, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
-from envaudit.testing.matched import ALPHA, MATCHED_SEEDS, MatchedPool, Verdict
+from envaudit.testing.matched import (
+    ALPHA,
+    EXTRA_SEEDS,
+    MATCHED_SEEDS,
+    TARGET_SAMPLES,
+    MatchedPool,
+    Verdict,
+    return_from,
+    step_reward,
+)
 from envaudit.testing.search import (
     Counterexample,
     PropertyFailed,
@@ -126,15 +135,11 @@ def assert_no_timeout_reward(make_env: Any, **options: Any) -> None:
     seen = _Seen()
     with open_session(make_env, opts) as session:
         pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_TIMEOUT,
-                           control_sets=[(TOOL_ERROR,), (TOOL_ERROR, TOOL_OK)], measure=_return_from, to_end=True)
+                           control_sets=[(TOOL_ERROR,), (TOOL_ERROR, TOOL_OK)], measures=(step_reward, return_from))
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_TIMEOUT, TOOL_ERROR)))
         seen.cases = run_search(prop, make_env, strategy,
                                 lambda plan: _timeout_counterexample(session, plan, opts.tolerance, seen, pool), opts)
         _judge(prop, make_env, session, pool, seen, opts)
-
-
-def _return_from(episode: Episode, index: int) -> float:
-    return float(sum(episode.rewards[index:]))
 
 
 def _timeout_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _Seen,
@@ -223,7 +228,7 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
     seen = _Seen()
     with open_session(make_env, opts) as session:
         pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_ERROR,
-                           control_sets=[(TOOL_OK,)], measure=lambda e, i: e.steps[i].reward, to_end=False)
+                           control_sets=[(TOOL_OK,)], measures=(step_reward,))
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_ERROR,)))
         seen.cases = run_search(prop, make_env, strategy,
                                 lambda plan: _failure_counterexample(session, plan, opts.tolerance, seen, pool), opts)
@@ -268,13 +273,18 @@ def _judge(prop: str, make_env: Any, session: EnvSession, pool: MatchedPool, see
     """After a search without an exact counterexample: the matched comparison across seeds
     decides, or the property fails because it could not exercise its subject."""
     verdict = pool.verdict(opts.tolerance) if pool.strata else None
+    if verdict is not None and seen.exact == 0 and min(verdict.faulted, verdict.compared) < TARGET_SAMPLES:
+        # Chosen by the counts alone, never the rewards: a second look costs no significance.
+        # Skipped when exact counterfactuals already exercised the property (fault-injected envs).
+        pool.extend()
+        verdict = pool.verdict(opts.tolerance)
     if verdict is not None and verdict.violated:
         raise _matched_failure(prop, make_env, pool, verdict)
     if seen.exact > 0 or (verdict is not None and verdict.decided):
         return
     raise PropertyNotExercised(_not_exercised(prop, session, pool, seen, verdict, opts), prop,
                                {"cases": seen.cases, "faulted": dict(seen.faulted), "truncated": seen.truncated,
-                                "exact": seen.exact, "pairs": verdict.pairs if verdict else 0,
+                                "exact": seen.exact, "matched": (verdict.faulted, verdict.compared) if verdict else (0, 0),
                                 "replays": pool.replays})
 
 
@@ -283,27 +293,31 @@ def _matched_failure(prop: str, make_env: Any, pool: MatchedPool, verdict: Verdi
     adjective, noun = _FAULT_WORDS[pool.subject]
     subject, control = verdict.example
     tool = subject.episode.steps[subject.index].tool
-    measured = "returned from the call on" if pool.to_end else "paid on the step"
+    measured = verdict.measure
     summary = (f"{adjective} {tool} calls {measured} {_reward(ev[f'mean_{pool.subject}'])} on average, more than "
                f"{_CONTROL_WORDS.get(verdict.controls, 'the other calls')} from comparable states "
-               f"({_reward(ev['mean_control'])}): {verdict.pairs} {adjective} calls, each matched across reset seeds "
-               f"with the others from {verdict.matching}; mean difference {_reward(ev['diff'])} (95% CI {_reward(ev['diff_ci'][0])} to "
-               f"{_reward(ev['diff_ci'][1])}), one-sided Wilcoxon signed-rank p={ev['p_value']:.2g} < {ALPHA:g}.")
+               f"({_reward(ev['mean_control'])}): {verdict.faulted} {adjective} and {verdict.compared} other calls "
+               f"in {ev['strata']} groups matched across reset seeds by {verdict.matching}; mean difference "
+               f"{_reward(ev['diff'])} (95% CI {_reward(ev['diff_ci'][0])} to {_reward(ev['diff_ci'][1])}), one-sided "
+               f"stratified Mann-Whitney (van Elteren) p={ev['p_value_holm']:.2g} < {ALPHA:g}"
+               f"{' (Holm-adjusted over ' + str(len(pool.measures)) + ' measures)' if len(pool.measures) > 1 else ''}.")
     found = Counterexample(
         summary, subject.episode,
         [(f"the same actions under reset seed {control.seed} ({tool} → {control.status})", control.episode)],
         details=(f"No action could force this {noun} on the same call, so the same action prefixes were "
-                 f"replayed under {MATCHED_SEEDS} other reset seeds ({ev['replays']} replays of {ev['prefixes']} "
-                 f"action prefixes) and each {adjective} call compared with the others in the same state. "
+                 f"replayed under {MATCHED_SEEDS}{f'+{EXTRA_SEEDS}' if pool.extended else ''} other reset seeds "
+                 f"({ev['replays']} replays of {ev['prefixes']} "
+                 f"action prefixes) and the {adjective} calls compared with the others in the same state. "
                  f"Evidence: {_evidence_text(ev)}"),
         evidence=ev,
     )
-    how = f"not shrunk: of {verdict.pairs} matched pairs, the one with the largest difference"
-    return PropertyFailed(render_failure(prop, target_text(make_env), found, verdict.pairs, how=how), found, prop)
+    how = f"not shrunk: of {verdict.faulted} matched {adjective} calls, the one that out-earned its group most"
+    return PropertyFailed(render_failure(prop, target_text(make_env), found, verdict.faulted, how=how), found, prop)
 
 
 def _evidence_text(ev: dict) -> str:
-    keys = ("n_pairs", "mean_timeout", "mean_error", "mean_control", "diff", "diff_ci", "p_value", "effect_size")
+    keys = ("n_timeout", "n_error", "n_control", "strata", "mean_timeout", "mean_error", "mean_control", "diff",
+            "diff_ci", "p_value", "p_value_holm")
     parts = []
     for k in keys:
         if k in ev and ev[k] is not None:
@@ -336,10 +350,10 @@ def _not_exercised(prop: str, session: EnvSession, pool: MatchedPool, seen: _See
         if seen.truncated:
             lacking.append("no action ended a truncated episode's prefix as an outright failure at its last step")
         if verdict is not None:
-            lacking.append(f"replaying their action prefixes under {MATCHED_SEEDS} other reset seeds ({pool.replays} "
-                           f"replays) gave {verdict.pairs} matched pairs of a {adjective} call and "
+            lacking.append(f"replaying their action prefixes under {MATCHED_SEEDS + EXTRA_SEEDS} other reset seeds ({pool.replays} "
+                           f"replays) matched {verdict.faulted} {adjective} calls with {verdict.compared} "
                            f"{_CONTROL_WORDS[verdict.controls]} in the same state, fewer than the {MIN_SAMPLES} "
-                           "needed to decide")
+                           "of each needed to decide")
         why = f"{prop} could not decide on {session.name}: {where}, {saw}, but " + "; ".join(lacking)
     how = ["raise max_examples"]
     if not session.tool_env:

@@ -2,6 +2,7 @@
 same tool: they decide by replaying the same actions under other seeds, and say so when they
 cannot decide. ``SingleRoute``'s rewards are parameters, so every expected number is one."""
 
+import numpy as np
 import pytest
 
 from envaudit.stats import MIN_SAMPLES
@@ -11,7 +12,7 @@ from envaudit.testing import (
     assert_failures_not_rewarded,
     assert_no_timeout_reward,
 )
-from envaudit.testing.matched import ALPHA, MatchedPool
+from envaudit.testing.matched import ALPHA, MatchedPool, stratified_test
 from envaudit.testing.trajectory import EnvSession, Plan
 from tests.testing.toy_envs import SingleRoute
 
@@ -28,13 +29,13 @@ def test_timed_out_episodes_that_pay_more_than_failures_are_caught():
         assert_no_timeout_reward(lambda: SingleRoute(**TIMEOUTS, timeout_reward=TIMEOUT_PAY))
     found = info.value.counterexample
     assert "timed-out fetch calls" in str(info.value) and "outright failures (status 'error')" in str(info.value)
-    assert "Wilcoxon signed-rank" in str(info.value) and "Replay it: envaudit.testing.play(" in str(info.value)
+    assert "stratified Mann-Whitney (van Elteren)" in str(info.value) and "Replay it: envaudit.testing.play(" in str(info.value)
     last = found.episode.steps[-1]
     assert (last.label, last.status, last.reward, last.terminated) == ("fetch", "timeout", TIMEOUT_PAY, True)
     (_, failed), = found.compared
     assert failed.steps[last.index].status == "error" and failed.episode_return == 0.0
     ev = found.evidence
-    assert ev["diff"] == pytest.approx(TIMEOUT_PAY) and ev["n_pairs"] >= MIN_SAMPLES and ev["p_value"] < ALPHA
+    assert ev["diff"] == pytest.approx(TIMEOUT_PAY) and ev["n_timeout"] >= MIN_SAMPLES and ev["p_value_holm"] < ALPHA
 
 
 def test_timeouts_paying_like_failures_pass():
@@ -50,11 +51,35 @@ def test_failed_steps_that_pay_more_than_ok_steps_of_the_same_tool_are_caught():
     assert step.label == "fetch" and step.reward == ERROR_PAY
     (_, ok), = found.compared
     assert ok.steps[step.index].status == "ok" and ok.steps[step.index].reward == 0.0
-    assert found.evidence["diff"] == pytest.approx(ERROR_PAY) and found.evidence["n_pairs"] >= MIN_SAMPLES
+    assert found.evidence["diff"] == pytest.approx(ERROR_PAY) and found.evidence["n_error"] >= MIN_SAMPLES
 
 
 def test_failed_steps_paying_like_ok_steps_pass():
     assert_failures_not_rewarded(lambda: SingleRoute(**FAILURES))
+
+
+@pytest.mark.parametrize("prop,flaw,clean", [
+    (assert_no_timeout_reward, {**TIMEOUTS, "timeout_reward": 0.3}, TIMEOUTS),
+    (assert_failures_not_rewarded, {**FAILURES, "error_reward": 0.1}, FAILURES),
+], ids=["timeouts", "failures"])
+def test_noisy_rewards_are_decided_by_the_test_not_by_one_episode(prop, flaw, clean):
+    # Every reward carries N(0, 0.1) noise: one flawed step can pay less than one clean step.
+    with pytest.raises(PropertyFailed, match="van Elteren"):
+        prop(lambda: SingleRoute(**flaw, reward_noise=0.1))
+    prop(lambda: SingleRoute(**clean, reward_noise=0.1))
+
+
+def test_stratified_test_counts_a_shared_control_arm_once():
+    rng = np.random.default_rng(0)
+    # Twenty faulted values against one control value: every faulted value is higher, yet
+    # with one control the comparison is underpowered and the p-value is not tiny.
+    lone = stratified_test([([1.0] * 20, [0.0])], rng)
+    assert lone["underpowered"] and lone["p_value"] > ALPHA
+    # Eight strata, each one faulted value above its control arm: decided.
+    shifted = stratified_test([([1.0 + k], [0.0 + k, 0.5 + k]) for k in range(8)], rng)
+    assert not shifted["underpowered"] and shifted["p_value"] < ALPHA and shifted["diff"] == pytest.approx(0.75)
+    # Ties everywhere: no evidence at all.
+    assert stratified_test([([0.0] * 9, [0.0] * 9)], rng)["p_value"] == 1.0
 
 
 def test_an_env_that_never_times_out_fails_the_timeout_property_with_why():
@@ -81,15 +106,15 @@ def test_too_few_comparable_calls_decide_nothing():
         assert_failures_not_rewarded(lambda: SingleRoute(fail_first=True, error_reward=ERROR_PAY))
     text = str(info.value)
     assert text.startswith("assert_failures_not_rewarded could not decide on SingleRoute: ")
-    assert "gave 0 matched pairs" in text and f"fewer than the {MIN_SAMPLES} needed to decide" in text
-    assert info.value.seen["pairs"] == 0 and info.value.seen["faulted"]["fetch"] > 0
+    assert "matched 0 failed calls with 0 successful calls" in text
+    assert f"fewer than the {MIN_SAMPLES} of each needed to decide" in text
+    assert info.value.seen["matched"] == (0, 0) and info.value.seen["faulted"]["fetch"] > 0
 
 
 def test_matched_pool_pairs_faulted_calls_with_the_same_state_only():
     # need (1 or 2) is in the observation, so a stratum never mixes tasks.
     with EnvSession(lambda: SingleRoute(**FAILURES, error_reward=ERROR_PAY)) as session:
-        pool = MatchedPool(session, seed=0, purpose="test", subject="error", control_sets=[("ok",)],
-                           measure=lambda e, i: e.steps[i].reward, to_end=False)
+        pool = MatchedPool(session, seed=0, purpose="test", subject="error", control_sets=[("ok",)])
         plan = Plan(0, (0, 0, 0))
         episode = session.play(plan)
         for step in episode.steps:

@@ -128,6 +128,8 @@ class SingleRoute(gym.Env):
     ``submit`` (tool ``submit``; ends the episode, success iff ``need`` facts, pays 1 or 0) and
     ``wait``. With ``end_on_fault`` a failed or timed-out fetch ends the episode (unsuccessfully).
     ``fail_first``: a fetch as the first step always fails, so no call from that state succeeds.
+    ``reward_noise``: the standard deviation of Gaussian noise added to every reward, so that no
+    single comparison decides.
     ``max_steps`` truncates; the default 100 is beyond the 50 steps a property plays, so episodes
     are never truncated there. Every reward is a parameter; the defaults are the clean twin.
     """
@@ -137,8 +139,9 @@ class SingleRoute(gym.Env):
 
     def __init__(self, *, error_rate: float = 0.0, error_reward: float = 0.0, timeout_rate: float = 0.0,
                  timeout_reward: float = 0.0, end_on_fault: bool = False, max_steps: int = 100,
-                 fail_first: bool = False) -> None:
+                 fail_first: bool = False, reward_noise: float = 0.0) -> None:
         self.error_rate, self.error_reward, self.fail_first = error_rate, error_reward, fail_first
+        self.reward_noise = reward_noise
         self.timeout_rate, self.timeout_reward = timeout_rate, timeout_reward
         self.end_on_fault, self.max_steps = end_on_fault, max_steps
         self.action_space = gym.spaces.Discrete(3)
@@ -169,6 +172,8 @@ class SingleRoute(gym.Env):
             info["tool"] = {"name": "submit", "status": "ok"}
             terminated, success = True, self.facts >= self.need
             reward = 1.0 if success else 0.0
+        if self.reward_noise:
+            reward += float(self.np_random.normal(0.0, self.reward_noise))
         truncated = not terminated and self.t >= self.max_steps
         if terminated or truncated:
             info["success"] = success
