@@ -8,12 +8,12 @@ sometimes fails and sometimes does not. Those replays are grouped into *strata* 
 states (same tool, same action prefix, and where possible the same observation before the call),
 and the faulted replays are compared with the others within each stratum by a one-sided
 stratified Mann–Whitney test (van Elteren's statistic, p-value by permutations within strata:
-``stratified_test``); with several measures of what a call is worth (the
-step's own reward, the return from the call on) the p-values are Holm-adjusted. When fewer than
-``TARGET_SAMPLES`` replays of either kind were matched, every prefix is replayed under ``EXTRA_SEEDS``
-more seeds once (the decision to extend looks only at the counts, never at the rewards, so
-it costs no significance); still too few decide nothing, and the property reports that it could
-not exercise its subject rather than passing.
+``stratified_test``); with several measures of what a call is worth (the step's own reward, the
+return from the call on) the p-values are Holm-adjusted. When fewer than ``TARGET_SAMPLES``
+replays of either kind were matched, every prefix is replayed under ``EXTRA_SEEDS`` more seeds
+once (the decision to extend looks only at the counts, never at the rewards, so it costs no
+significance); fewer than ``MIN_SAMPLES`` of either kind decide nothing, and the property reports
+that it could not exercise its subject rather than passing.
 
 Every amount of work is counted: ``MATCHED_SEEDS`` (+ ``EXTRA_SEEDS``) replays per prefix, at
 most ``MAX_STRATA`` prefixes per property run; the replay seeds come from the property's ``seed``.
