@@ -1,7 +1,8 @@
 """The ``envaudit`` command. The only module that prints.
 
-Exit codes: 0 (no finding reached ``--fail-on``), 1 (one did), 2 (usage error: a one-line message
-that names the fix, never a traceback).
+Exit codes: 0 (no finding group reached ``--fail-on``), 1 (one did: findings are judged by group,
+one per incentive, so five probes seeing one flaw are one verdict), 2 (usage error: a one-line
+message that names the fix, never a traceback).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("probes", help="list the registered probes")
     report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
     report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
-    diff = sub.add_parser("diff", help="compare two reports of the same env: findings fixed, new, unchanged; "
-                                       "exit 1 when NEW has a warn/fail finding OLD did not")
+    diff = sub.add_parser("diff", help="compare two reports of the same env: incentives (finding groups) fixed, "
+                                       "new, unchanged; exit 1 when NEW has a warn/fail group OLD did not")
     diff.add_argument("old", metavar="OLD", help="report folder of the env before the change")
     diff.add_argument("new", metavar="NEW", help="report folder of the env after the change")
     diff.add_argument("--force", action="store_true", help="compare reports of different envs anyway")
@@ -124,6 +125,7 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     folder = report.write(out)
     console.print(report)
     console.print(f"report written to {folder}/")
+    # By group: one incentive seen by several probes is one verdict.
     reached = report.reaches(config.fail_severity)
     return 1 if reached else 0
 
