@@ -140,7 +140,7 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
                        f"step pays {per_step} on average, so an agent that cannot finish learns to stall for reward.")
             return Finding(CODE, Severity.FAIL if fail else Severity.WARN,
                            "Step farming pays as much as success" if fail else "Step farming pays more than failing",
-                           summary, evidence, examples,
+                           summary, {**evidence, "behaviour": "stall", "reward_path": "env"}, examples,
                            "Stop paying per step (or pay only for measurable progress, once per milestone), "
                            "so that a longer episode earns nothing by being longer.", probe="length")
     held = "Beyond success, each" if "success" in fit["coef"] else "With no success signal to hold fixed, each"
@@ -148,7 +148,7 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         CODE, Severity.INFO, "Return rises with episode length",
         f"{held} extra step adds {per_step} to the return on average, but no scripted long strategy "
         "out-earned an honest failure, so this is a correlation to keep an eye on.",
-        evidence, [], "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
+        {**evidence, "behaviour": "stall", "reward_path": "env"}, [], "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
 
 
 def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
@@ -174,7 +174,7 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
                 f"Ending the episode at once ({best.describe()}) earns {fmt(evidence['mean_strategy'])} "
                 f"without succeeding, at least as much as succeeding ({fmt(evidence['mean_success'])}): a brevity "
                 "bonus that teaches an agent to stop before doing the task.",
-                evidence, examples,
+                {**evidence, "behaviour": "quit", "reward_path": "env"}, examples,
                 "Make any bonus for short episodes conditional on success, and keep it smaller than "
                 "the success reward.", probe="length")
     # The regression slope mixes the usual step cost with rarer penalties (Taxi: -1 per move, -10
@@ -187,7 +187,7 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         CODE, Severity.INFO, "A step cost shortens episodes",
         f"A typical step pays {typical:+.3g} (each extra step lowers the return by {per_step} on average, "
         "larger penalties included), so shorter episodes earn more; fine if intended.",
-        evidence, [], "Nothing to change if a step cost is intended; keep it small next to the success reward.",
+        {**evidence, "behaviour": "quit", "reward_path": "env"}, [], "Nothing to change if a step cost is intended; keep it small next to the success reward.",
         probe="length")
 
 
@@ -204,7 +204,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
         return [Finding(
             CODE, Severity.INFO, f"Return equals {words}",
             f"Every step pays {c:g}, so the return equals {words}; if that is intended, ignore.",
-            {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps))}, [],
+            {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps)),
+             "behaviour": "stall" if c > 0 else "quit"}, [],
             "Nothing to change if surviving longer is the task (as in CartPole); otherwise pay for "
             "progress rather than for steps.", probe="length")]
     if eps["length"].nunique() == 1 and (eps["end_reason"] == "truncated").all():
@@ -215,7 +216,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
             CODE, Severity.INFO, "Every exploration episode ran to the step limit",
             f"All {len(eps)} exploration episodes were truncated at {limit} steps: random play never "
             "finishes this env, so whether return depends on length could not be measured.",
-            {"n": int(len(eps)), "length": limit, "mean_return": float(eps["return"].mean())}, [],
+            {"n": int(len(eps)), "length": limit, "mean_return": float(eps["return"].mean()),
+             "behaviour": "exploration"}, [],
             "Nothing to change if the task is meant to be hard to stumble on; the trained (grpo) "
             "probe and scripted policies still check the incentives.", probe="length")]
     rng = ctx.rng("regression")
