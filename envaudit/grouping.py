@@ -15,10 +15,13 @@ not (older or third-party probes) they are inferred from the code and the eviden
 Rules (DESIGN.md, "Findings"):
 
 - findings with the same key form one group;
-- the generic codes (``exploit-policy``, ``learned-exploit``) say *that* a behaviour pays, not
-  *why*: they join the group of a specific code with the same behaviour when there is one (a
-  policy that stalls to the step limit also times out, so ``stall`` and ``timeout`` stand in for
-  each other here, as do giving up and ending on a degenerate answer);
+- generic findings (``exploit-policy``, ``learned-exploit``, and the GRPO targeted search's
+  ``reward-without-success``) say *that* a behaviour pays, not *why*: they join the group of a
+  specific code with the same behaviour when there is one, else one of a behaviour they cannot be
+  told apart from (``STAND_INS``: a policy that stalls to the step limit also times out; staying
+  put, giving up and ending on a worthless answer all end without doing the task, and which one a
+  scripted or trained policy picks is an accident of the env's action set), and only without any
+  such group do they stand alone;
 - an ``info`` group joins a ``warn``/``fail`` group of the same behaviour as corroboration;
 - a group is as severe as its most severe member, so an ``info`` member never makes it louder;
 - the headline is the most specific code among the members at the group's level (``SPECIFICITY``),
@@ -44,17 +47,22 @@ SPECIFICITY = ("env-error", "non-replayable", "timeout-rewarded", "timeout-drop-
 GENERIC = frozenset({"exploit-policy", "learned-exploit"})
 """Codes that show a behaviour pays without naming the mechanism; they corroborate a specific code."""
 STAND_INS: Mapping[str, tuple[str, ...]] = {
-    "timeout": ("stall",), "stall": ("timeout",),
-    "quit": ("degenerate-answer",), "degenerate-answer": ("quit",),
+    "timeout": ("stall", "quit", "degenerate-answer"),
+    "stall": ("timeout", "quit", "degenerate-answer"),
+    "quit": ("degenerate-answer", "stall", "timeout"),
+    "degenerate-answer": ("quit", "stall", "timeout"),
 }
-"""Behaviours a generic finding cannot tell apart from the outside: stalling to the step limit is a
-timeout; ending at once with a worthless answer and giving up both end without doing the task."""
+"""For a generic finding, the behaviours it may corroborate when its own has no specific group,
+closest first: stalling to the step limit is a timeout; ending at once with a worthless answer and
+giving up both end the episode without the task; all four are ways of not doing it."""
 
 _MOVES = {"timeouts up": "timeout", "failures up": "tool-failure", "length down": "quit", "length up": "stall"}
 """The GRPO probe's moved behaviours (``envaudit.grpo.drift.Move.behaviour``) in grouping words."""
 _ENDINGS = {"tool_timeout": "timeout", "truncated": "timeout", "tool_error": "tool-failure",
             "env_exception": "env-error"}
 """An exploit policy's modal end reason (``evidence["ending"]``) in grouping words."""
+MOSTLY_FAILED = 0.5
+"""Episodes in which at least this share of tool calls failed show the behaviour 'hitting tool failures'."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,24 @@ def make_group(headline: Finding, members: Iterable[Finding], behaviour: str, re
 
 
 # -- what a finding is about ---------------------------------------------------------------------
+def episodes_behaviour(episodes: Any) -> str | None:
+    """The exploit behaviour a probe's unsuccessful episodes show (an ``episodes`` table of
+    ``envaudit.recording``), for a probe to put in ``evidence["behaviour"]``: ending on a tool
+    timeout is ``timeout``; most tool calls failing is ``tool-failure`` whatever ended the episode
+    (farming failed calls until the step limit is about the failures); cut by the step limit is
+    ``timeout``; ended by the agent says nothing about why (None: the probe knows better)."""
+    if episodes is None or len(episodes) == 0:
+        return None
+    ending = str(episodes["end_reason"].mode().iloc[0])
+    calls = float(episodes["n_tool_calls"].sum())
+    failed = float((episodes["n_tool_errors"] + episodes["n_tool_timeouts"]).sum())
+    if ending == "tool_timeout":
+        return "timeout"
+    if calls and failed / calls >= MOSTLY_FAILED:
+        return "tool-failure"
+    return _ENDINGS.get(ending)
+
+
 def behaviour_of(finding: Finding) -> str:
     """The behaviour ``finding`` is about: ``evidence["behaviour"]`` when the probe named one of
     ``BEHAVIOURS``, else inferred from its code and evidence."""
@@ -169,6 +195,26 @@ def _exploit_policy(f: Finding) -> str:
     if ending is not None:
         return ending
     return "quit" if ev.get("policy") == "end-early" else "degenerate-answer"
+
+
+def _moved(f: Finding) -> list[str]:
+    """The behaviours of the GRPO run's exploit moves, in the order the probe lists them."""
+    moves = [m for m in f.evidence.get("moves", []) if isinstance(m, Mapping) and m.get("exploit")]
+    return [b for b in (_MOVES.get(str(m.get("behaviour"))) for m in moves) if b is not None]
+
+
+def is_generic(finding: Finding) -> bool:
+    """Whether ``finding`` shows that a behaviour pays without naming the mechanism: the generic
+    codes, and the GRPO targeted search's "ending without success pays as much as success"."""
+    return finding.code in GENERIC or (finding.code == "reward-without-success"
+                                       and str(finding.evidence.get("run", "")).startswith("target-"))
+
+
+def _candidates(f: Finding) -> list[str]:
+    """Where a generic finding may belong, best first: its behaviour, the other behaviours its
+    GRPO run moved, then the stand-ins of its behaviour."""
+    own = behaviour_of(f)
+    return list(dict.fromkeys([own, *_moved(f), *STAND_INS.get(own, ())]))
 
 
 def _learned_exploit(f: Finding) -> str:
@@ -240,12 +286,12 @@ def group_findings(findings: Iterable[Finding]) -> list[FindingGroup]:
         return by_key[key]
 
     for f in ranked:
-        if f.code not in GENERIC:
+        if not is_generic(f):
             bucket(incentive_of(f), True).members.append(f)
     for f in ranked:
-        if f.code in GENERIC:
+        if is_generic(f):
             behaviour, path = incentive_of(f)
-            home = _home(buckets, (behaviour, *STAND_INS.get(behaviour, ())), path, specific=True)
+            home = _home(buckets, _candidates(f), path, specific=True)
             (home or bucket((behaviour, path), False)).members.append(f)
     # A quiet group corroborates a loud one of the same behaviour (another reward path).
     for quiet in [b for b in buckets if not b.loud]:
@@ -264,5 +310,6 @@ def rank_groups(groups: Iterable[FindingGroup]) -> list[FindingGroup]:
                                          g.headline.evidence.get("source") == "grpo", g.headline.title))
 
 
-__all__ = ["BEHAVIOURS", "GENERIC", "REWARD_PATHS", "SPECIFICITY", "FindingGroup", "behaviour_of",
-           "group_findings", "incentive_of", "make_group", "rank_groups", "reward_path_of"]
+__all__ = ["BEHAVIOURS", "GENERIC", "REWARD_PATHS", "SPECIFICITY", "STAND_INS", "FindingGroup", "behaviour_of",
+           "episodes_behaviour", "group_findings", "incentive_of", "is_generic", "make_group", "rank_groups",
+           "reward_path_of"]

@@ -53,6 +53,7 @@ import pandas as pd
 
 from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
+from envaudit.grouping import episodes_behaviour
 from envaudit.grpo.config import GRPOConfig
 from envaudit.grpo.drift import Move, drift, failure_cost
 from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
@@ -514,13 +515,17 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
             # calls that cost reward (failure-shortcut) or by per-step pay is no reward for timing out.
             continue
         than = "as much as honest success" if severity == Severity.FAIL else "more than failing outright"
+        target = results.get(f"target-{behaviour}")
         findings.append(Finding(
             code, severity, f"GRPO reached {than} by {BEHAVIOURS[behaviour].words}",
             f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}, "
             f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
             f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
             {"source": NAME, "run": f"target-{behaviour}", "p_value": ladder["p_value"], "ladder": ladder,
-             "behaviour": "timeout" if code == "timeout-rewarded" else "degenerate-answer", "reward_path": "env",
+             # "Ending without success" names no mechanism: what the trained episodes did does.
+             "behaviour": "timeout" if code == "timeout-rewarded" else episodes_behaviour(
+                 target.episodes[target.episodes["episode_id"].isin(r["episode_ids"])] if target else None),
+             "reward_path": "env",
              "ending_premium": premium,
              "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
                        for b, x in reach.items()}},
