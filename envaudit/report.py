@@ -57,7 +57,8 @@ class Report:
     """What a scan found. ``findings`` holds every finding, ranked; ``groups`` holds one
     ``FindingGroup`` per incentive (DESIGN.md, "Findings"), and the verdicts (``worst``,
     ``reaches``, ``counts``) go by group: one planted flaw is one problem however many probes saw it.
-    ``groups`` is filled from ``findings`` when not given.
+    ``groups`` is filled from ``findings`` when not given; read them through ``finding_groups()``,
+    which regroups when findings were added or removed after the report was made.
     """
 
     env_id: str
@@ -83,28 +84,38 @@ class Report:
             self.groups = rank_groups(self.groups)
             self._check_groups()
 
+    def _covers(self, groups: list[FindingGroup]) -> bool:
+        held = [id(f) for g in groups for f in g.members]
+        return sorted(held) == sorted(id(f) for f in self.findings)
+
+    def finding_groups(self) -> list[FindingGroup]:
+        """The findings grouped by incentive, ranked; regrouped when ``findings`` changed since."""
+        if self.groups is None or not self._covers(self.groups):
+            self.groups = group_findings(self.findings)
+        return self.groups
+
     def _check_groups(self) -> None:
         """Every finding in exactly one group, and no group member outside ``findings``."""
-        held = [id(f) for g in self.groups or [] for f in g.members]
-        if sorted(held) != sorted(id(f) for f in self.findings):
+        if not self._covers(self.groups or []):
+            held = [f for g in self.groups or [] for f in g.members]
             raise ValueError(f"the report's {len(self.groups or [])} groups hold {len(held)} findings, "
                              f"the report has {len(self.findings)}: every finding must be in exactly one "
                              "group (build groups with envaudit.grouping.group_findings(findings))")
 
     # -- verdicts (by group: one incentive, one verdict) ---------------------------------------
     def worst(self) -> Severity | None:
-        return max((g.severity for g in self.groups or []), default=None)
+        return max((g.severity for g in self.finding_groups()), default=None)
 
     def reaches(self, severity: Severity | str | None) -> list[FindingGroup]:
         """Groups at or above ``severity`` (None: never)."""
         if severity is None:
             return []
         level = Severity.parse(severity)
-        return [g for g in self.groups or [] if g.severity >= level]
+        return [g for g in self.finding_groups() if g.severity >= level]
 
     def counts(self) -> dict[str, int]:
         """Groups per severity."""
-        return {str(s): sum(g.severity == s for g in self.groups or []) for s in reversed(Severity)}
+        return {str(s): sum(g.severity == s for g in self.finding_groups()) for s in reversed(Severity)}
 
     # -- JSON -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -119,7 +130,7 @@ class Report:
             "fingerprint": self.fingerprint,
             "counts": self.counts(),
             "findings": [f.to_dict() for f in self.findings],
-            "groups": [g.to_dict(index) for g in self.groups or []],
+            "groups": [g.to_dict(index) for g in self.finding_groups()],
             "probes": [p.to_dict() for p in self.probes],
             "exploration": self.exploration,
             "tables": sorted(self.tables),
@@ -192,7 +203,7 @@ class Report:
         ]
         if not self.findings:
             lines += ["No findings.", ""]
-        for i, g in enumerate(self.groups or [], 1):
+        for i, g in enumerate(self.finding_groups(), 1):
             f = g.headline
             lines += [f"## {i}. [{str(g.severity).upper()}] `{f.code}` — {f.title}", "", f.summary, "",
                       f"Incentive: {_incentive_words(g)}; probe `{f.probe or '?'}`.", ""]
@@ -217,7 +228,7 @@ class Report:
 
     # -- rich -------------------------------------------------------------------------------
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield groups_table(self.groups or [], title=f"envaudit: {self.env_id}")
+        yield groups_table(self.finding_groups(), title=f"envaudit: {self.env_id}")
         yield Text(f"{self.headline_counts()}, grouped by incentive "
                    f"({self.exploration.get('episodes', 0)} episodes explored, {self.seconds:.1f} s)")
 

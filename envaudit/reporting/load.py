@@ -49,7 +49,7 @@ class AuditReport:
     @property
     def groups(self) -> list[FindingGroup]:
         """The findings grouped by incentive, ranked: the verdicts go by these."""
-        return self.report.groups or []
+        return self.report.finding_groups()
 
     def group_of(self, finding: Finding) -> int | None:
         """The 1-based rank of the group ``finding`` belongs to (None when it is not in this report)."""
