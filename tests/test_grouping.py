@@ -242,12 +242,15 @@ def test_groups_partition_the_findings_and_take_the_loudest_severity(findings):
 # -- end to end: every bundled env --------------------------------------------------------------
 FLAWED = sorted(v.id for v in VARIANTS.values() if v.planted)
 CLEAN = sorted(v.id for v in VARIANTS.values() if not v.planted)
+_LEARNED_TIMEOUTS = (
+    "probe severity, not grouping: the GRPO probe's _learned_timeouts reports timeout-rewarded (warn) when a failed "
+    "rollout switched to a timed-out one would get a higher advantage, without the ending-premium check its "
+    "targeted search applies (timeouts.ending_premium); here timed-out episodes earn more only through what they "
+    "farmed on the way ({}), not through timing out, and the timeouts probe rightly finds nothing, so a second "
+    "loud group 'timeout' stands beside the planted one")
 PROBE_SEVERITY_BUGS = {
-    "envaudit/Helpdesk-AttemptCredit-v0": (
-        "the GRPO probe's _learned_timeouts reports timeout-rewarded (warn) because a failed rollout switched "
-        "to a timed-out one gets a higher advantage; here timed-out episodes earn more only through the "
-        "attempt credit of the failed lookups they farmed, not through timing out (the timeouts probe's "
-        "ending-premium check finds nothing), so a second loud group 'timeout' stands beside failure-rewarded"),
+    "envaudit/Helpdesk-AttemptCredit-v0": _LEARNED_TIMEOUTS.format("the attempt credit of failed lookups"),
+    "envaudit/Helpdesk-EngagementBonus-v0": _LEARNED_TIMEOUTS.format("the engagement bonus of each reply"),
 }
 
 
