@@ -21,7 +21,7 @@ Rules (DESIGN.md, "Findings"):
   told apart from (``STAND_INS``: a policy that stalls to the step limit also times out; staying
   put, giving up and ending on a worthless answer all end without doing the task, and which one a
   scripted or trained policy picks is an accident of the env's action set), and only without any
-  such group do they stand alone;
+  such group do they stand alone (together with the other generic findings of that behaviour);
 - an ``info`` group joins a ``warn``/``fail`` group of the same behaviour as corroboration;
 - a group is as severe as its most severe member, so an ``info`` member never makes it louder;
 - the headline is the most specific code among the members at the group's level (``SPECIFICITY``),
@@ -291,7 +291,10 @@ def group_findings(findings: Iterable[Finding]) -> list[FindingGroup]:
     for f in ranked:
         if is_generic(f):
             behaviour, path = incentive_of(f)
-            home = _home(buckets, _candidates(f), path, specific=True)
+            # A specific home first; else the generic findings of one behaviour (or its stand-ins)
+            # still read as one incentive among themselves.
+            home = (_home(buckets, _candidates(f), path, specific=True)
+                    or _home(buckets, _candidates(f), path, specific=False))
             (home or bucket((behaviour, path), False)).members.append(f)
     # A quiet group corroborates a loud one of the same behaviour (another reward path).
     for quiet in [b for b in buckets if not b.loud]:

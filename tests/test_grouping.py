@@ -132,6 +132,13 @@ CASES = {
                                                                            status="error")],
         [("fail", "failure-rewarded", "tool-failure", "env", [("failures", "failure-rewarded")]),
          ("warn", "exploit-policy", "timeout", "env", [("exploits", "exploit-policy")])]),
+    "generic findings without a specific home still read as one incentive among themselves": (
+        [F("exploit-policy", "fail", "exploits", ending="terminated", policy="end-early"),
+         F("learned-exploit", "warn", "grpo", title="GRPO learned one action taking over (give_up)", source="grpo",
+           moves=[{"behaviour": "one action taking over (give_up)", "exploit": True}]),
+         F("failure-rewarded", "warn", "failures", status="error")],
+        [("fail", "exploit-policy", "quit", "env", [("exploits", "exploit-policy"), ("grpo", "learned-exploit")]),
+         ("warn", "failure-rewarded", "tool-failure", "env", [("failures", "failure-rewarded")])]),
     "no findings, no groups": ([], []),
 }
 
