@@ -20,7 +20,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from envaudit.atomic import atomic_parquet, atomic_write
+from envaudit.atomic import atomic_folder, atomic_parquet, atomic_write
 from envaudit.findings import CODES, Finding, Severity, rank
 from envaudit.grouping import FindingGroup, group_findings, rank_groups
 from envaudit.recording import Records
@@ -34,7 +34,7 @@ SEVERITY_STYLE = {Severity.FAIL: "bold red", Severity.WARN: "yellow", Severity.I
 
 @dataclass
 class ProbeStatus:
-    """How one probe went: ``ok``, ``crashed``, ``overran`` (its time slice) or ``skipped``."""
+    """How one probe went: ``ok``, ``crashed``, ``overran`` (the safety cap) or ``skipped``."""
 
     name: str
     status: str
@@ -73,11 +73,19 @@ class Report:
     records: Records | None = None
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    incomplete: list[dict[str, str]] = field(default_factory=list)
+    """Work the wall-clock safety cap cut: ``{"probe", "skipped", "reason"}``; empty when the scan
+    ran all its work units."""
+    broken: dict[str, str] | None = None
+    """Set when the env could not be audited at all: ``{"stage", "message", "where"}`` — it cannot be
+    made, or every episode of exploration crashed (``where`` is the user's ``file:line``)."""
     groups: list[FindingGroup] | None = None
 
     def __post_init__(self) -> None:
         self.findings = rank(self.findings)
         self.seconds = round(float(self.seconds), 3)
+        self.incomplete = [{"probe": str(g["probe"]), "skipped": str(g["skipped"]), "reason": str(g["reason"])}
+                           for g in self.incomplete]
         if self.groups is None:
             self.groups = group_findings(self.findings)
         else:
@@ -133,6 +141,8 @@ class Report:
             "groups": [g.to_dict(index) for g in self.finding_groups()],
             "probes": [p.to_dict() for p in self.probes],
             "exploration": self.exploration,
+            "incomplete": self.incomplete,
+            "broken": self.broken,
             "tables": sorted(self.tables),
         }
 
@@ -152,13 +162,17 @@ class Report:
             findings=findings,
             probes=[ProbeStatus(**p) for p in data["probes"]], exploration=data["exploration"],
             created=data["created"], seconds=data["seconds"], envaudit_version=data["envaudit_version"],
+            incomplete=data.get("incomplete", []), broken=data.get("broken"),
             groups=groups,
         )
 
     # -- folder -----------------------------------------------------------------------------
-    def write(self, folder: str | os.PathLike) -> Path:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+    def write(self, folder: str | os.PathLike, *, replace: bool = False) -> Path:
+        """Write the report folder whole or not at all (``atomic.atomic_folder``): an existing report
+        folder is replaced only with ``replace=True``; anything else there is never touched."""
+        return atomic_folder(folder, self._fill, replace=replace)
+
+    def _fill(self, folder: Path) -> None:
         if self.records is not None:
             self.records.save(folder)
         for name, frame in sorted(self.tables.items()):
@@ -170,7 +184,6 @@ class Report:
         write_visuals(self, folder)
         # report.json last: its presence means the folder is complete.
         atomic_write(folder / "report.json", json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
-        return folder
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> Report:
@@ -201,6 +214,14 @@ class Report:
             f"{self.exploration.get('episodes', 0)} exploration episodes, {self.seconds:.1f} s, "
             f"envaudit {self.envaudit_version}, {self.created}", "",
         ]
+        if self.broken:
+            lines += [f"**ENV BROKEN** ({self.broken['stage']}): {self.broken['message']}"
+                      + (f" at `{self.broken['where']}`" if self.broken.get("where") else ""), ""]
+        if self.incomplete:
+            lines += ["**INCOMPLETE:** the wall-clock safety cap cut this audit short; the work below was "
+                      "not done, so findings may be missing.", ""]
+            lines += [f"- `{g['probe']}`: {g['skipped']} ({g['reason']})" for g in self.incomplete]
+            lines.append("")
         if not self.findings:
             lines += ["No findings.", ""]
         for i, g in enumerate(self.finding_groups(), 1):
@@ -231,6 +252,11 @@ class Report:
         yield groups_table(self.finding_groups(), title=f"envaudit: {self.env_id}")
         yield Text(f"{self.headline_counts()}, grouped by incentive "
                    f"({self.exploration.get('episodes', 0)} episodes explored, {self.seconds:.1f} s)")
+        if self.broken:
+            where = f" at {self.broken['where']}" if self.broken.get("where") else ""
+            yield Text(f"ENV BROKEN ({self.broken['stage']}): {self.broken['message']}{where}", style="bold red")
+        for g in self.incomplete:
+            yield Text(f"INCOMPLETE: {g['probe']}: skipped {g['skipped']} ({g['reason']})", style="bold magenta")
 
 
 def corroboration_line(f: Finding) -> str:

@@ -108,7 +108,7 @@ class _Runs:
     def get(self, policy: Policy, rate: float) -> Records | None:
         key = (policy.name, rate)
         if key not in self.cache:
-            if self.ctx.time_left() <= 0:
+            if self.ctx.over_cap(f"policy {policy.name!r} at fault rate {rate:g}"):
                 return None
             wrappers = ()
             if rate > 0:
@@ -200,7 +200,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
     items = replay_items(ctx.exploration, actions, n, rng, ctx.seeds(n, "fresh"))
     arms: dict[str | None, tuple[ReplayPlan, Records]] = {}
     for fault in (None, *FAILED):
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"fault injection arm {fault or 'ok'!r}"):
             return {}, {}
         plan = ReplayPlan(items, fault, name=f"replay-{fault or 'ok'}")
         result = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(), tags={"fault": fault or "none"})
@@ -231,7 +231,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
 def _farm(ctx: ProbeContext, action: int, tool: str, status: str) -> Records | None:
     """An agent that makes this call fail at will: repeat it under a 100% injected fault rate (on a
     ToolEnv); on a plain env, just repeat it (its natural failure rate)."""
-    if ctx.time_left() <= 0:
+    if ctx.over_cap(f"farming tool {tool!r} failures ({status})"):
         return None
     policy = RepeatPolicy(action, name=f"farm-{status}", description="")
     wrappers = ()

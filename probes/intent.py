@@ -136,7 +136,7 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
         policies.append(PrefixPolicy(a, label, k, actions))
     best: dict = {}
     for policy in policies:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"confirming candidate {label!r} with policy {policy.name!r}"):
             break
         result = ctx.run(policy, ctx.seeds(sample_size(ctx, 24), "confirm", policy.name))
         run_eps = result.records.episodes
@@ -194,8 +194,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
         found = candidates(table, actions, ctx.config.alpha, rng)
         if found:
             success, success_sources = honest_successes(ctx)
-        for cand in found[:MAX_CONFIRM]:
-            if ctx.time_left() <= 0:
+        for i, cand in enumerate(found[:MAX_CONFIRM]):
+            if ctx.over_cap(f"confirming {min(len(found), MAX_CONFIRM) - i} candidate behaviours"):
                 break
             best = _confirm(ctx, cand, table, actions, success, rng)
             if best:

@@ -240,9 +240,9 @@ def reach(ctx: ProbeContext, eps: pd.DataFrame) -> dict[str, Any]:
     seeds = [int(s) for s in eps.groupby("_group")["seed"].first().head(ctx.config.scaled(STALL_SEEDS))]
     candidates, _ = _suspects(ctx, TIMEOUT)
     best = None
-    for action in candidates:
-        if ctx.time_left() < 1.0:
-            out["stopped"] = "the probe's time budget ran out"
+    for i, action in enumerate(candidates):
+        if ctx.over_cap(f"stall runs of {len(candidates) - i} of {len(candidates)} candidate actions"):
+            out["stopped"] = "the scan's wall-clock safety cap was reached"
             break
         label = ctx.describe_action(action)
         res = ctx.run(SequencePolicy([action], name=f"stall:{label}"), seeds, tags={"stall_action": label})

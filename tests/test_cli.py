@@ -88,7 +88,7 @@ def test_pyproject_section_sets_options_and_flags_override(planted_probe, tmp_pa
         (["scan", "CartPol-v1"], "no Gymnasium env 'CartPol-v1'; did you mean 'CartPole-v1'?"),
         (["scan", "CartPole-v1", "--episodes", "0"], "episodes must be at least 1, got 0"),
         (["scan", "CartPole-v1", "--timeout-handling", "ignore"], "invalid choice: 'ignore'"),
-        (["scan", "CartPole-v1", "--probes", "replya"], "unknown probe 'replya'; did you mean 'replay'?"),
+        (["scan", "CartPole-v1", "--probes", "replya"], "unknown probe 'replya' (did you mean 'replay'?)"),
         (["scan", "CartPole-v1", "--pipeline", "rlm"], "no pipeline preset 'rlm'"),
         (["scan"], "the following arguments are required: ENV"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
@@ -114,3 +114,31 @@ def test_console_script_lists_probes():
     assert out.returncode == 0, out.stderr
     for name in ("api", "replay"):
         assert name in out.stdout
+
+
+def test_version_prints_the_package_version(capsys):
+    from envaudit import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"envaudit {__version__}"
+
+
+def test_probes_are_listed_one_line_each(capsys):
+    from envaudit.probe import registered_probes
+
+    assert main(["probes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    probes = registered_probes()
+    assert [line.split()[0] for line in lines] == list(probes)
+    for line, probe in zip(lines, probes.values(), strict=True):
+        assert probe.summary in line and all(code in line for code in probe.codes)
+
+
+def test_scan_help_lists_the_pipeline_presets(capsys):
+    from envaudit.presets import PRESETS
+
+    with pytest.raises(SystemExit):
+        main(["scan", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in PRESETS)
