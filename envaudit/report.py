@@ -290,21 +290,6 @@ def groups_table(groups: Iterable[FindingGroup], *, title: str | None = None) ->
     return table
 
 
-def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> Table:
-    """Findings ungrouped, one row each (severity, code, summary): for looking at one group's members."""
-    table = Table(title=title, show_lines=False, expand=False)
-    table.add_column("#", justify="right")
-    table.add_column("severity")
-    table.add_column("code")
-    table.add_column("finding", overflow="fold")
-    rows = list(findings)
-    for i, f in enumerate(rows, 1):
-        table.add_row(str(i), Text(str(f.severity), style=SEVERITY_STYLE[f.severity]), f.code, f.summary or f.title)
-    if not rows:
-        table.add_row("", "", "", "no findings")
-    return table
-
-
 def _md_value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
