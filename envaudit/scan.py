@@ -26,6 +26,7 @@ from envaudit.config import ScanConfig
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
 from envaudit.findings import Finding, Severity
+from envaudit.grouping import group_findings
 from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
 from envaudit.recording import Records
 from envaudit.report import ProbeStatus, Report
@@ -201,11 +202,13 @@ def run_scan(
         ctx.close()
     tell("done", 1.0)
     findings = _holm(findings, config.alpha)
+    # Grouped after Holm: a group's severity is its members' after correction.
+    groups = group_findings(findings)
     records = Records.concat(kept)
     records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
     return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
                   created, time.monotonic() - started, _version(), records=records, tables=tables,
-                  incomplete=incomplete)
+                  incomplete=incomplete, groups=groups)
 
 
 def _broken_finding(broken: dict[str, Any]) -> Finding:

@@ -374,6 +374,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
     mean_s = float(success.mean()) if len(success) else None
     mean_f = float(failure.mean())
     evidence = {
+        "behaviour": "timeout", "reward_path": "env",
         "p_value": best["p_value"], "arm": best["arm"], "policy": best["what"],
         "mean_timeout": best["mean_timeout"],
         "mean_success": mean_s, "mean_failure": mean_f,

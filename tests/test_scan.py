@@ -100,7 +100,7 @@ def test_report_folder_round_trips(tmp_path):
     # Readable by the team like any file written under the umask, not mkstemp's private 0600.
     assert all((tmp_path / "r" / n).stat().st_mode & 0o044 for n in names)
     data = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert data["schema_version"] == 1 and data["config"]["seed"] == 5
+    assert data["schema_version"] == 2 and data["config"]["seed"] == 5
     assert data["fingerprint"]["class"].endswith("user_envs.CoinEnv")
     loaded = Report.load(tmp_path / "r")
     assert loaded.to_dict() == report.to_dict()

@@ -53,9 +53,9 @@ def render_findings(report: Any, fail_on: str) -> str:
     Console(file=buffer, width=100, color_system=None).print(report)
     lines = [f"envaudit scan of {report.env_id}: {len(hits)} finding{'s' if len(hits) != 1 else ''} "
              f"at or above {fail_on}", "", buffer.getvalue().rstrip(), ""]
-    for i, f in enumerate(report.findings, 1):
-        if f in hits and f.fix:
-            lines.append(f"fix #{i} ({f.code}): {f.fix}")
+    for i, g in enumerate(report.finding_groups(), 1):  # hits are finding groups, one per incentive
+        if g in hits and g.headline.fix:
+            lines.append(f"fix #{i} ({g.code}): {g.headline.fix}")
     return "\n".join(lines)
 
 
