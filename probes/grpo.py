@@ -54,13 +54,14 @@ import pandas as pd
 
 from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
+from envaudit.grouping import episodes_behaviour
 from envaudit.grpo.config import GRPOConfig
 from envaudit.grpo.lessons import MIN_EFFECT, Honest, run_findings, typical_trajectory
 from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
 from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
 from envaudit.grpo.trainer import with_advantages
 from envaudit.grpo.verdicts import delayed_success
-from envaudit.probe import Probe, ProbeContext
+from envaudit.probe import Probe, ProbeContext, cap_reason
 from envaudit.probes.timeouts import ending_premium
 from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.recording import EPISODE_COLUMNS, Records
@@ -193,14 +194,8 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
 
 
 def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
-    """Record that the safety cap cut these runs (``ctx.incomplete`` where the scan provides it)."""
-    skipped = f"GRPO runs {', '.join(runs)}"
-    reason = f"the wall-clock safety cap was reached {when}"
-    record = getattr(ctx, "incomplete", None)
-    if callable(record):
-        record(skipped, reason)
-        return
-    ctx.notes.setdefault("incomplete", []).append({"probe": NAME, "skipped": skipped, "reason": reason})
+    """Record that the safety cap cut these runs: the report lists them and the scan exits 4."""
+    ctx.incomplete(f"GRPO runs {', '.join(runs)}", f"{cap_reason(ctx.config.budget_s)}, {when}")
 
 
 # -- runs -------------------------------------------------------------------------------------
@@ -230,7 +225,8 @@ def _cannot_drive(ctx: ProbeContext) -> Finding | None:
         return Finding(
             "learned-exploit", Severity.INFO, "GRPO probe skipped: it cannot drive this env",
             f"The GRPO probe did not train a policy: {exc}.",
-            {"source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space)},
+            {"source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space),
+             "behaviour": "exploration"},
             fix="Nothing to fix in the env; the other probes still ran.", probe=NAME)
     return None
 
@@ -398,13 +394,14 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
             # calls that cost reward (failure-shortcut) or by per-step pay is no reward for timing out.
             continue
         than = "as much as honest success" if severity == Severity.FAIL else "more than failing outright"
+        target = results.get(f"target-{behaviour}")
         findings.append(Finding(
             code, severity, f"GRPO reached {than} by {BEHAVIOURS[behaviour].words}",
             f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}, "
             f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
             f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
             {"source": NAME, "run": f"target-{behaviour}", "p_value": ladder["p_value"], "ladder": ladder,
-             "behaviour": _reached_behaviour(behaviour, results.get(f"target-{behaviour}"), r),
+             "behaviour": _reached_behaviour(behaviour, target, r),
              "reward_path": "env",
              "ending_premium": premium,
              "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
@@ -415,13 +412,12 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
 
 def _reached_behaviour(target: str, result: SearchResult | None, r: dict) -> str:
     """The grouping word for what a targeted run reached: timing out, or (ending without success)
-    whatever most of its reached episodes did."""
+    what most of its reached episodes did (``grouping.episodes_behaviour``); ended by the agent
+    itself with what success pays, the degenerate answer."""
     if target == "timeout" or result is None:
         return "timeout"
     reached = result.episodes[result.episodes["episode_id"].isin(r["episode_ids"])]
-    if len(reached) and (reached["outcome"] == "timeout").mean() >= 0.5:
-        return "timeout"
-    return "degenerate-answer"
+    return episodes_behaviour(reached) or "degenerate-answer"
 
 
 def _timeout_ending(ctx, result: SearchResult | None, r: dict, ladder: dict) -> dict | None:

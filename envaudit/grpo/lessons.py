@@ -292,7 +292,8 @@ def _unjudged(result: SearchResult, d: dict) -> Finding:
         f"GRPO training moved {names}. The env gives no info['success'] (and no --success-threshold), so "
         "envaudit cannot tell learning the task from exploiting it; if that behaviour is the goal (as "
         "lasting to the step limit is in CartPole), ignore this.",
-        {"source": NAME, "run": result.mode, "moves": [_move_dict(m) for m in d["moves"]], "return": d["return"]},
+        {"source": NAME, "run": result.mode, "moves": [_move_dict(m) for m in d["moves"]], "return": d["return"],
+         "behaviour": "exploration"},
         fix="Report info['success'] on the last step, or pass --success-threshold.", probe=NAME)
 
 
