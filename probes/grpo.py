@@ -135,7 +135,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     skipped: list[str] = []
     for i, plan in enumerate(plans):
         if ctx.time_left() <= 0:
-            _incomplete(ctx, [p.name for p in plans[i:]], "before it started")
+            _incomplete(ctx, [p.name for p in plans[i:]], f"before {plan.name} started")
             break
         result = _execute(ctx, plan, config.replace(iterations=plan.iterations), reference, eval_groups)
         if result.stopped == "deadline":
