@@ -170,8 +170,13 @@ def test_every_bundled_env(env_id):
     findings = list(probe.run(ctx))
     if variant.is_clean:
         assert not _codes(findings), [f.title for f in findings]
-    elif variant.planted[0] in ("failure-shortcut", "timeout-rewarded", "reward-without-success"):
+    elif variant.planted[0] in ("failure-shortcut", "timeout-rewarded"):
         assert variant.planted[0] in _codes(findings)
+    elif variant.planted[0] == "reward-without-success":
+        # The same incentive (grouping contract): reached by the targeted search, or learned.
+        assert "reward-without-success" in _codes(findings) or any(
+            f.code == "learned-exploit" and f.severity == Severity.FAIL
+            and f.evidence["behaviour"] == "degenerate-answer" for f in findings)
     # Every run did the work it was sized for: nothing was cut by the safety cap.
     assert all(r["stopped"] is None for r in ctx.notes["runs"].values())
 
