@@ -35,7 +35,7 @@ from envaudit.policies import Replay, ReplayPlan, action_stats, oracle_policy, s
 from envaudit.probe import ProbeContext
 from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
-from envaudit.stats import MIN_SAMPLES, compare, diff_means_ci, paired_compare
+from envaudit.stats import MIN_SAMPLES, paired_compare
 
 FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 PAIRS = 16
@@ -153,42 +153,58 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, 
 
 
 # -- plain envs: exploration ----------------------------------------------------------------------
+def _progress(steps: pd.DataFrame) -> list[frozenset]:
+    """Per step (``steps`` sorted by episode and step): the tools that had worked in the episode
+    before that step. Plain envs cannot replay a prefix, so this stands in for "the same state"."""
+    out, seen, episode = [], set(), None
+    for eid, tool, status in zip(steps["episode_id"], steps["tool_name"], steps["tool_status"], strict=True):
+        if eid != episode:
+            seen, episode = set(), eid
+        out.append(frozenset(seen))
+        if status == TOOL_OK and isinstance(tool, str):
+            seen.add(tool)
+    return out
+
+
 def exploration_tests(exploration: Records, labels: Sequence[str] | None,
                       rng: np.random.Generator) -> dict[tuple, dict]:
     """Per (tool, fault, next action): the reward of the step right after a failed call of that tool
-    vs right after an ok one, same next action, across exploration."""
+    against right after an ok one, same next action, matched on the progress made before the call
+    (which tools had worked): each failed instance against the mean of its matched ok instances."""
     steps = int_actions(exploration.steps).sort_values(["episode_id", "step"], kind="stable")
     if steps.empty or not steps["tool_status"].isin(FAILED).any():
         return {}
     nxt = steps.groupby("episode_id").shift(-1)
     pairs = pd.DataFrame({
         "episode_id": steps["episode_id"], "tool": steps["tool_name"], "status": steps["tool_status"],
-        "prev_reward": steps["reward"].astype(float), "next": nxt["action"], "next_reward": nxt["reward"],
-        "next_terminated": nxt["terminated"],
+        "progress": _progress(steps), "prev_reward": steps["reward"].astype(float), "next": nxt["action"],
+        "next_reward": nxt["reward"], "next_terminated": nxt["terminated"],
     }).dropna(subset=["tool", "status", "next"])
+    pairs["two_step"] = pairs["prev_reward"] + pairs["next_reward"].astype(float)
     returns = exploration.episodes.set_index("episode_id")["return"]
     out: dict[tuple, dict] = {}
     for (tool, b), group in pairs.groupby(["tool", "next"]):
-        ok = group[group["status"] == TOOL_OK]
+        ok = group[group["status"] == TOOL_OK].groupby("progress")[["next_reward", "two_step"]].mean()
         for status in FAILED:
-            bad = group[group["status"] == status]
-            if len(bad) < MIN_SAMPLES or len(ok) < MIN_SAMPLES:
+            bad = group[(group["status"] == status) & group["progress"].isin(ok.index)]
+            if len(bad) < MIN_SAMPLES:
                 continue
-            test = compare(bad["next_reward"].astype(float), ok["next_reward"].astype(float), rng,
-                           labels=("failed", "ok"))
-            two_bad = (bad["prev_reward"] + bad["next_reward"]).astype(float)
-            two_ok = (ok["prev_reward"] + ok["next_reward"]).astype(float)
+            matched = ok.loc[bad["progress"]]
+            test = paired_compare(bad["next_reward"].astype(float), matched["next_reward"].astype(float), rng,
+                                  labels=("failed", "ok"))
+            two = paired_compare(bad["two_step"], matched["two_step"], rng)
             ended = bad[bad["next_terminated"].astype(bool)]["episode_id"].unique()
+            paid = bad["next_reward"].to_numpy(float) > matched["next_reward"].to_numpy(float)
             b = int(b)
             test.update(
                 source="exploration", kind="conditioned", call=None, next=b, status=status, tool=str(tool),
                 call_label=None, next_label=labels[b] if labels and 0 <= b < len(labels) else str(b),
-                two_step_diff=float(two_bad.mean() - two_ok.mean()),
-                two_step_diff_ci=diff_means_ci(two_bad, two_ok, rng),
+                two_step_diff=two["diff"], two_step_diff_ci=two["diff_ci"],
                 path_returns=[float(returns[e]) for e in ended], path_seeds=[],
-                examples=[int(e) for e in bad.loc[bad["next_reward"] > ok["next_reward"].mean(), "episode_id"].unique()],
-                test="Mann-Whitney U on the next step's reward right after a failed vs an ok call of the "
-                     "same tool, same next action, one-sided")
+                examples=[int(e) for e in bad.loc[paid, "episode_id"].unique()],
+                test="Wilcoxon signed-rank on the next step's reward right after a failed call against the mean "
+                     "right after an ok call of the same tool, same next action and same tools worked before, "
+                     "one-sided (exploration)")
             out[("conditioned", str(tool), status, b)] = test
     return out
 
@@ -259,12 +275,14 @@ def finding(ctx: ProbeContext, keys: list[tuple], tests: dict[tuple, dict], adju
             f", less than an honest success ({honest_mean:.3g})"
             if honest_mean is not None else ""))
     b_words = WORDS.get(b, f"calling `{b}`")
+    ok_words = ("the same call works" if t["source"] == "fault injection"
+                else f"a working {call} call with the same progress before it")
     return Finding(
         code="failure-rewarded", severity=severity,
         title=f"{b_words} right after a {failed_words} {call} call pays more than after a working one",
         summary=(f"{b_words[0].upper()}{b_words[1:]} right after a {failed_words} {call} call pays "
                  f"{t['mean_failed']:.3g}, against "
-                 f"{t['mean_ok']:.3g} right after the same call works ({where}, n={evidence['n']}){tail}."),
+                 f"{t['mean_ok']:.3g} right after {ok_words} ({where}, n={evidence['n']}){tail}."),
         evidence=evidence, examples=examples[:4], fix=FIX.format(b=b, tool=tool, b_words=b_words))
 
 

@@ -4,25 +4,33 @@ Incentives detected:
 
 - ``failure-rewarded``: a step whose tool failed (``error``, or ``timeout``) pays more than the
   same step succeeding, so an agent that can make calls fail (bad arguments, calls out of order)
-  learns to.
-- ``failure-shortcut``: tool failures make short trajectories (give up, answer at once) pay better
-  than persisting, so under flaky tools an agent learns to quit instead of retrying.
+  learns to; or a step pays more *because the call before it failed* (handing off, quitting or
+  retrying right after a failure pays: ``failure_conditioned``).
+- ``failure-shortcut``: tool failures, charged beyond the step they take, make short trajectories
+  (give up, answer at once) pay better than persisting at the env's own failure rates, so under
+  flaky tools an agent learns to quit instead of retrying. Giving up beating *failing slowly*,
+  when a failure costs only the step every step pays, is not a flaw and gives nothing here.
 
 Signals. For ``failure-rewarded``: the step reward of each action by tool status in the scan's
 exploration (Mann–Whitney, failed vs ok); on a ``ToolEnv``, confirmed by fault injection: the
 same seeds and action prefixes (taken from exploration) replayed with and without a fault forced
-on the target call, comparing that step's reward pair by pair (Wilcoxon signed-rank). Holm runs
-across the probe's tests; the raw p of the key test is ``evidence["p_value"]``. Severity: ``fail``
+on the target call, comparing that step's reward pair by pair (Wilcoxon signed-rank); for
+failure-conditioned rewards see ``failure_conditioned``. Holm runs within each of the two
+questions; the raw p of the key test is ``evidence["p_value"]``. Severity: ``fail``
 when a failed call alone, or an agent that makes that call fail at will (the call repeated under
 an injected 100% fault rate), earns at least the honest success return; ``warn`` otherwise.
 
-For ``failure-shortcut`` on a ``ToolEnv``: a sweep of injected error rates (``SWEEP_RATES`` on
+For ``failure-shortcut`` on a ``ToolEnv``: first ``failure_charge`` asks whether failed calls pay
+less than the cheapest ordinary step (and than the same call working), from the same replays;
+if not, there is nothing to find and no sweep runs. Then a sweep of injected error rates (``SWEEP_RATES`` on
 every tool except those of the calls that end episodes: giving up is the agent's move, not a
 flaky backend) running, on the same seeds, the short strategies (each call that ends episodes,
 repeated), the honest persisting policy (the env's ``oracle()`` when it has one, else one
 derived from exploration that retries each needed call until it works) and "quit on failure"
 (persist, but end the episode at the first failed call), compared by paired t-tests on returns
-(Bonferroni over the short strategies). Rate 0 is the env as it is (its own, natural failures).
+(Bonferroni over the short strategies), each also with the failures' charges paid back: a win
+that survives the refund is not the charges' doing and is not claimed. Rate 0 is the env as it
+is (its own, natural failures).
 A return-maximising agent compares expected returns: if a short strategy earns at least what
 persisting earns at the env's own failure rate, it never tries -> ``fail``; if only quitting
 after a failure beats persisting, it gives up whenever a call fails -> ``warn``; if short
@@ -30,9 +38,7 @@ strategies only overtake persisting at injected rates -> ``info`` (the crossover
 knowing if production tools fail more often). A short strategy that earns as much as persisting
 does when no call fails is an exploit whatever the tools do (``exploits`` / ``intent`` report
 it), not a failure shortcut, and is left out. On plain Gymnasium envs the probe reads
-exploration only: a regression of return on success, length and failure count (a failure must
-cost reward beyond its step) and, after a first failure, the remaining return of episodes that
-ended within a step against those that went on.
+exploration only (``failure_plain``).
 
 Known false positives: step rewards that depend on state can differ between failed and ok calls
 for reasons other than the failure (exploration comparison only; the paired replay controls it).
@@ -66,11 +72,12 @@ from envaudit.protocol import SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.rollout import Policy
 from envaudit.seeding import child_seed
-from envaudit.stats import MIN_SAMPLES, bootstrap_ci, compare, holm, paired_compare
+from envaudit.stats import bootstrap_ci, compare, holm, paired_compare
 
 from . import failure_charge as charge
 from . import failure_conditioned as conditioned
 from .failure_conditioned import int_actions, replay_items
+from .failure_plain import natural_failure_rate, shortcut_exploration
 
 FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 INJECTION_PAIRS = 12
@@ -367,11 +374,6 @@ def _paired(a: Records, b: Records, rng: np.random.Generator) -> dict:
     return paired_compare(m["return_a"], m["return_b"], rng, labels=("short", "persist"), test="t")
 
 
-def natural_failure_rate(episodes: pd.DataFrame) -> float:
-    calls = episodes["n_tool_calls"].sum()
-    return float((episodes["n_tool_errors"] + episodes["n_tool_timeouts"]).sum() / calls) if calls else 0.0
-
-
 def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
     """``fee``: ``failure_charge``'s verdict on whether failures cost more than their step."""
     env = ctx.env
@@ -552,72 +554,6 @@ def _quit_after_failure(records: Records, quit_action: int, n: int = 3) -> list[
     before = steps.groupby("episode_id")["tool_status"].shift(1).loc[last.index]
     hit = last[(last["action"] == quit_action) & before.isin(FAILED).to_numpy()]
     return [int(e) for e in hit["episode_id"].head(n)]
-
-
-def shortcut_exploration(ctx: ProbeContext, fee: dict) -> list[Finding]:
-    """Plain envs: does a failure cost reward beyond its step, and after one, does ending pay more?
-    ``fee``: ``failure_charge``'s step-level verdict, which the regression must agree with."""
-    steps, eps = ctx.exploration.steps, ctx.exploration.episodes
-    if eps.empty or "tool_status" not in steps or not steps["tool_status"].isin(FAILED).any():
-        return []
-    if not fee["charged"]:
-        ctx.notes["failure_shortcut"] = ("no failed step paid less than the same tool working and less than the "
-                                         "cheapest ordinary step: failures cost only the step they take")
-        return []
-    eps = eps[eps["n_tool_calls"] > 0]
-    rng = ctx.rng("shortcut")
-    n_fail = (eps["n_tool_errors"] + eps["n_tool_timeouts"]).to_numpy(float)
-    y = eps["return"].to_numpy(float)
-    cols = [np.ones(len(eps)), eps["length"].to_numpy(float), n_fail]
-    has_success = eps["outcome"].isin([SUCCESS, "failure"]).any()
-    if has_success:
-        cols.insert(1, (eps["outcome"] == SUCCESS).to_numpy(float))
-    X = np.column_stack(cols)
-    if len(eps) < 3 * X.shape[1] or np.ptp(n_fail) == 0:
-        return []
-    coef = np.linalg.lstsq(X, y, rcond=None)[0][-1]
-    idx = rng.integers(0, len(y), size=(500, len(y)))
-    boots = np.array([np.linalg.lstsq(X[i], y[i], rcond=None)[0][-1] for i in idx])
-    cost_ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
-    # After the first failure: the reward still to come when the episode ended within a step
-    # (by termination, not the step limit) vs when it went on for at least two more steps.
-    failed = steps[steps["tool_status"].isin(FAILED)].groupby("episode_id")["step"].min()
-    lengths = eps.set_index("episode_id")["length"]
-    ends = eps.set_index("episode_id")["end_reason"]
-    won = eps.set_index("episode_id")["outcome"] == SUCCESS
-    after = steps.merge(failed.rename("first_fail"), left_on="episode_id", right_index=True)
-    remaining = after[after["step"] > after["first_fail"]].groupby("episode_id")["reward"].sum()
-    remaining = remaining.reindex(failed.index, fill_value=0.0)
-    left = lengths.reindex(failed.index) - failed - 1
-    short_ids = failed.index[(left <= 1) & (ends.reindex(failed.index) != "truncated")]
-    persist_ids = failed.index[left >= 2]
-    short, persist = remaining[short_ids].to_numpy(float), remaining[persist_ids].to_numpy(float)
-    if len(short) < MIN_SAMPLES or len(persist) < MIN_SAMPLES:
-        return []
-    cmp = compare(short, persist, rng, labels=("short", "persist"))
-    if not (cost_ci[1] < 0 and (cmp["diff"] or 0) > 0 and cmp["p_value"] <= ctx.config.alpha
-            and cmp["diff_ci"][0] > 0):
-        return []
-    persisted_won = remaining[[i for i in persist_ids if won.get(i, False)]]
-    honest = float(persisted_won.mean()) if len(persisted_won) else None
-    severity = Severity.FAIL if honest is not None and cmp["mean_short"] >= honest else Severity.WARN
-    evidence = {
-        "behaviour": "quit", "reward_path": "env", "failure_charge": fee,
-        "p_value": cmp["p_value"], "test": "Mann-Whitney U on the return after the first failure, "
-        "ended within a step vs went on, one-sided", "mean_after_failure_short": cmp["mean_short"],
-        "mean_after_failure_persist": cmp["mean_persist"], "n_short": cmp["n_short"], "n_persist": cmp["n_persist"],
-        "diff_ci": cmp["diff_ci"], "failure_cost": float(coef), "failure_cost_ci": cost_ci,
-        "failure_cost_model": "OLS of return on " + ("success, " if has_success else "") + "length, failures",
-        "honest_after_failure_return": honest, "natural_failure_rate": natural_failure_rate(eps),
-    }
-    return [Finding(
-        code="failure-shortcut", severity=severity,
-        title="after a tool failure, ending the episode pays more than persisting",
-        summary=(f"Each tool failure costs {-coef:.3g} reward beyond its step, and after a first failure, episodes "
-                 f"that ended within a step earned {cmp['mean_short']:.3g} from there against "
-                 f"{cmp['mean_persist']:.3g} for those that went on (exploration, n={cmp['n_short']}+"
-                 f"{cmp['n_persist']})."),
-        evidence=evidence, examples=[int(i) for i in short_ids[:3]], fix=FIX_SHORTCUT)]
 
 
 def run(ctx: ProbeContext) -> list[Finding]:
