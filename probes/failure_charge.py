@@ -71,8 +71,8 @@ def exploration_charges(steps: pd.DataFrame, step_ref: float | None, rng: np.ran
 def _test(bad: list[float] | np.ndarray, ok_minus_failed: list[float], step_ref: float | None,
           rng: np.random.Generator) -> dict[str, Any]:
     """Do failed steps pay less than the cheapest ordinary step (signed-rank on the shortfalls)?"""
-    bad = np.asarray(bad, float)
-    ref = 0.0 if step_ref is None else step_ref
+    bad = np.asarray(bad, float).round(9)  # rewards equal up to float noise are equal
+    ref = 0.0 if step_ref is None else round(step_ref, 9)
     t = paired_compare(np.full(len(bad), ref), bad, rng, labels=("step", "failed"))
     t["ok_minus_failed"] = float(np.mean(ok_minus_failed)) if len(ok_minus_failed) else None
     t["test"] = ("Wilcoxon signed-rank, the cheapest ordinary step's reward minus each failed step's, "

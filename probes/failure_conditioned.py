@@ -189,10 +189,11 @@ def exploration_tests(exploration: Records, labels: Sequence[str] | None,
             bad = group[(group["status"] == status) & group["progress"].isin(ok.index)]
             if len(bad) < MIN_SAMPLES:
                 continue
-            matched = ok.loc[bad["progress"]]
-            test = paired_compare(bad["next_reward"].astype(float), matched["next_reward"].astype(float), rng,
+            # Rounded, so that the mean of equal rewards (-0.05 * 3 / 3) is not "more" by 1e-18.
+            matched = ok.loc[bad["progress"]].round(9)
+            test = paired_compare(bad["next_reward"].astype(float).round(9), matched["next_reward"], rng,
                                   labels=("failed", "ok"))
-            two = paired_compare(bad["two_step"], matched["two_step"], rng)
+            two = paired_compare(bad["two_step"].round(9), matched["two_step"], rng)
             ended = bad[bad["next_terminated"].astype(bool)]["episode_id"].unique()
             paid = bad["next_reward"].to_numpy(float) > matched["next_reward"].to_numpy(float)
             b = int(b)
