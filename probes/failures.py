@@ -93,6 +93,9 @@ SWEEP_EPISODES = 32
 """Episodes per policy and injected rate in the sweep (the first of the rate-0 seeds)."""
 NATURAL_EPISODES = 128
 """Episodes per policy at rate 0, the env as it is, where severity is decided."""
+NATURAL_MIN_EPISODES = 64
+"""Never fewer at rate 0, even under ``--quick``: a guess that wins 1 time in 4 against a costly
+persisting policy needs about this many to clear Bonferroni over the short strategies."""
 MAX_SHORT = 6
 """At most this many short strategies (calls that end episodes, best-paying first) in the sweep."""
 FIX_REWARDED = ("Pay a failed call no more than the same call succeeding (0 or a cost): never give credit "
@@ -108,7 +111,7 @@ class _Runs:
 
     def __init__(self, ctx: ProbeContext) -> None:
         self.ctx = ctx
-        self.natural_seeds = ctx.seeds(ctx.config.scaled(NATURAL_EPISODES), "sweep")
+        self.natural_seeds = ctx.seeds(max(NATURAL_MIN_EPISODES, ctx.config.scaled(NATURAL_EPISODES)), "sweep")
         self.sweep_seeds = self.natural_seeds[: ctx.config.scaled(SWEEP_EPISODES)]
         self.cache: dict[tuple[str, float], Records] = {}
         self.tools: list[str] | None = None
@@ -440,19 +443,18 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
             c["diff_if_failures_cost_a_step"] = float((m["return_a"] - m["return_b"]).mean()) if len(m) else None
         return {"best": best, "short": cmp, "quit": quit_cmp}
 
-    # What persisting earns when no call fails. A short strategy that earns that much is an exploit
-    # whatever the tools do (exploit-policy / reward-without-success), not a failure shortcut.
+    # What persisting earns when no call fails (evidence only; ``wins`` asks the refunded question).
     natural_persist = per_rate[0.0][persist.name].episodes
     clean = natural_persist[(natural_persist["n_tool_errors"] + natural_persist["n_tool_timeouts"]) == 0]
     flawless = float(clean["return"].mean()) if len(clean) >= 3 else success_return(natural_persist)[0]
     alpha = ctx.config.alpha
 
     def wins(c: dict, p: float) -> bool:
-        caused = flawless is None or c["mean_short"] < flawless
-        # Only the charges make it pay: with failures costing just their step, persisting would not lose.
-        charged = c["diff_if_failures_cost_a_step"] is not None and c["diff_if_failures_cost_a_step"] <= 0
-        return ((c["diff"] or 0) > 0 and not c["underpowered"] and p <= alpha and c["diff_ci"][0] > 0 and caused
-                and charged)
+        # Only the charges make it pay: with failures costing just their step, persisting would earn
+        # more. (A short strategy that earns as much even then is an exploit whatever the tools do,
+        # exploit-policy / reward-without-success, or giving up beating failing slowly: no flaw.)
+        caused = c["diff_if_failures_cost_a_step"] is not None and c["diff_if_failures_cost_a_step"] < 0
+        return (c["diff"] or 0) > 0 and not c["underpowered"] and p <= alpha and c["diff_ci"][0] > 0 and caused
 
     results = {rate: at(rate) for rate in per_rate}
     crossover = next((r for r in sorted(results) if wins(results[r]["short"], results[r]["short"]["p_bonferroni"])), None)
