@@ -323,3 +323,20 @@ def test_failures_charged_beyond_their_step_make_giving_up_a_fail(seed):
     for e in f.examples:  # episodes of giving up at once: one step, no success
         steps = _steps_of(ctx, e)
         assert len(steps) == 1 and steps.loc[0, "action_label"] in ("quit", "submit")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_retry_that_pays_only_after_a_failure_is_found(seed):
+    # A search that works right after a failed one pays 0.3 more; after a working one it does not.
+    findings, _ = _user_env("booking", False, seed, retry_after_failure=0.3)
+    (f,) = [f for f in findings if f.code == "failure-rewarded"]
+    assert f.severity == Severity.WARN and f.evidence["next_action"] == "search"
+    assert f.evidence["diff"] == pytest.approx(0.3) and "right after a failed" in f.summary
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_progress_shaping_that_a_failure_only_delays_is_not_a_failure_condition(seed):
+    # The first search that works pays 0.1: after a failed search the retry earns it, after a working
+    # one it was already paid. The two steps together pay the same either way.
+    findings, _ = _user_env("booking", False, seed, first_find_bonus=0.1)
+    assert not _bad(findings), [(f.severity, f.summary) for f in findings]
