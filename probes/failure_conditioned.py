@@ -114,7 +114,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, 
     replays = [Replay(it.seed, it.actions + (b,)) for it in items for b in nexts]
     arms: dict[str | None, tuple[ReplayPlan, Records]] = {}
     for fault in (None, *FAILED):
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"failure-conditioned replays ({fault or 'ok'} arm)"):
             return {}
         plan = ReplayPlan(replays, fault, name=f"conditioned-{fault or 'ok'}", fault_at=-2)
         result = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(),
@@ -225,7 +225,7 @@ def is_hit(test: dict, p_adjusted: float, alpha: float) -> bool:
 def _honest_from(ctx: ProbeContext, seeds: Sequence[int], fallback: tuple[float | None, str | None]):
     """Mean return of the env's oracle's successful episodes from these starts, else ``fallback``."""
     oracle = oracle_policy(ctx.env) if seeds else None
-    if oracle is not None and ctx.time_left() > 0:
+    if oracle is not None and not ctx.over_cap("the oracle's return from the failure-conditioned starts"):
         mean, _ = success_return(ctx.run(oracle, list(seeds), rng_name="oracle-conditioned").records.episodes)
         if mean is not None:
             return mean, "the env's oracle, from the same starts"
@@ -253,7 +253,9 @@ def finding(ctx: ProbeContext, keys: list[tuple], tests: dict[tuple, dict], adju
     if "records" in t:
         ctx.keep(t["records"][0])
     evidence: dict[str, Any] = {
-        "behaviour": "tool-failure", "reward_path": "env", "condition": f"right after a {failed_words} `{tool}` call",
+        # Only timeouts set it off: the timeout incentive, seen one step later.
+        "behaviour": "timeout" if statuses == [TOOL_TIMEOUT] else "tool-failure", "reward_path": "env",
+        "condition": f"right after a {failed_words} `{tool}` call",
         "p_value": t["p_value"], "p_holm_in_probe": float(adjusted[key]), "test": t["test"], "source": t["source"],
         "tool": tool, "call": t["call_label"], "status": t["status"], "next_action": b,
         "mean_reward_after_failed": t["mean_failed"], "mean_reward_after_ok": t["mean_ok"],

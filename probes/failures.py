@@ -120,7 +120,7 @@ class _Runs:
     def get(self, policy: Policy, rate: float) -> Records | None:
         key = (policy.name, rate)
         if key not in self.cache:
-            if self.ctx.time_left() <= 0:
+            if self.ctx.over_cap(f"policy {policy.name!r} at fault rate {rate:g}"):
                 return None
             wrappers = ()
             if rate > 0:
@@ -181,7 +181,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
     items = replay_items(ctx.exploration, actions, n, rng, ctx.seeds(n, "fresh"))
     arms: dict[str | None, tuple[ReplayPlan, Records]] = {}
     for fault in (None, *FAILED):
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"fault injection arm {fault or 'ok'!r}"):
             return {}, {}, {}
         plan = ReplayPlan(items, fault, name=f"replay-{fault or 'ok'}")
         result = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(), tags={"fault": fault or "none"})
@@ -225,7 +225,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
 def _farm(ctx: ProbeContext, action: int, tool: str, status: str) -> Records | None:
     """An agent that makes this call fail at will: repeat it under a 100% injected fault rate (on a
     ToolEnv); on a plain env, just repeat it (its natural failure rate)."""
-    if ctx.time_left() <= 0:
+    if ctx.over_cap(f"farming tool {tool!r} failures ({status})"):
         return None
     policy = RepeatPolicy(action, name=f"farm-{status}", description="")
     wrappers = ()
@@ -309,7 +309,8 @@ def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, h
         return f"{labels[k[0]] if labels and k[0] < len(labels) else k[0]} ({k[1]})"
 
     evidence = {
-        "behaviour": "tool-failure", "reward_path": "env",
+        # A timed-out step that pays is the timeout incentive seen one step at a time.
+        "behaviour": "timeout" if status == TOOL_TIMEOUT else "tool-failure", "reward_path": "env",
         "p_value": test["p_value"],
         "p_holm_in_probe": float(adjusted[key]),
         "tests_in_probe": n_tests,
@@ -464,6 +465,7 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
     best_short_success = float(rate0.loc[zero["best"].name, "success_rate"])
     natural = float(rate0.loc[persist.name, "observed_failure_rate"])
     evidence: dict[str, Any] = {
+        "behaviour": "quit", "reward_path": "env",
         "natural_failure_rate": natural,
         "natural_failure_rate_source": "calls of the persisting policy at injected rate 0",
         "exploration_failure_rate": natural_failure_rate(ctx.exploration.episodes),
@@ -481,7 +483,6 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
         "quit_mean_return": zero["quit"]["mean_short"],
         "persist_success_rate": persist_success,
         "short_success_rate": best_short_success,
-        "behaviour": "quit", "reward_path": "env",
         "failure_charge": fee,
         "short_minus_persist_if_failures_cost_a_step": zero["short"]["diff_if_failures_cost_a_step"],
         "quit_minus_persist_if_failures_cost_a_step": zero["quit"]["diff_if_failures_cost_a_step"],
