@@ -8,8 +8,8 @@ import pytest
 from envaudit.findings import Severity
 from envaudit.grouping import make_group
 from envaudit.reporting.html import MAX_STEPS, assign_plots, render_html
-from envaudit.reporting.plots import PLOTS, RenderedPlot
 from envaudit.reporting.load import load_report
+from envaudit.reporting.plots import PLOTS, RenderedPlot
 from tests.reporting import synthetic
 from tests.reporting.conftest import PLANTED
 from tests.reporting.dom import parse
