@@ -10,8 +10,9 @@ a fixed one and a new one. Each group gets a status:
 - ``unchanged``: at warn or fail on both sides (its severity may still move: shown old → new);
 - ``info``: at info on both sides, or at info on the one side that has it (facts, not incentives);
 - ``settings``: would be ``new`` or ``fixed``, but the two scans were run with different settings
-  that explain it: a pipeline-paid group (``timeout-drop-incentive``) when the pipeline or its
-  timeout handling differs (drop vs keep), a group every probe of which ran on one side only
+  that explain it: a pipeline-paid group (``timeout-drop-incentive``) or one only the GRPO probe
+  (which trains under the pipeline) saw, when the pipeline or its timeout handling differs (drop
+  vs keep), a group every probe of which ran on one side only
   (``--probes``), a GRPO-only group when the GRPO engine or model differs. That is not the env
   getting better or worse; it is the question asked differently.
 
@@ -151,9 +152,11 @@ def explained_by_settings(group: FindingGroup, here: AuditReport, there: AuditRe
     """Why ``group`` (at warn or fail in ``here``, not in ``there``) may be there only because the
     scans were set up differently; "" when no setting explains it."""
     kinds = {c.kind for c in changes}
-    if group.reward_path == "pipeline" and "pipeline" in kinds and _pipeline(here.config) != _pipeline(there.config):
-        return "; ".join(c.text() for c in changes if c.kind == "pipeline")
+    pipeline_changed = "pipeline" in kinds and _pipeline(here.config) != _pipeline(there.config)
     probes = sorted({f.probe for f in group.members if f.probe})
+    # The GRPO probe trains under the configured pipeline, so what it learned moves with it too.
+    if pipeline_changed and (group.reward_path == "pipeline" or probes == ["grpo"]):
+        return "; ".join(c.text() for c in changes if c.kind == "pipeline")
     if probes and all(_ran(here, p) for p in probes) and not any(_ran(there, p) for p in probes):
         return f"probe {', '.join(probes)} did not run in the other scan"
     if probes == ["grpo"] and "grpo" in kinds:

@@ -193,3 +193,15 @@ def test_sampling_differences_are_stated_but_do_not_reclassify():
     # Where the folder went or when the scan exits 1 is not a setting of what was measured.
     same = diff_reports(_with(synthetic.full_report([]), out="a", fail_on="warn"), _with(synthetic.full_report([]), out="b"))
     assert same.settings == []
+
+
+def test_what_grpo_learned_under_another_pipeline_changed_with_the_settings():
+    learned = F("timeout-rewarded", "fail", probe="grpo", evidence={"p_value": 0.001, "source": "grpo"})
+    env = F("failure-rewarded", "fail", probe="failures", evidence={"p_value": 0.001})
+    old = _with(synthetic.full_report([learned, env]), timeout_handling="keep")
+    new = _with(synthetic.full_report([env]), timeout_handling="drop")
+    diff = diff_reports(old, new)
+    assert _statuses(diff) == {(SETTINGS, "timeout-rewarded"), (UNCHANGED, "failure-rewarded")}
+    # The same change with the pipeline unchanged is a fix.
+    assert _statuses(diff_reports(_with(synthetic.full_report([learned, env])), synthetic.full_report([env]))) == {
+        (FIXED, "timeout-rewarded"), (UNCHANGED, "failure-rewarded")}
