@@ -280,10 +280,10 @@ class ReportDiff:
         for c in self.changes:
             f, g = c.finding, c.group
             also = f" (+{len(g.corroborating)} corroborating)" if g.corroborating else ""
-            why = f" [changed with the settings: {c.reason}]" if c.reason else ""
+            why = f"; with {c.reason}" if c.reason else ""
             status = "changed with the settings" if c.status == SETTINGS else c.status
             table.add_row(Text(status, style=STATUS_STYLE[c.status]), c.severity_move, f.code,
-                          f"{g.behaviour} / {g.reward_path}", f"{f.title}{also}{why}")
+                          f"{g.behaviour} / {g.reward_path}", Text(f"{f.title}{also}{why}"))  # Text: a title is never markup
         if not self.changes:
             table.add_row("", "", "", "", "no findings in either report")
         yield table
@@ -293,7 +293,8 @@ class ReportDiff:
             rows = c.numbers()
             if not rows:
                 continue
-            numbers = Table(title=f"{c.status}: {c.finding.code} — {c.finding.title}", title_justify="left")
+            status = "changed with the settings" if c.status == SETTINGS else c.status
+            numbers = Table(title=f"{status}: {c.finding.code} — {c.finding.title}", title_justify="left")
             for column, justify in (("evidence", "left"), ("OLD", "right"), ("NEW", "right"), ("change", "right")):
                 numbers.add_column(column, justify=justify)  # type: ignore[arg-type]
             for name, old, new in rows[:12]:
