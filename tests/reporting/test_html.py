@@ -148,16 +148,23 @@ def test_a_plot_is_shown_once_a_later_group_takes_its_next_one_or_links_back():
 def test_page_of_several_groups_draws_each_plot_once_with_links():
     findings = [F("timeout-rewarded", "fail", evidence={"p_value": 0.001, "behaviour": "timeout"}),
                 F("timeout-drop-incentive", "warn", evidence={"p_value": 0.001}),
-                F("failure-shortcut", "warn", evidence={"p_value": 0.001, "behaviour": "quit"})]
+                F("failure-shortcut", "warn", evidence={"p_value": 0.001, "behaviour": "quit"}),
+                F("timeout-drop-incentive", "warn", evidence={"p_value": 0.01, "behaviour": "quit"})]
     report = synthetic.full_report(findings)
     root, problems = parse(render_html(report))
     assert problems == []
     sections = _findings(root)
-    assert [s.attrs["data-severity"] for s in sections] == ["fail", "warn", "warn"]
-    assert [[i.attrs["data-plot"] for i in s.find_all("img")] for s in sections] == [
-        ["return_sources"], ["pipeline_advantages"], ["failure_sweep"]]
+    shown = {(s.attrs["data-code"], s.attrs["data-behaviour"]): [i.attrs["data-plot"] for i in s.find_all("img")]
+             for s in sections}
+    assert shown == {("timeout-rewarded", "timeout"): ["return_sources"],
+                     ("timeout-drop-incentive", "timeout"): ["pipeline_advantages"],
+                     ("failure-shortcut", "quit"): ["failure_sweep"], ("timeout-drop-incentive", "quit"): []}
+    # The second pipeline group's plot is the first one's: a link to it, not a second copy.
+    first, second = [s for s in sections if s.attrs["data-code"] == "timeout-drop-incentive"]
+    assert second.find_all("a")[0].attrs["href"] == f"#{first.attrs['id']}"
+    assert "Its plot is shown with" in second.text()
     drawn = [img.attrs["data-plot"] for img in root.find_all("img")]
     assert sorted(drawn) == sorted(PLOTS)  # the synthetic report has data for every plot; each drawn once
     overview = root.find_all("section", id="summary")[0]
-    assert len(overview.find_all("li")) == 3 and report.worst() == Severity.FAIL
+    assert len(overview.find_all("li")) == 4 and report.worst() == Severity.FAIL
 
