@@ -5,8 +5,8 @@ group: the headline finding's evidence, its fix, the ONE plot that shows that ev
 appears once on the page: a group whose plot another group already shows links to it), a
 drill-down into its example episodes as readable trajectories, and the corroborating findings of
 the other probes. Plots no group uses go in one appendix, once; plots whose data is missing are
-named there in a line each, not drawn. Then the probes and the config. Images are inlined as ``data:`` URIs and the CSS is inline; a Content-Security-Policy forbids any
-network fetch. Every string that can come from the env (finding text, action labels, tool errors,
+named there in a line each, not drawn. Then the probes and the config. Images are inlined as
+``data:`` URIs and the CSS is inline; a Content-Security-Policy forbids any network fetch. Every string that can come from the env (finding text, action labels, tool errors,
 tags) goes through ``html.escape``. The one inline script only records how many images decoded
 (``data-images-loaded`` on ``<body>``), which the browser test reads.
 """
@@ -25,7 +25,7 @@ from envaudit.findings import Finding
 from envaudit.grouping import FindingGroup
 from envaudit.reporting.load import AuditReport, load_report
 from envaudit.reporting.markdown import is_long, summary_of
-from envaudit.reporting.plots import FINDING_PLOTS, RenderedPlot, group_plots, render_plots
+from envaudit.reporting.plots import RenderedPlot, group_plots, render_plots
 
 MAX_EXAMPLES = 3
 """Example episodes shown per finding."""
@@ -115,14 +115,6 @@ def _img(rendered: RenderedPlot, alt: str) -> str:
     data = base64.b64encode(rendered.png).decode("ascii")
     return (f'<img class="plot" data-plot="{esc(rendered.plot.name)}" alt="{esc(alt)}" '
             f'src="data:image/png;base64,{data}">')
-
-
-def finding_plot(finding: Finding, plots: dict[str, RenderedPlot]) -> RenderedPlot | None:
-    """The plot that shows ``finding``: the first of its code's plots that has data (else the first)."""
-    names = [n for n in FINDING_PLOTS.get(finding.code, ()) if n in plots]
-    if not names:
-        return None
-    return next((plots[n] for n in names if not plots[n].missing), plots[names[0]])
 
 
 def assign_plots(groups: list[FindingGroup], plots: dict[str, RenderedPlot]) -> list[tuple[str | None, int | None]]:
@@ -370,4 +362,4 @@ def render_html(report: Any, plots: dict[str, RenderedPlot] | None = None) -> st
 """
 
 
-__all__ = ["assign_plots", "finding_plot", "render_html", "trajectory_html", "value_html"]
+__all__ = ["assign_plots", "render_html", "trajectory_html", "value_html"]
