@@ -208,44 +208,11 @@ class Report:
                 f"({len(self.findings)} finding{'s' if len(self.findings) != 1 else ''})")
 
     def to_markdown(self) -> str:
-        lines = [
-            f"# envaudit report: `{self.env_id}`", "",
-            f"{self.headline_counts()} — seed {self.config.get('seed')}, "
-            f"{self.exploration.get('episodes', 0)} exploration episodes, {self.seconds:.1f} s, "
-            f"envaudit {self.envaudit_version}, {self.created}", "",
-        ]
-        if self.broken:
-            lines += [f"**ENV BROKEN** ({self.broken['stage']}): {self.broken['message']}"
-                      + (f" at `{self.broken['where']}`" if self.broken.get("where") else ""), ""]
-        if self.incomplete:
-            lines += ["**INCOMPLETE:** the wall-clock safety cap cut this audit short; the work below was "
-                      "not done, so findings may be missing.", ""]
-            lines += [f"- `{g['probe']}`: {g['skipped']} ({g['reason']})" for g in self.incomplete]
-            lines.append("")
-        if not self.findings:
-            lines += ["No findings.", ""]
-        for i, g in enumerate(self.finding_groups(), 1):
-            f = g.headline
-            lines += [f"## {i}. [{str(g.severity).upper()}] `{f.code}` — {f.title}", "", f.summary, "",
-                      f"Incentive: {_incentive_words(g)}; probe `{f.probe or '?'}`.", ""]
-            if f.evidence:
-                lines += ["| evidence | value |", "| --- | --- |"]
-                lines += [f"| {k} | {_md_value(v)} |" for k, v in f.evidence.items()]
-                lines.append("")
-            if f.examples:
-                lines += [f"Example episodes: {', '.join(map(str, f.examples[:10]))}", ""]
-            if f.fix:
-                lines += [f"**Fix:** {f.fix}", ""]
-            if g.corroborating:
-                lines += ["Corroborated by:", ""]
-                lines += [f"- {corroboration_line(m)}" for m in g.corroborating]
-                lines.append("")
-        lines += ["## Probes", "", "| probe | status | seconds | findings | note |", "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {p.name} | {p.status} | {p.seconds:.2f} | {p.findings} | {p.error or ''} |" for p in self.probes]
-        lines += ["", "## Exploration", ""]
-        lines += [f"- {k}: {_md_value(v)}" for k, v in self.exploration.items()]
-        lines += ["", "## Config", "", "```json", json.dumps(self.config, indent=2), "```", ""]
-        return "\n".join(lines)
+        """report.md: one section per incentive, evidence as small tables and one-line summaries
+        that point into report.json (``envaudit.reporting.markdown``)."""
+        from envaudit.reporting.markdown import render_markdown
+
+        return render_markdown(self)
 
     # -- rich -------------------------------------------------------------------------------
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -257,18 +224,6 @@ class Report:
             yield Text(f"ENV BROKEN ({self.broken['stage']}): {self.broken['message']}{where}", style="bold red")
         for g in self.incomplete:
             yield Text(f"INCOMPLETE: {g['probe']}: skipped {g['skipped']} ({g['reason']})", style="bold magenta")
-
-
-def corroboration_line(f: Finding) -> str:
-    """One short line for a corroborating finding: ``grpo (timeout-rewarded, fail): <title>``."""
-    return f"{f.probe or '?'} ({f.code}, {f.severity}): {f.title}"
-
-
-def _incentive_words(g: FindingGroup) -> str:
-    paid = "the training pipeline" if g.reward_path == "pipeline" else "the env's reward"
-    seen = len({f.probe for f in g.members})
-    return (f"{g.behaviour}, paid by {paid}; {len(g.members)} finding{'s' if len(g.members) != 1 else ''} "
-            f"from {seen} probe{'s' if seen != 1 else ''}")
 
 
 def groups_table(groups: Iterable[FindingGroup], *, title: str | None = None) -> Table:
@@ -288,15 +243,6 @@ def groups_table(groups: Iterable[FindingGroup], *, title: str | None = None) ->
     if not rows:
         table.add_row("", "", "", "no findings")
     return table
-
-
-def _md_value(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list) and all(isinstance(v, float) for v in value):
-        return "[" + ", ".join(f"{v:.4g}" for v in value) + "]"
-    text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-    return text.replace("|", "\\|")
 
 
 def catalogue_markdown() -> str:
