@@ -205,7 +205,9 @@ def run_scan(
     # Grouped after Holm: a group's severity is its members' after correction.
     groups = group_findings(findings)
     records = Records.concat(kept)
+    # Probes may keep the same episodes twice (a replay kept by two analyses): one row each.
     records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
+    records.steps = records.steps.drop_duplicates(["episode_id", "step"], keep="first").reset_index(drop=True)
     return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
                   created, time.monotonic() - started, _version(), records=records, tables=tables,
                   incomplete=incomplete, groups=groups)

@@ -106,3 +106,14 @@ def test_report_folder_round_trips(tmp_path):
     assert loaded.to_dict() == report.to_dict()
     assert loaded.records.episodes["return"].tolist() == report.records.episodes["return"].tolist()
     assert "# envaudit report" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_episodes_kept_twice_by_probes_are_stored_once():
+    from envaudit.envs import VARIANTS  # noqa: F401 - registers the bundled envs
+
+    report = run_scan("envaudit/Helpdesk-AttemptCredit-v0", ScanConfig(seed=0, quick=True, probes=("failures",)))
+    steps, eps = report.records.steps, report.records.episodes
+    assert not steps.duplicated(["episode_id", "step"]).any() and not eps["episode_id"].duplicated().any()
+    # Every episode's steps are numbered 0..length-1 exactly once.
+    lengths = steps.groupby("episode_id").size()
+    assert (lengths == eps.set_index("episode_id").loc[lengths.index, "length"]).all()
