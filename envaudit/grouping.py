@@ -296,6 +296,13 @@ def group_findings(findings: Iterable[Finding]) -> list[FindingGroup]:
             home = (_home(buckets, _candidates(f), path, specific=True)
                     or _home(buckets, _candidates(f), path, specific=False))
             (home or bucket((behaviour, path), False)).members.append(f)
+    # Stalling that pays per step also pays for delaying a success: where a stall group exists on the
+    # same reward path, delaying is that incentive seen from a succeeding policy, not a second one.
+    for path in REWARD_PATHS:
+        stall, delay = by_key.get(("stall", path)), by_key.get(("delay-success", path))
+        if stall is not None and delay is not None and stall.loud and delay in buckets:
+            stall.members.extend(delay.members)
+            buckets.remove(delay)
     # A quiet group corroborates a loud one of the same behaviour (another reward path).
     for quiet in [b for b in buckets if not b.loud]:
         loud = _home([b for b in buckets if b.loud], (quiet.key[0],), quiet.key[1], specific=False)

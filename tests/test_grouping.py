@@ -99,11 +99,15 @@ CASES = {
          F("reward-without-success", "fail", "intent", final_step_share=1.0)],
         [("fail", "reward-without-success", "degenerate-answer", "env",
           [("intent", "reward-without-success"), ("exploits", "exploit-policy")])]),
-    "delaying success is its own incentive, apart from step farming": (
+    "delaying success paid by the same per-step pay as loud step farming is that incentive": (
         [F("length-bias", "fail", "length", title="Delaying success pays", delay_steps=4),
          F("length-bias", "warn", "length", length_effect={"estimate": 0.1})],
+        [("fail", "length-bias", "stall", "env", [("length", "length-bias"), ("length", "length-bias")])]),
+    "delaying success is its own incentive when stalling does not pay": (
+        [F("length-bias", "fail", "length", title="Delaying success pays", delay_steps=4),
+         F("length-bias", "info", "length", length_effect={"estimate": 0.1})],
         [("fail", "length-bias", "delay-success", "env", [("length", "length-bias")]),
-         ("warn", "length-bias", "stall", "env", [("length", "length-bias")])]),
+         ("info", "length-bias", "stall", "env", [("length", "length-bias")])]),
     "env errors and non-replayable resets are themselves, ranked by severity then catalogue": (
         [F("env-error", "fail", "api"), F("non-replayable", "fail", "replay"), F("env-error", "info", "api")],
         [("fail", "non-replayable", "non-replayable", "env", [("replay", "non-replayable")]),
@@ -249,29 +253,12 @@ def test_groups_partition_the_findings_and_take_the_loudest_severity(findings):
 # -- end to end: every bundled env --------------------------------------------------------------
 FLAWED = sorted(v.id for v in VARIANTS.values() if v.planted)
 CLEAN = sorted(v.id for v in VARIANTS.values() if not v.planted)
-_LEARNED_TIMEOUTS = (
-    "probe severity, not grouping: the GRPO probe's _learned_timeouts reports timeout-rewarded (warn) when a failed "
-    "rollout switched to a timed-out one would get a higher advantage, without the ending-premium check its "
-    "targeted search applies (timeouts.ending_premium); here timed-out episodes earn more only through what they "
-    "farmed on the way ({}), not through timing out, and the timeouts probe rightly finds nothing, so a second "
-    "loud group 'timeout' stands beside the planted one")
-PROBE_SEVERITY_BUGS = {
-    "envaudit/Helpdesk-AttemptCredit-v0": _LEARNED_TIMEOUTS.format("the attempt credit of failed lookups"),
-    "envaudit/Helpdesk-EngagementBonus-v0": _LEARNED_TIMEOUTS.format("the engagement bonus of each reply"),
-}
-
-
-def _flawed(env_id):
-    bug = PROBE_SEVERITY_BUGS.get(env_id)
-    return pytest.param(env_id, marks=pytest.mark.xfail(reason=bug, strict=False)) if bug else env_id
-
-
 def _loud(report):
     return [(str(g.severity), g.code, g.behaviour, g.reward_path, [(m.probe, m.code, str(m.severity)) for m in g.members])
             for g in report.groups if g.severity >= Severity.WARN]
 
 
-@pytest.mark.parametrize("env_id", [_flawed(e) for e in FLAWED])
+@pytest.mark.parametrize("env_id", FLAWED)
 def test_a_planted_flaw_reads_as_one_loud_group_headed_by_its_code(env_id):
     report = run_scan(env_id, ScanConfig(seed=0, quick=True))
     loud = _loud(report)
@@ -284,3 +271,16 @@ def test_a_planted_flaw_reads_as_one_loud_group_headed_by_its_code(env_id):
 def test_a_clean_env_has_no_loud_group(env_id):
     report = run_scan(env_id, ScanConfig(seed=0, quick=True))
     assert _loud(report) == [] and report.reaches("warn") == []
+
+
+def test_delaying_success_joins_loud_step_farming_of_the_same_reward_path():
+    farming = Finding("length-bias", "fail", "farming", "each reply pays", {"behaviour": "stall"}, probe="length")
+    delay = Finding("length-bias", "fail", "delay", "replying first pays", {"behaviour": "delay-success", "source": "grpo"},
+                    probe="grpo")
+    [group] = group_findings([farming, delay])
+    assert group.behaviour == "stall" and group.headline is farming and delay in group.members
+    # Without loud farming, delaying success is its own incentive, whatever quiet correlation stands beside it.
+    hint = Finding("length-bias", "info", "return rises with length", "a correlation", {"behaviour": "stall"},
+                   probe="length")
+    groups = group_findings([hint, delay])
+    assert [(g.behaviour, str(g.severity)) for g in groups] == [("delay-success", "fail"), ("stall", "info")]

@@ -29,7 +29,7 @@ from envaudit.grpo.drift import MATERIAL_RATE, Move, drift, failure_cost
 from envaudit.grpo.search import Reference, SearchResult
 from envaudit.grpo.trainer import action_keys
 from envaudit.grpo.verdicts import failure_conditioned_endings, quitting_beats_persisting
-from envaudit.protocol import SUCCESS, TIMEOUT
+from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from envaudit.stats import compare, exploit_ladder, reward_scale
 
 NAME = "grpo"
@@ -336,6 +336,13 @@ def _learned_timeouts(ctx, result: SearchResult, d: dict, v: Verdict) -> list[Fi
             fix="Train on timed-out rollouts as failures (keep them with the failure reward, or a penalty) "
                 "instead of dropping them.", probe=NAME)]
     if pipeline.handling_of(TIMEOUT) == "keep" and fav.get("p_value", 1.0) < ctx.config.alpha:
+        premium = _timeout_ending_pays(ctx, result)
+        evidence["ending_premium"] = premium
+        if not premium["holds"]:
+            # Timed-out episodes earned more only by what they collected on the way (per-step pay,
+            # pay for failed calls): that incentive is length-bias's or failure-rewarded's, and the
+            # learned-exploit finding beside this one names the behaviour; timing out itself pays nothing.
+            return []
         return [Finding(
             "timeout-rewarded", Severity.WARN, "GRPO learned to time out: timing out pays more than failing",
             f"In the same groups, a failed rollout would have earned a higher advantage by timing out, and GRPO "
@@ -343,6 +350,21 @@ def _learned_timeouts(ctx, result: SearchResult, d: dict, v: Verdict) -> list[Fi
             {**evidence, "reward_path": "env"}, examples,
             fix="Make truncation and tool timeouts pay no more than an honest failure.", probe=NAME)]
     return []
+
+
+def _timeout_ending_pays(ctx, result: SearchResult) -> dict:
+    """Does the ending of the trained policy's timed-out, unsuccessful episodes pay more than an honest
+    failure's ending in exploration (``timeouts.ending_premium``, the check the timeouts probe makes)?"""
+    from envaudit.probes.timeouts import ending_premium, unsuccessful_timeouts
+
+    explored = ctx.exploration
+    failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE]
+    timed_out = result.episodes[unsuccessful_timeouts(result.episodes)]
+    successes = explored.episodes.loc[explored.episodes["outcome"] == SUCCESS, "return"].to_numpy(float)
+    scale = reward_scale(successes, failures["return"].to_numpy(float), timed_out["return"].to_numpy(float))
+    steps = pd.concat([explored.steps, result.evaluation.steps], ignore_index=True)
+    return ending_premium(ctx, timed_out["episode_id"], steps, failures["episode_id"], scale,
+                          ctx.rng(result.mode, "timeout-ending"))
 
 
 def _failure_shortcut(ctx, result: SearchResult, d: dict, v: Verdict, before: pd.DataFrame, honest: Honest,
