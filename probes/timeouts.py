@@ -221,9 +221,35 @@ def _judge(ctx: ProbeContext, records: Records | None, success, failure, rng) ->
     return verdict
 
 
-def honest_successes(ctx: ProbeContext) -> tuple[np.ndarray, dict]:
+TOP_UP_EPISODES = 256
+"""Random episodes ``honest_successes`` may add at most: 8 successes are expected in them at a 1/32
+success rate. Rarer success needs an oracle, not more random play."""
+
+
+def _top_up(ctx: ProbeContext, ret: np.ndarray, info: dict, target: int) -> np.ndarray:
+    """Random play on fresh seeds until ``target`` successes are in, within ``TOP_UP_EPISODES``.
+    Each batch is sized from the success rate seen so far (1.5 times the episodes that rate needs),
+    so the work is a count of episodes, never of seconds."""
+    explored = ctx.exploration.episodes
+    cap = TOP_UP_EPISODES
+    seen, won = len(explored), int((explored["outcome"] == SUCCESS).sum())
+    added, found, batch = 0, 0, 0
+    while len(ret) < target and added < cap and ctx.time_left() > 0:
+        rate = max(won + found, 1) / max(seen + added, 1)
+        n = min(cap - added, max(MIN_SAMPLES, int(np.ceil(1.5 * (target - len(ret)) / rate))))
+        eps = ctx.run(RandomPolicy(), ctx.seeds(n, "top-up", batch), tags={"arm": "top-up"}).records.episodes
+        more = returns_of(eps, SUCCESS)
+        ret = np.concatenate([ret, more])
+        added, found, batch = added + n, found + len(more), batch + 1
+    info.update(n_top_up=added, n_top_up_success=found)
+    return ret
+
+
+def honest_successes(ctx: ProbeContext, target: int = 0) -> tuple[np.ndarray, dict]:
     """Returns of honest successes: exploration's, plus those of the env's own ``oracle()`` policy
-    when it offers one (random exploration rarely succeeds in long tasks)."""
+    when it offers one (random exploration rarely succeeds in long tasks). With ``target``, random
+    play on fresh seeds tops them up to that many (``_top_up``) when those two fall short: below
+    ``MIN_SAMPLES`` successes the ladder cannot reach ``at_least_success`` by construction."""
     ret = returns_of(ctx.exploration.episodes, SUCCESS)
     info: dict = {"n_exploration": int(len(ret)), "n_oracle": 0}
     make_oracle = getattr(ctx.env.unwrapped, "oracle", None)
@@ -240,6 +266,8 @@ def honest_successes(ctx: ProbeContext) -> tuple[np.ndarray, dict]:
                         oracle_success_rate=float((result.records.episodes["outcome"] == SUCCESS).mean())
                         if len(result.records.episodes) else None)
             ret = np.concatenate([ret, oracle])
+    if len(ret) < target:
+        ret = _top_up(ctx, ret, info, target)
     return ret, info
 
 
