@@ -317,6 +317,24 @@ def _scripted_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, 
     return arms
 
 
+INJECT_MAX = 96
+"""Most episodes one injection arm runs (four times the default arm)."""
+
+
+def _injection_sizes(ctx: ProbeContext, tools: Sequence[str]) -> dict[str, int]:
+    """Episodes per injection arm. Only the episodes that call the tool can time out on it, so an
+    arm of ``n`` episodes judges about ``n * q`` timeouts, where ``q`` is the share of exploration
+    episodes that called the tool: ``n`` is sized for ``2 * MIN_SAMPLES`` of them (fewer than
+    ``MIN_SAMPLES``, where the ladder cannot decide, is then a < 1% event for ``q >= 0.2``), within
+    the default arm size and ``INJECT_MAX``. A tool exploration never called gets the default."""
+    steps, n_explored = ctx.exploration.steps, len(ctx.exploration.episodes)
+    calls = steps[steps["tool_name"].notna()] if "tool_name" in steps else steps.iloc[0:0]
+    reach = calls.groupby("tool_name")["episode_id"].nunique() / max(n_explored, 1)
+    floor = sample_size(ctx, 24)
+    return {t: int(min(INJECT_MAX, max(floor, np.ceil(2 * MIN_SAMPLES / reach[t])))) if reach.get(t, 0) > 0
+            else floor for t in tools}
+
+
 def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, rng) -> list[dict]:
     """Force every call of one tool to time out under the exploration policy, one tool at a time.
 
@@ -325,7 +343,8 @@ def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray,
     difference in return that the faults cause, reported alongside.
     """
     tools = sorted(ctx.env.unwrapped.tools)
-    seeds = ctx.seeds(sample_size(ctx, 24), "inject")
+    sizes = _injection_sizes(ctx, tools)
+    seeds = ctx.seeds(max(sizes.values(), default=sample_size(ctx, 24)), "inject")
     base = ctx.run(RandomPolicy(), seeds, rng_name="paired", tags={"faults": "none"})
     ctx.keep(base.records)
     b = base.records.episodes
@@ -334,7 +353,7 @@ def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray,
         if ctx.time_left() <= 0:
             break
         wrapper = lambda env, t=tool: FaultInjector(env, rates={t: {"timeout": 1.0}})  # noqa: E731
-        result = ctx.run(RandomPolicy(), seeds, wrappers=[wrapper], rng_name="paired",
+        result = ctx.run(RandomPolicy(), seeds[:sizes[tool]], wrappers=[wrapper], rng_name="paired",
                          tags={"faults": f"timeout:{tool}"})
         ctx.keep(result.records)
         f = result.records.episodes
