@@ -17,8 +17,8 @@ timed-out episodes that the env did not judge a success:
 
 Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against honest
 failures and honest successes (exploration's, plus the env's ``oracle()`` policy when it has
-one): ``fail`` when non-inferior to success and clearly above failure, ``warn`` when only clearly
-above failure (one-sided Mann–Whitney, the key ``p_value``). A level counts only when the
+one, topped up by random play to ``MIN_SAMPLES``): ``fail`` when non-inferior to success and
+clearly above failure, ``warn`` when only clearly above failure (one-sided Mann–Whitney, the key ``p_value``). A level counts only when the
 *ending* of the timed-out episodes pays more than a failure's ending (the last step's reward less
 what the same call and status pay mid-episode): a stall that earns more only by collecting
 per-step pay or pay for failed calls is left to ``length-bias`` and ``failure-rewarded``. The
@@ -405,7 +405,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
         # a timeout could be compared against.
         ctx.notes["skipped"] = "no failure-class episodes in exploration to compare timeouts with"
         return []
-    success, success_sources = honest_successes(ctx)
+    # Too few successes leave the ladder unable to say "as much as success" at all.
+    success, success_sources = honest_successes(ctx, target=MIN_SAMPLES)
     rng = ctx.rng("stats")
     verdict = _judge(ctx, None, success, failure, rng)
     arms = [_arm("exploration", "random exploration", eps, ctx.exploration.steps, verdict)]
