@@ -207,8 +207,9 @@ PLANTED_SWEEP = {
     # Random exploration and repeating 'search' both show it; the stronger of the two carries it.
     "tool_timeout_pays": (FIXTURES["tool_timeout_pays"].make(), Severity.WARN, None),
     "FaultyDesk-0.6": (lambda: FaultyDesk(timeout_pay=0.6), Severity.WARN, "inject-fetch"),
+    # (CodeFix-PartialCredit, a warn, is left to its single-seed test: the bundled envs are the
+    # slowest to sweep, and the protocol fixtures sweep warn already.)
     "CodeFix-TimeoutPasses": (lambda: gym.make("envaudit/CodeFix-TimeoutPasses-v0"), Severity.FAIL, None),
-    "CodeFix-PartialCredit": (lambda: gym.make("envaudit/CodeFix-PartialCredit-v0"), Severity.WARN, None),
 }
 CLEAN_SWEEP = {
     # The twins: a timeout's ending pays exactly what a failure's does, so no finding at all.
