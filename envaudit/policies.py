@@ -25,7 +25,7 @@ import pandas as pd
 from envaudit.faults import FaultInjector
 from envaudit.protocol import SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT, read_tool_info
 from envaudit.recording import Records, action_labels_of
-from envaudit.rollout import Policy, RandomPolicy
+from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
 
 MAX_REPEAT_POLICIES = 8
 """At most this many one-action policies; larger catalogues keep the best-paying actions."""
@@ -407,22 +407,47 @@ def persist_policy(exploration: Records, env: gym.Env, *, retries: int = 10) -> 
         f"persist: {steps_text} (retrying each until it works){end_text}"))
 
 
+class CallablePolicy(Policy):
+    """A plain function ``(obs, info) -> action`` as a Policy (what a user's ``oracle()`` may return)."""
+
+    def __init__(self, fn, name: str = "oracle") -> None:
+        self.fn = fn
+        self.name = name
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.fn(obs, info)
+
+    def describe(self) -> str:
+        doc = (getattr(self.fn, "__doc__", None) or "").strip().split("\n")[0]
+        return doc or f"the env's oracle ({getattr(self.fn, '__name__', type(self.fn).__name__)})"
+
+
 def oracle_policy(env: gym.Env) -> Policy | None:
-    """The env's own solution policy, when ``env.unwrapped.oracle()`` returns an envaudit Policy."""
+    """The env's own solution policy, from ``env.unwrapped.oracle()``, when it has one.
+
+    ``oracle()`` may return an ``envaudit.Policy`` (stateful, reset each episode), a plain function
+    ``(obs, info) -> action``, or a list of actions played in order (an open-loop solution).
+    """
     make = getattr(env.unwrapped, "oracle", None)
     if not callable(make):
         return None
     policy = make()
-    if not isinstance(policy, Policy):
+    if isinstance(policy, Policy):
+        pass
+    elif callable(policy):
+        policy = CallablePolicy(policy)
+    elif isinstance(policy, Sequence) and not isinstance(policy, (str, bytes)) and len(policy):
+        policy = SequencePolicy(list(policy), name="oracle")
+    else:
         raise TypeError(
             f"{type(env.unwrapped).__name__}.oracle() returned {type(policy).__name__}; expected an "
-            "envaudit.Policy (subclass it and implement act(obs, info))"
+            "envaudit.Policy, a function (obs, info) -> action, or a non-empty list of actions"
         )
     policy.name = "oracle"
     return policy
 
 
 __all__ = [
-    "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan",
+    "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan",
     "action_stats", "derive_policies", "describe_call", "oracle_policy", "persist_policy", "success_return",
 ]

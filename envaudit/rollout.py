@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
+from envaudit.errors import user_frame
 from envaudit.recording import AuditWrapper, Recorder, Records
 
 EnvFactory = Callable[[], gym.Env]
@@ -98,6 +99,8 @@ class Problem:
     seed: int | None
     step: int | None = None
     episode_id: int | None = None
+    location: str | None = None
+    """``file:line`` in the user's code where the exception was raised (``errors.user_frame``)."""
 
 
 @dataclass
@@ -182,7 +185,8 @@ class Runner:
                     self.dead, stopped = True, True
                     break
                 except Exception as exc:
-                    problems.append(Problem("exception", "make", f"{type(exc).__name__}: {exc}", seed))
+                    problems.append(Problem("exception", "make", f"{type(exc).__name__}: {exc}", seed,
+                                            location=user_frame(exc)))
                     stopped = True
                     break
             env.set_tags(**(tags or {}))
@@ -214,7 +218,8 @@ class Runner:
             self.dead = True
             return False
         except Exception as exc:
-            problems.append(Problem("reset_exception", "reset", f"{type(exc).__name__}: {exc}", seed))
+            problems.append(Problem("reset_exception", "reset", f"{type(exc).__name__}: {exc}", seed,
+                                    location=user_frame(exc)))
             return False
         policy.reset(env, rng)
         episode_id = env.episode_id
@@ -231,7 +236,8 @@ class Runner:
                 self.dead = True
                 return False
             except Exception as exc:
-                problems.append(Problem("exception", "step", f"{type(exc).__name__}: {exc}", seed, t, episode_id))
+                problems.append(Problem("exception", "step", f"{type(exc).__name__}: {exc}", seed, t, episode_id,
+                                        location=user_frame(exc)))
                 return False
             if terminated or truncated:
                 return True

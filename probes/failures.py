@@ -108,7 +108,7 @@ class _Runs:
     def get(self, policy: Policy, rate: float) -> Records | None:
         key = (policy.name, rate)
         if key not in self.cache:
-            if self.ctx.time_left() <= 0:
+            if self.ctx.over_cap(f"policy {policy.name!r} at fault rate {rate:g}"):
                 return None
             wrappers = ()
             if rate > 0:
@@ -200,7 +200,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
     items = replay_items(ctx.exploration, actions, n, rng, ctx.seeds(n, "fresh"))
     arms: dict[str | None, tuple[ReplayPlan, Records]] = {}
     for fault in (None, *FAILED):
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"fault injection arm {fault or 'ok'!r}"):
             return {}, {}
         plan = ReplayPlan(items, fault, name=f"replay-{fault or 'ok'}")
         result = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(), tags={"fault": fault or "none"})
@@ -231,7 +231,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
 def _farm(ctx: ProbeContext, action: int, tool: str, status: str) -> Records | None:
     """An agent that makes this call fail at will: repeat it under a 100% injected fault rate (on a
     ToolEnv); on a plain env, just repeat it (its natural failure rate)."""
-    if ctx.time_left() <= 0:
+    if ctx.over_cap(f"farming tool {tool!r} failures ({status})"):
         return None
     policy = RepeatPolicy(action, name=f"farm-{status}", description="")
     wrappers = ()
@@ -296,6 +296,8 @@ def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, h
         return f"{labels[k[0]] if labels and k[0] < len(labels) else k[0]} ({k[1]})"
 
     evidence = {
+        # A timed-out step that pays is the timeout incentive seen one step at a time.
+        "behaviour": "timeout" if status == TOOL_TIMEOUT else "tool-failure", "reward_path": "env",
         "p_value": test["p_value"],
         "p_holm_in_probe": float(adjusted[key]),
         "tests_in_probe": len(primary),
@@ -438,6 +440,7 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs) -> list[Finding]:
     best_short_success = float(rate0.loc[zero["best"].name, "success_rate"])
     natural = float(rate0.loc[persist.name, "observed_failure_rate"])
     evidence: dict[str, Any] = {
+        "behaviour": "quit", "reward_path": "env",
         "natural_failure_rate": natural,
         "natural_failure_rate_source": "calls of the persisting policy at injected rate 0",
         "exploration_failure_rate": natural_failure_rate(ctx.exploration.episodes),
@@ -553,6 +556,7 @@ def shortcut_exploration(ctx: ProbeContext) -> list[Finding]:
     honest = float(persisted_won.mean()) if len(persisted_won) else None
     severity = Severity.FAIL if honest is not None and cmp["mean_short"] >= honest else Severity.WARN
     evidence = {
+        "behaviour": "quit", "reward_path": "env",
         "p_value": cmp["p_value"], "test": "Mann-Whitney U on the return after the first failure, "
         "ended within a step vs went on, one-sided", "mean_after_failure_short": cmp["mean_short"],
         "mean_after_failure_persist": cmp["mean_persist"], "n_short": cmp["n_short"], "n_persist": cmp["n_persist"],

@@ -53,6 +53,7 @@ import pandas as pd
 
 from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
+from envaudit.grouping import episodes_behaviour
 from envaudit.grpo.config import GRPOConfig
 from envaudit.grpo.drift import Move, drift, failure_cost
 from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
@@ -209,7 +210,8 @@ def _cannot_drive(ctx: ProbeContext) -> Finding | None:
         return Finding(
             "learned-exploit", Severity.INFO, "GRPO probe skipped: it cannot drive this env",
             f"The GRPO probe did not train a policy: {exc}.",
-            {"source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space)},
+            {"source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space),
+             "behaviour": "exploration"},
             fix="Nothing to fix in the env; the other probes still ran.", probe=NAME)
     return None
 
@@ -366,7 +368,10 @@ def _learned_exploit(ctx, result: SearchResult, d: dict, moves: list[Move], hone
         f"Typical trained trajectory: {trajectory}.",
         # The key test is the behaviour's move; the test that training paid for it (``attribution_p``)
         # gated it at alpha, and an exploit needs both.
+        # A takeover by one action names no behaviour by itself: left to envaudit.grouping to infer.
         {"source": NAME, "run": result.mode, "p_value": main.p_value, "attribution_p": supporting,
+         "behaviour": {"timeout": "timeout", "failure": "tool-failure",
+                       "length": "quit" if main.after < main.before else "stall"}.get(main.key),
          "moves": [_move_dict(m) for m in d["moves"]], "success_before": d["success_before"],
          "success_after": d["success_after"], "success_fell": d["success_fell"], "return": d["return"],
          "beyond_outcome": d["beyond_outcome"], "advantage_by_outcome": d["advantage_by_outcome"],
@@ -382,7 +387,8 @@ def _unjudged(result: SearchResult, d: dict) -> Finding:
         f"GRPO training moved {names}. The env gives no info['success'] (and no --success-threshold), so "
         "envaudit cannot tell learning the task from exploiting it; if that behaviour is the goal (as "
         "lasting to the step limit is in CartPole), ignore this.",
-        {"source": NAME, "run": result.mode, "moves": [_move_dict(m) for m in d["moves"]], "return": d["return"]},
+        {"source": NAME, "run": result.mode, "moves": [_move_dict(m) for m in d["moves"]], "return": d["return"],
+         "behaviour": "exploration"},
         fix="Report info['success'] on the last step, or pass --success-threshold.", probe=NAME)
 
 
@@ -416,14 +422,15 @@ def _learned_timeouts(ctx, result: SearchResult, d: dict, move: Move) -> list[Fi
             f"GRPO learned to time out because the {pipeline.name!r} pipeline drops timeouts",
             f"Under the {pipeline.name!r} pipeline timed-out rollouts leave the loss, so a failing attempt that "
             f"times out escapes its negative advantage; GRPO learned it: timeout rate {move.before:.2f} → "
-            f"{move.after:.2f}.", evidence, examples,
+            f"{move.after:.2f}.", {**evidence, "behaviour": "timeout", "reward_path": "pipeline"}, examples,
             fix="Train on timed-out rollouts as failures (keep them with the failure reward, or a penalty) "
                 "instead of dropping them.", probe=NAME)]
     if pipeline.handling_of(TIMEOUT) == "keep" and fav.get("p_value", 1.0) < ctx.config.alpha:
         return [Finding(
             "timeout-rewarded", Severity.WARN, "GRPO learned to time out: timing out pays more than failing",
             f"In the same groups, a failed rollout would have earned a higher advantage by timing out, and GRPO "
-            f"learned to time out: timeout rate {move.before:.2f} → {move.after:.2f}.", evidence, examples,
+            f"learned to time out: timeout rate {move.before:.2f} → {move.after:.2f}.",
+            {**evidence, "behaviour": "timeout", "reward_path": "env"}, examples,
             fix="Make truncation and tool timeouts pay no more than an honest failure.", probe=NAME)]
     return []
 
@@ -462,7 +469,7 @@ def _failure_shortcut(ctx, result: SearchResult, d: dict, before: pd.DataFrame, 
     return Finding(
         "failure-shortcut", severity, f"GRPO learned to stop early because tool failures cost reward{where}",
         summary,
-        {"source": NAME, "run": result.mode, "p_value": p, "behaviour": move.behaviour,
+        {"source": NAME, "run": result.mode, "p_value": p, "behaviour": "quit", "learned": move.behaviour,
          "length_before": float(before["length"].mean()), "length_after": float(after["length"].mean()),
          "failed_calls_before": fails_b, "failed_calls_after": fails_a, "failure_cost": cost, "ladder": ladder,
          "beyond_outcome": d["beyond_outcome"], "typical_trajectory": trajectory,
@@ -508,12 +515,17 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
             # calls that cost reward (failure-shortcut) or by per-step pay is no reward for timing out.
             continue
         than = "as much as honest success" if severity == Severity.FAIL else "more than failing outright"
+        target = results.get(f"target-{behaviour}")
         findings.append(Finding(
             code, severity, f"GRPO reached {than} by {BEHAVIOURS[behaviour].words}",
             f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}, "
             f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
             f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
             {"source": NAME, "run": f"target-{behaviour}", "p_value": ladder["p_value"], "ladder": ladder,
+             # "Ending without success" names no mechanism: what the trained episodes did does.
+             "behaviour": "timeout" if code == "timeout-rewarded" else episodes_behaviour(
+                 target.episodes[target.episodes["episode_id"].isin(r["episode_ids"])] if target else None),
+             "reward_path": "env",
              "ending_premium": premium,
              "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
                        for b, x in reach.items()}},

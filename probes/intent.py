@@ -136,7 +136,7 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
         policies.append(PrefixPolicy(a, label, k, actions))
     best: dict = {}
     for policy in policies:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"confirming candidate {label!r} with policy {policy.name!r}"):
             break
         result = ctx.run(policy, ctx.seeds(sample_size(ctx, 24), "confirm", policy.name))
         run_eps = result.records.episodes
@@ -195,8 +195,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
         if found:
             # Too few successes leave the ladder unable to say "as much as success" at all.
             success, success_sources = honest_successes(ctx, target=MIN_SAMPLES)
-        for cand in found[:MAX_CONFIRM]:
-            if ctx.time_left() <= 0:
+        for i, cand in enumerate(found[:MAX_CONFIRM]):
+            if ctx.over_cap(f"confirming {min(len(found), MAX_CONFIRM) - i} candidate behaviours"):
                 break
             best = _confirm(ctx, cand, table, actions, success, rng)
             if best:
@@ -221,7 +221,11 @@ def _finding(ctx: ProbeContext, best: dict, success: np.ndarray, success_sources
     share_top = float(cand["mask"][top.to_numpy(bool)].mean()) if top.any() else None
     behaviour = f"{cand['kind']} '{best['label']}'"
     evidence = {
-        "p_value": verdict["p_value"], "behaviour": behaviour, "policy": best["policy"],
+        # The return accrues along the way (stalling) or on the ending (a degenerate answer).
+        "behaviour": ("stall" if best["final_step_share"] is not None and best["final_step_share"] < 0.5
+                      else "degenerate-answer"),
+        "reward_path": "env", "pattern": behaviour,
+        "p_value": verdict["p_value"], "policy": best["policy"],
         "mean_without_success": best["mean_exploit"], "n_without_success": best["n_exploit"],
         "policy_success_rate": best["success_rate"], "mean_success": mean_s, "n_success": int(len(success)),
         "success_sources": success_sources, "final_step_share": best["final_step_share"],

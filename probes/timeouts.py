@@ -42,6 +42,7 @@ import pandas as pd
 
 from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
+from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import END_TOOL_TIMEOUT, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.recording import Records
@@ -234,7 +235,7 @@ def _top_up(ctx: ProbeContext, ret: np.ndarray, info: dict, target: int) -> np.n
     cap = TOP_UP_EPISODES
     seen, won = len(explored), int((explored["outcome"] == SUCCESS).sum())
     added, found, batch = 0, 0, 0
-    while len(ret) < target and added < cap and ctx.time_left() > 0:
+    while len(ret) < target and added < cap and not ctx.over_cap("topping honest successes up with random play"):
         rate = max(won + found, 1) / max(seen + added, 1)
         n = min(cap - added, max(MIN_SAMPLES, int(np.ceil(1.5 * (target - len(ret)) / rate))))
         eps = ctx.run(RandomPolicy(), ctx.seeds(n, "top-up", batch), tags={"arm": "top-up"}).records.episodes
@@ -252,10 +253,9 @@ def honest_successes(ctx: ProbeContext, target: int = 0) -> tuple[np.ndarray, di
     ``MIN_SAMPLES`` successes the ladder cannot reach ``at_least_success`` by construction."""
     ret = returns_of(ctx.exploration.episodes, SUCCESS)
     info: dict = {"n_exploration": int(len(ret)), "n_oracle": 0}
-    make_oracle = getattr(ctx.env.unwrapped, "oracle", None)
-    if callable(make_oracle) and ctx.time_left() > 0:
+    if not ctx.over_cap("the episodes of the env's oracle (if it has one)"):
         try:
-            policy = make_oracle()
+            policy = oracle_policy(ctx.env)
         except Exception as exc:  # an oracle that cannot be built only costs us its samples
             info["oracle_error"] = f"{type(exc).__name__}: {exc}"
             policy = None
@@ -307,7 +307,7 @@ def _scripted_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, 
             policies.append((f"repeat-{label}", RepeatPolicy(a, label, why)))
     arms = []
     for name, policy in policies:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"scripted arm {name!r} and those after it"):
             break
         result = ctx.run(policy, ctx.seeds(n, name), tags={"arm": name})
         ctx.keep(result.records)
@@ -350,7 +350,7 @@ def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray,
     b = base.records.episodes
     arms = []
     for tool in tools:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"timeout injection into tool {tool!r} and those after it"):
             break
         wrapper = lambda env, t=tool: FaultInjector(env, rates={t: {"timeout": 1.0}})  # noqa: E731
         result = ctx.run(RandomPolicy(), seeds[:sizes[tool]], wrappers=[wrapper], rng_name="paired",
@@ -411,7 +411,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
     verdict = _judge(ctx, None, success, failure, rng)
     arms = [_arm("exploration", "random exploration", eps, ctx.exploration.steps, verdict)]
     arms += _scripted_arms(ctx, success, failure, rng)
-    if ctx.is_tool_env and ctx.time_left() > 0:
+    if ctx.is_tool_env and not ctx.over_cap("timeout injection into every tool"):
         arms += _injection_arms(ctx, success, failure, rng)
     ctx.table("arms", pd.DataFrame([{k: v for k, v in a.items() if k not in ("verdict", "examples")}
                                     for a in arms]))
@@ -422,6 +422,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
     mean_s = float(success.mean()) if len(success) else None
     mean_f = float(failure.mean())
     evidence = {
+        "behaviour": "timeout", "reward_path": "env",
         "p_value": best["p_value"], "arm": best["arm"], "policy": best["what"],
         "mean_timeout": best["mean_timeout"],
         "mean_success": mean_s, "mean_failure": mean_f,

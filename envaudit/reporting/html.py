@@ -1,7 +1,8 @@
 """``report.html``: one self-contained page per report.
 
-Summary, the ranked findings (evidence, fix, the plot that shows each one, and a drill-down into
-its example episodes as readable trajectories), every plot, the probes and the config. Images
+Summary, the ranked incentives (one section per finding group: the headline finding's evidence,
+fix, the plot that shows it and a drill-down into its example episodes as readable trajectories,
+then the corroborating findings of the other probes), every plot, the probes and the config. Images
 are inlined as ``data:`` URIs and the CSS is inline; a Content-Security-Policy forbids any
 network fetch. Every string that can come from the env (finding text, action labels, tool errors,
 tags) goes through ``html.escape``. The one inline script only records how many images decoded
@@ -19,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from envaudit.findings import Finding
+from envaudit.grouping import FindingGroup
 from envaudit.reporting.load import AuditReport, load_report
 from envaudit.reporting.plots import FINDING_PLOTS, RenderedPlot, render_plots
 
@@ -48,6 +50,8 @@ figure{margin:12px 0}figcaption{font-size:13px;color:#455a64}
 details{margin:6px 0}summary{cursor:pointer;color:#0d47a1}
 tr.failed td{background:#fdecea}tr.last td{font-weight:600}
 .muted{color:#607d8b}.summary-line{font-size:15px}
+.corroboration{border-top:1px dashed #d0d5da;margin-top:10px;padding-top:6px}
+.corroboration ul{margin:4px 0;padding-left:20px}
 """
 
 SCRIPT = """
@@ -179,17 +183,42 @@ def _clip(text: Any, width: int = 120) -> str:
 
 
 # -- the page ----------------------------------------------------------------------------------
-def _finding_html(i: int, f: Finding, view: AuditReport, plots: dict[str, RenderedPlot]) -> str:
-    sev = str(f.severity)
-    parts = [f'<section class="finding sev-{sev}" id="finding-{i}" data-code="{esc(f.code)}" data-severity="{sev}">',
+def _evidence_html(f: Finding) -> str:
+    # The headline numbers first, the nested test details after them.
+    items = sorted(f.evidence.items(), key=lambda kv: not _is_scalar(kv[1]))
+    rows = "".join(f"<tr><td>{esc(k)}</td><td>{value_html(v)}</td></tr>" for k, v in items)
+    return f'<table class="kv evidence">{rows}</table>'
+
+
+def _corroboration_html(g: FindingGroup) -> str:
+    """The other probes' findings of the same incentive: one line each, their evidence folded."""
+    items = []
+    for m in g.corroborating:
+        sev = str(m.severity)
+        detail = (f"<details><summary>evidence</summary><p>{esc(m.summary)}</p>{_evidence_html(m)}"
+                  + (f'<p class="muted">Example episodes: {esc(", ".join(map(str, list(m.examples)[:10])))}</p>'
+                     if m.examples else "") + "</details>")
+        items.append(f'<li class="member" data-code="{esc(m.code)}" data-severity="{sev}" data-probe="{esc(m.probe)}">'
+                     f'<code>{esc(m.probe or "?")}</code> (<code>{esc(m.code)}</code>, '
+                     f'<span class="badge {sev}">{sev.upper()}</span>): {esc(m.title)}{detail}</li>')
+    return (f'<div class="corroboration"><b>Corroborated by</b> {len(items)} other finding'
+            f'{"s" if len(items) != 1 else ""}:<ul>{"".join(items)}</ul></div>')
+
+
+def _group_html(i: int, g: FindingGroup, view: AuditReport, plots: dict[str, RenderedPlot]) -> str:
+    """One incentive: the headline finding in full, at the group's severity, then its corroboration."""
+    f = g.headline
+    sev = str(g.severity)
+    paid = "the training pipeline" if g.reward_path == "pipeline" else "the env's reward"
+    parts = [f'<section class="finding sev-{sev}" id="finding-{i}" data-code="{esc(f.code)}" data-severity="{sev}" '
+             f'data-behaviour="{esc(g.behaviour)}" data-reward-path="{esc(g.reward_path)}" '
+             f'data-members="{len(g.members)}">',
              f'<h3>{i}. <span class="badge">{sev.upper()}</span> <code>{esc(f.code)}</code> — {esc(f.title)}</h3>',
              f"<p>{esc(f.summary)}</p>",
-             f'<p class="muted">probe <code>{esc(f.probe or "?")}</code></p>']
+             f'<p class="muted">probe <code>{esc(f.probe or "?")}</code>; incentive: <code>{esc(g.behaviour)}</code>, '
+             f"paid by {paid}</p>"]
     if f.evidence:
-        # The headline numbers first, the nested test details after them.
-        items = sorted(f.evidence.items(), key=lambda kv: not _is_scalar(kv[1]))
-        rows = "".join(f"<tr><td>{esc(k)}</td><td>{value_html(v)}</td></tr>" for k, v in items)
-        parts.append(f'<table class="kv evidence">{rows}</table>')
+        parts.append(_evidence_html(f))
     if f.fix:
         parts.append(f'<div class="fix"><b>Fix:</b> {esc(f.fix)}</div>')
     plot = finding_plot(f, plots)
@@ -202,6 +231,8 @@ def _finding_html(i: int, f: Finding, view: AuditReport, plots: dict[str, Render
         extra = f'<p class="muted">More example episodes: {esc(", ".join(map(str, list(f.examples)[MAX_EXAMPLES:MAX_EXAMPLES + 20])))}{" …" if rest > 20 else ""}</p>' if rest > 0 else ""
         parts.append(f'<details class="examples"><summary>Example episodes ({len(f.examples)}): '
                      f"step-by-step trajectories</summary>{episodes}{extra}</details>")
+    if g.corroborating:
+        parts.append(_corroboration_html(g))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -212,7 +243,9 @@ def _summary_html(view: AuditReport) -> str:
     verdict = (f'<span class="badge {worst}">{str(worst).upper()}</span>' if worst is not None and str(worst) != "info"
                else '<span class="badge clean">NO WARN OR FAIL</span>')
     ex = view.exploration
-    parts = [f'<p class="summary-line">{verdict} {c["fail"]} fail, {c["warn"]} warn, {c["info"]} info — '
+    n = len(view.findings)
+    parts = [f'<p class="summary-line">{verdict} {c["fail"]} fail, {c["warn"]} warn, {c["info"]} info '
+             f"(incentives; {n} finding{'s' if n != 1 else ''}) — "
              f"seed {esc(view.config.get('seed'))}, {esc(ex.get('episodes', 0))} exploration episodes, "
              f"{view.report.seconds:.1f} s, envaudit {esc(view.report.envaudit_version)}, {esc(view.report.created)}</p>"]
     if ex.get("episodes"):
@@ -220,9 +253,11 @@ def _summary_html(view: AuditReport) -> str:
         parts.append(f"<p>Random exploration: mean return {_number(ex.get('mean_return'))}, mean length "
                      f"{_number(ex.get('mean_length'))}; outcomes: {outcomes}"
                      + ("" if ex.get("success_flag") else " (the env reports no <code>info['success']</code>)") + "</p>")
-    if view.findings:
-        items = "".join(f'<li><a href="#finding-{i}"><span class="badge {f.severity}">{str(f.severity).upper()}</span> '
-                        f"<code>{esc(f.code)}</code> {esc(f.title)}</a></li>" for i, f in enumerate(view.findings, 1))
+    if view.groups:
+        items = "".join(f'<li><a href="#finding-{i}"><span class="badge {g.severity}">{str(g.severity).upper()}</span> '
+                        f"<code>{esc(g.code)}</code> {esc(g.headline.title)}</a>"
+                        + (f' <span class="muted">(+{len(g.corroborating)} corroborating)</span>' if g.corroborating else "")
+                        + "</li>" for i, g in enumerate(view.groups, 1))
         parts.append(f"<ol>{items}</ol>")
     return "\n".join(parts)
 
@@ -239,7 +274,7 @@ def render_html(report: Any, plots: dict[str, RenderedPlot] | None = None) -> st
     view = load_report(report)
     plots = plots if plots is not None else render_plots(view)
     title = f"envaudit report: {view.env_id}"
-    findings = ("\n".join(_finding_html(i, f, view, plots) for i, f in enumerate(view.findings, 1))
+    findings = ("\n".join(_group_html(i, g, view, plots) for i, g in enumerate(view.groups, 1))
                 or "<p>No findings.</p>")
     gallery = "\n".join(
         f'<figure id="plot-{esc(name)}">{_img(p, p.plot.title)}<figcaption><b>{esc(p.plot.title)}.</b> '

@@ -21,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from envaudit.errors import a_type
 from envaudit.faults import FaultInjector
 from envaudit.protocol import (
     SUCCESS_KEY,
@@ -312,7 +313,7 @@ class EnvSession:
         name, factory = resolve_target(make_env)
         env = factory()
         if not isinstance(env, gym.Env):
-            raise TypeError(f"{name} made a {type(env).__name__}, not a gymnasium.Env")
+            raise TypeError(f"{name} made {a_type(env)}, not a gymnasium.Env")
         self.factory = factory
         self.name = _spec_name(env, name)
         self.max_steps = int(max_steps)

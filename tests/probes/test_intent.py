@@ -31,7 +31,7 @@ def test_a_claim_that_pays_without_success_is_caught(name):
     # see at least 8 successes, the minimum for comparing with success.
     f = only_finding(run_probe(probe, FIXTURES[name].make(), episodes=160)[0])
     ev = f.evidence
-    assert ev["behaviour"] == "ends with 'claim'" and ev["policy"] == "repeat 'claim'"
+    assert ev["pattern"] == "ends with 'claim'" and ev["policy"] == "repeat 'claim'"
     assert ev["mean_without_success"] == pytest.approx(p["claim_reward"])
     assert ev["policy_success_rate"] == 0.0
     assert ev["mean_honest_failure"] == pytest.approx(p["failure_reward"])

@@ -234,7 +234,7 @@ def test_registered_and_runs_in_a_scan(monkeypatch):
 
     assert registered_probes(["pipeline"])["pipeline"] is probe
     monkeypatch.setattr(scan_module, "registered_probes", lambda: {"pipeline": probe})
-    report = scan_module.run_scan(StallEnv, ScanConfig(seed=5, episodes=96, pipeline="rllm", budget_s=30))
+    report = scan_module.run_scan(StallEnv, ScanConfig(seed=5, episodes=96, pipeline="rllm"))
     codes = [(f.code, f.severity) for f in report.findings]
     assert codes == [("timeout-drop-incentive", Severity.WARN)]
     assert "pipeline_advantages" in report.tables

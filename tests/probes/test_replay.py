@@ -141,7 +141,8 @@ def test_hang_only_replays_hit_is_an_env_error():
 def test_no_time_left_stops_before_replaying():
     findings, ctx = scan(b.PythonRandom, budget_s=0.0)
     assert findings == [] and ctx.notes["replays"] == 0
-    assert ctx.notes["stopped_early"] == "the probe's time budget ran out"
+    assert ctx.notes["stopped_early"] == "the scan's wall-clock safety cap was reached"
+    assert [g["probe"] for g in ctx.skipped] == ["replay"] and "replay units" in ctx.skipped[0]["skipped"]
 
 
 def test_same_seed_same_verdict():

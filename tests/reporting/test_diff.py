@@ -3,6 +3,7 @@ import json
 import pytest
 
 from envaudit.cli import main
+from envaudit.grouping import group_findings
 from envaudit.reporting.diff import (
     FIXED,
     INFO,
@@ -11,6 +12,7 @@ from envaudit.reporting.diff import (
     DifferentEnvsError,
     diff_reports,
     evidence_numbers,
+    group_key,
     match,
 )
 from tests.reporting import synthetic
@@ -67,19 +69,30 @@ def test_cli_diff_and_report_name_a_missing_folder(tmp_path, capsys):
     assert "has no report.json" in capsys.readouterr().err
 
 
-def test_matching_by_key_then_by_code_and_probe():
-    old = [F("length-bias", title="pays 0.2 per step"), F("timeout-rewarded")]
-    new = [F("timeout-rewarded"), F("length-bias", title="pays 0.1 per step")]
+def test_groups_match_by_behaviour_reward_path_and_headline_code():
+    farming = {"p_value": 0.01, "length_effect": {"estimate": 0.2}}
+    old = group_findings([F("length-bias", title="pays 0.2 per step", evidence=farming), F("timeout-rewarded")])
+    # A reworded title, another probe at the head, a corroborating finding added: the same incentive.
+    new = group_findings([F("timeout-rewarded", probe="grpo"), F("exploit-policy", evidence={"behaviour": "timeout"}),
+                          F("length-bias", title="pays 0.1 per step", evidence={**farming, "p_value": 0.02})])
     pairs = match(old, new)
-    assert len(pairs) == 2 and all(o is not None and n is not None and o.code == n.code for o, n in pairs)
-    # Same code, another probe: not the same finding.
-    pairs = match([F("length-bias", probe="length")], [F("length-bias", probe="grpo")])
+    assert len(pairs) == 2 and all(o is not None and n is not None and group_key(o) == group_key(n) for o, n in pairs)
+    # Same code, another behaviour (a brevity bonus is not step farming): not the same incentive.
+    brevity = group_findings([F("length-bias", evidence={"p_value": 0.01, "length_effect": {"estimate": -0.2}})])
+    pairs = match(group_findings([F("length-bias", evidence=farming)]), brevity)
     assert sorted((o is None, n is None) for o, n in pairs) == [(False, True), (True, False)]
+    # Same behaviour, another reward path: the pipeline's incentive is another one.
+    pairs = match(group_findings([F("timeout-rewarded")]), group_findings([F("timeout-rewarded", evidence={
+        "p_value": 0.01, "reward_path": "pipeline"})]))
+    assert len(pairs) == 2
 
 
 def test_statuses_follow_the_warn_line():
+    # The exploit heads the tool-failure group in OLD (failure-rewarded only corroborates it at info),
+    # failure-rewarded heads it in NEW: another headline code, so one is fixed and one is new.
+    exploit = F("exploit-policy", "warn", evidence={"p_value": 0.001, "behaviour": "tool-failure"})
     old = synthetic.full_report([F("length-bias", "fail"), F("timeout-rewarded", "warn"),
-                                 F("failure-rewarded", "info"), F("non-replayable", "info"), F("exploit-policy", "warn")])
+                                 F("failure-rewarded", "info"), F("non-replayable", "info"), exploit])
     new = synthetic.full_report([F("length-bias", "warn"), F("timeout-rewarded", "info"),
                                  F("failure-rewarded", "warn"), F("non-replayable", "info"), F("env-error", "fail")])
     diff = diff_reports(old, new)
