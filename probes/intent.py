@@ -16,8 +16,8 @@ action (repeatedly, or after a random prefix as long as the episodes that showed
 confirmed non-success returns are placed on DESIGN.md's ladder against honest successes
 (exploration's, plus the env's ``oracle()`` policy when it has one, topped up by random play to
 ``MIN_SAMPLES``) and the honest failures without the behaviour: ``fail`` when they earn at least
-as much as success, ``warn`` when clearly more than failure. A confirmed behaviour whose pay accrues step by step rather than at the end is left
-to ``length-bias``. Without a confirmed behaviour, non-success episodes that reach the median
+as much as success, ``warn`` when clearly more than failure. A confirmed behaviour whose pay
+accrues step by step rather than at the end is left to ``length-bias``. Without a confirmed behaviour, non-success episodes that reach the median
 success return are reported as ``info``. An env that never sets ``info["success"]`` gets one
 ``info`` finding saying the check was skipped.
 

@@ -18,11 +18,12 @@ timed-out episodes that the env did not judge a success:
 Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against honest
 failures and honest successes (exploration's, plus the env's ``oracle()`` policy when it has
 one, topped up by random play to ``MIN_SAMPLES``): ``fail`` when non-inferior to success and
-clearly above failure, ``warn`` when only clearly above failure (one-sided Mann–Whitney, the key ``p_value``). A level counts only when the
-*ending* of the timed-out episodes pays more than a failure's ending (the last step's reward less
-what the same call and status pay mid-episode): a stall that earns more only by collecting
-per-step pay or pay for failed calls is left to ``length-bias`` and ``failure-rewarded``. The
-strongest arm becomes the finding; all arms are in its evidence and the ``arms`` table.
+clearly above failure, ``warn`` when only clearly above failure (one-sided Mann–Whitney, the
+key ``p_value``). A level counts only when the *ending* of the timed-out episodes pays more than
+a failure's ending (the last step's reward less what the same call and status pay mid-episode): a
+stall that earns more only by collecting per-step pay or pay for failed calls is left to
+``length-bias`` and ``failure-rewarded``. The strongest arm becomes the finding; all arms are in
+its evidence and the ``arms`` table.
 
 Known false positives: an env whose *failures* carry a penalty (a wrong submit pays -1 while
 the step limit pays 0) is reported, correctly, as rewarding timeouts over failing — if that is
