@@ -51,8 +51,8 @@ def render_findings(report: Any, fail_on: str) -> str:
     hits = report.reaches(None if fail_on == "never" else fail_on)
     buffer = io.StringIO()
     Console(file=buffer, width=100, color_system=None).print(report)
-    lines = [f"envaudit scan of {report.env_id}: {len(hits)} finding{'s' if len(hits) != 1 else ''} "
-             f"at or above {fail_on}", "", buffer.getvalue().rstrip(), ""]
+    lines = [f"envaudit scan of {report.env_id}: {len(hits)} incentive{'s' if len(hits) != 1 else ''} "
+             f"(finding groups) at or above {fail_on}", "", buffer.getvalue().rstrip(), ""]
     for i, g in enumerate(report.finding_groups(), 1):  # hits are finding groups, one per incentive
         if g in hits and g.headline.fix:
             lines.append(f"fix #{i} ({g.code}): {g.headline.fix}")
