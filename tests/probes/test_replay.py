@@ -116,7 +116,8 @@ def test_bundled_unseeded_variant_is_caught():
     # The hidden answer comes from `random`: only episodes that answer can show it.
     f = one(scan(lambda: gym.make("envaudit/FlakySearch-Unseeded-v0"))[0])
     assert 0 < f.evidence["diverged"] < f.evidence["replays"]
-    assert f.evidence["first_divergence"]["field"] == "reward"
+    # Python's unseeded `random` decides whether a search result or an answer's pay differs first.
+    assert f.evidence["first_divergence"]["field"] in ("observation", "reward")
 
 
 def test_hanging_env_is_left_to_the_api_probe():
