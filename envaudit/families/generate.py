@@ -79,7 +79,7 @@ TOLERATED: dict[str, frozenset[str]] = {
     "degenerate-answer": _EXPLOITS | {"length-bias", "failure-shortcut"},
     "unseeded-answer": frozenset(),
     "unseeded-tools": frozenset(),
-    "repeat-call-pays": _EXPLOITS | {"length-bias"},
+    "repeat-call-pays": frozenset({"learned-exploit", "length-bias"}),
     "sequence-exploit": frozenset({"length-bias"}),
     "nan-reward": frozenset(),
     "raise-in-state": frozenset(),
