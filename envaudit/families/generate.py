@@ -120,6 +120,7 @@ def clean_spec(rng: np.random.Generator, *, intent: str | None = None) -> EnvSpe
     step_cost = min(step_cost, max(0.005, 0.6 * success_reward / max_steps)) if step_cost else 0.0
     shaping = str(rng.choice(["none", "none", "potential", "progress"]))
     noisy = rng.random() < 0.3
+    ends = bool(rng.random() < 0.75)
     spec = replace(
         spec,
         max_steps=max_steps,
@@ -130,9 +131,11 @@ def clean_spec(rng: np.random.Generator, *, intent: str | None = None) -> EnvSpe
         shaping=shaping,
         shaping_scale=round(float(rng.uniform(0.1, 0.5)) * success_reward, 3) if shaping != "none" else 0.0,
         out_of_order="error" if rng.random() < 0.3 else "noop",
-        wrong_answer_ends=bool(rng.random() < 0.75),
+        wrong_answer_ends=ends,
         grader_false_negative=round(float(rng.uniform(0.0, 0.15)), 3) if noisy else 0.0,
-        grader_false_positive=round(float(rng.uniform(0.0, 0.03)), 3) if noisy else 0.0,
+        # A grader that can be asked again and says yes by mistake can be farmed by guessing:
+        # false positives only where a wrong answer ends the episode.
+        grader_false_positive=round(float(rng.uniform(0.0, 0.03)), 3) if noisy and ends else 0.0,
         base="toolenv" if rng.random() < 0.5 else "gym",
         has_oracle=bool(rng.random() < 0.7),
     )
@@ -231,7 +234,7 @@ def inject(base: EnvSpec, kind: str, rng: np.random.Generator) -> tuple[EnvSpec,
         flaw = Flaw(kind, amount=round(c + (spec.success_reward + progress_total(spec))
                                        * float(rng.uniform(1.1, 1.4)), 4))
     elif kind == "delayed-success":
-        spec = replace(spec, wrong_answer_ends=False)
+        spec = replace(spec, wrong_answer_ends=False, grader_false_positive=0.0)
         honest = max(honest_success_return(spec), 0.2 * spec.success_reward)
         # Each wrong attempt gains g; farming wrong attempts to the step limit stays below success.
         gain = min(float(rng.uniform(0.03, 0.1)) * spec.success_reward, 0.6 * honest / spec.max_steps)

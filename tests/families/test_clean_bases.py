@@ -44,6 +44,8 @@ def test_success_pays_far_more_than_failing_slowly_or_giving_up():
         failing_slowly = -spec.step_cost * spec.max_steps
         assert spec.step_cost * spec.max_steps <= 0.6 * spec.success_reward + 1e-9
         assert honest_success_return(spec) > 0 > failing_slowly or spec.step_cost == 0
+        # A grader that says yes by mistake is never one that can be asked again and again.
+        assert spec.grader_false_positive == 0 or spec.wrong_answer_ends
 
 
 @pytest.mark.parametrize("regime", ["rare", "common"])

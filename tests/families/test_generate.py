@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from envaudit.config import ScanConfig
 from envaudit.families import (
     CODE_ORDER,
     EXPECTED,
@@ -21,7 +22,6 @@ from envaudit.families import (
 )
 from envaudit.families.generate import KINDS_BY_CODE
 from envaudit.findings import CODES
-from envaudit.config import ScanConfig
 
 from .play import play, random_labels
 
