@@ -294,9 +294,13 @@ def flawed_case(seed: int, index: int, kind: str | None = None) -> Case:
 
 
 def _common_base(rng: np.random.Generator, min_success: float = 0.1) -> EnvSpec:
+    """A clean base where random play succeeds often and can also fail outright (a wrong answer,
+    give_up or submit_all ends the episode): without a way to fail, every non-success is a
+    timeout and dropping timeouts creates no escape from failing."""
     for _ in range(100):
         spec = clean_spec(rng, intent="common")
-        if random_success_probability(spec) >= min_success:
+        can_fail = spec.wrong_answer_ends or spec.quit_action or spec.degenerate_action
+        if can_fail and random_success_probability(spec) >= min_success:
             return spec
     raise RuntimeError("no common-success base in 100 draws; the clean distribution changed")
 

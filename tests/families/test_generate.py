@@ -19,6 +19,7 @@ from envaudit.families import (
     ToolSpec,
     flawed_case,
     make_cases,
+    random_success_probability,
 )
 from envaudit.families.generate import KINDS_BY_CODE
 from envaudit.findings import CODES
@@ -103,6 +104,10 @@ def test_timeout_drop_cases_carry_a_dropping_pipeline_that_scan_config_accepts()
     drops = [flawed_case(0, i, kind="timeout-drop") for i in range(6)]
     for case in drops:
         assert case.spec.flaw is None and case.overrides()
+        # Failing outright must be possible, or dropping timeouts lets no failure escape.
+        spec = case.spec
+        assert spec.wrong_answer_ends or spec.quit_action or spec.degenerate_action
+        assert random_success_probability(spec) >= 0.1
         config = ScanConfig(**case.overrides())
         assert config.rollout_pipeline().handling.get("timeout") in ("drop",) or config.pipeline == "rllm"
 
