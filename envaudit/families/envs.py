@@ -98,10 +98,15 @@ class FamilyGymEnv(gym.Env):
         return self.task.start(self.np_random), {}
 
     def step(self, action: Any):
-        if not self.action_space.contains(np.int64(action)):
-            raise ValueError(f"action {action!r} is outside Discrete({self.action_space.n}); expected an "
-                             f"index into {self.action_labels}")
-        label = self.action_labels[int(action)]
+        try:
+            raw = np.asarray(action).item()
+            index = int(raw)
+        except (TypeError, ValueError):
+            index, raw = -1, None
+        if index != raw or not 0 <= index < len(self.action_labels):
+            raise ValueError(f"action {action!r} is not an index into the catalogue; expected an integer "
+                             f"0..{len(self.action_labels) - 1} for {self.action_labels}")
+        label = self.action_labels[index]
         tool = tool_of(label)
         status, error = self.task.draw_status(tool, self.np_random)
         latency = self.task.latency(status, self.np_random)

@@ -19,6 +19,7 @@ from envaudit.families import (
     ToolSpec,
     flawed_case,
     make_cases,
+    make_env,
     random_success_probability,
 )
 from envaudit.families.generate import KINDS_BY_CODE
@@ -132,3 +133,15 @@ def test_tool_rates_are_checked():
         ToolSpec("x", error_rate=0.7, timeout_rate=0.5)
     with pytest.raises(ValueError, match="unknown flaw kind"):
         Flaw("made-up")
+
+
+@pytest.mark.parametrize("base", ["toolenv", "gym"])
+def test_an_action_outside_the_catalogue_names_the_valid_range(base):
+    spec = replace(CASES[0].spec, base=base)
+    env = make_env(spec)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=f"0..{len(spec.labels) - 1}"):
+        env.step(len(spec.labels))
+    with pytest.raises(ValueError, match="not an index"):
+        env.step(1.5)
+    env.close()
