@@ -8,7 +8,7 @@ finding), the list of false alarms with the env's features, and the same table f
 ``check_env`` as the baseline (a raise or a warning counts as a detection). Targets (issue 10):
 recall >= 95% per code, false alarms <= 2%.
 
-    python benchmarks/detection.py                                  # 100 clean + 110 flawed
+    python benchmarks/detection.py                                  # 100 clean + 100 flawed
     python benchmarks/detection.py --quick --n-clean 40 --n-flawed 40 --jobs 2 --out det.csv
 
 Every case and every scan derives from ``--seed``; the same seed gives the same table (scan
@@ -154,8 +154,8 @@ def write_results(results: list[CaseResult], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n-clean", type=int, default=100, help="clean generated envs (default 100)")
-    parser.add_argument("--n-flawed", type=int, default=110,
-                        help="flawed generated envs, codes in equal shares (default 110: 10 per code)")
+    parser.add_argument("--n-flawed", type=int, default=100,
+                        help="flawed generated envs, codes in equal shares (default 100: 10 per code)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the cases and of every scan")
     parser.add_argument("--quick", action="store_true", help="scan with quick=True (about a quarter of the work)")
     parser.add_argument("--jobs", type=int, default=1, help="scans run in this many processes")

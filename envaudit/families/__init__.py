@@ -4,7 +4,7 @@ The benchmark of envaudit's precision and recall on envs nobody tuned it for
 (``benchmarks/detection.py``) and the detection-rate tests draw their envs here::
 
     from envaudit.families import make_cases
-    for case in make_cases(n_clean=100, n_flawed=110, seed=0):
+    for case in make_cases(n_clean=100, n_flawed=100, seed=0):
         report = run_scan(case.make_env, ScanConfig(seed=0, **case.overrides()))
 
 A ``Case`` holds a frozen ``EnvSpec`` (honest path, tools with failure and timeout rates, step
