@@ -10,6 +10,7 @@ rate, each with its Wilson 95% interval.
 
 from __future__ import annotations
 
+import random
 import time
 import warnings
 from collections.abc import Iterable, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 from envaudit.families.spec import FLAW_KINDS, Case
 from envaudit.findings import Severity
+from envaudit.seeding import child_seed
 from envaudit.stats import proportion_ci
 
 LOUD = Severity.WARN
@@ -136,6 +138,11 @@ def evaluate_case(
     flags: list[Flag] = []
     incomplete: list[str] = []
     problems: list[str] = []
+    # The non-replayable flaws draw from Python's global random. Its state at the start of the scan
+    # is pinned (and restored after), so the same seed gives the same table in any process; the
+    # env still ignores its reset seed, so replays inside the scan still diverge.
+    state = random.getstate()
+    random.seed(child_seed(seed, "families", "global-random", case.name))
     try:
         report = run_scan(case.make_env, config, env_id=case.name)
     except Exception as exc:  # a scan that cannot finish is a result too, never a crashed benchmark
@@ -149,6 +156,8 @@ def evaluate_case(
             incomplete.append(f"{item.get('probe', '?')}: {item.get('skipped', '')}"
                               if isinstance(item, dict) else str(item))
         problems = [f"{p.name}: {p.status}" for p in report.probes if p.status != "ok"]
+    finally:
+        random.setstate(state)
     return CaseResult(
         name=case.name, kind=case.kind, code=case.code, clean=case.is_clean,
         expected=tuple(sorted(case.expected)), tolerated=tuple(sorted(case.tolerated)),

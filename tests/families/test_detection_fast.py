@@ -77,10 +77,6 @@ def test_scans_of_the_fast_subset_ran_all_their_work():
                                                                           r.probe_problems)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: the probes do not yet reach 95% recall on generated "
-                                        "envs (measured 7/10 before the probe fixes: hidden unseeded state "
-                                        "seen only at the end of a full path, a multi-step sequence exploit); "
-                                        "other helpers are fixing the probes")
 def test_planted_flaws_are_named_at_warn_or_fail_at_the_target_rate():
     results = flawed_results()
     summary = summarise(results)
