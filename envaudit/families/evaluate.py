@@ -130,9 +130,9 @@ def evaluate_case(
     from envaudit.config import ScanConfig
     from envaudit.scan import run_scan
 
-    detected, message = check_env_verdict(case) if baseline else (False, "")
     config = ScanConfig(seed=seed, quick=quick, budget_s=budget_s, fail_on="never",
                         probes=tuple(probes) if probes else None, **case.overrides())
+    detected, message = False, ""
     started = time.perf_counter()
     error = ""
     flags: list[Flag] = []
@@ -144,6 +144,10 @@ def evaluate_case(
     state = random.getstate()
     random.seed(child_seed(seed, "families", "global-random", case.name))
     try:
+        if baseline:
+            detected, message = check_env_verdict(case)
+        random.seed(child_seed(seed, "families", "global-random", case.name, "scan"))
+        started = time.perf_counter()
         report = run_scan(case.make_env, config, env_id=case.name)
     except Exception as exc:  # a scan that cannot finish is a result too, never a crashed benchmark
         error = f"{type(exc).__name__}: {exc}"[:300]
