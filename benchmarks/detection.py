@@ -5,7 +5,9 @@ actions, shaping, rare success, flaky tools, noisy graders, ToolEnv and plain Gy
 the same kind of bases with one planted flaw per catalogue code. Prints recall per code (the
 planted incentive named at warn or fail), the false-alarm rate (a clean env with any warn or fail
 finding), the list of false alarms with the env's features, and the same table for Gymnasium's
-``check_env`` as the baseline (a raise or a warning counts as a detection). Targets (issue 10):
+``check_env`` as the baseline (a raise or a warning counts as a detection). "filed code" counts
+the code each flaw is filed under; "headline" counts a warn/fail finding group headed by an
+expected code (what a user reads first), where reports group findings. Targets (issue 10):
 recall >= 95% per code, false alarms <= 2%.
 
     python benchmarks/detection.py                                  # 100 clean + 100 flawed
@@ -67,26 +69,31 @@ def run(args: argparse.Namespace) -> list[CaseResult]:
 
 def print_table(results: list[CaseResult], summary: Summary, args: argparse.Namespace, seconds: float) -> None:
     n_clean = sum(r.clean for r in results)
+    grouped = any(r.headlines for r in results)  # reports made before grouping have no groups
     print(f"Detection on {len(results)} generated envs ({n_clean} clean, {len(results) - n_clean} flawed), "
           f"seed {args.seed}, {'--quick' if args.quick else 'default'} scans"
           + (f", probes {','.join(args.probes)}" if args.probes else "") + f"; {seconds:.0f} s wall")
     print()
-    print(f"{'code':24} {'kind':26} {'envaudit recall':>24} {'filed code':>12} {'check_env':>12}")
+    print(f"{'code':24} {'kind':26} {'envaudit recall':>24} {'filed code':>12} {'headline':>10} {'check_env':>12}")
     for code, kinds in KINDS_BY_CODE.items():
         rate = summary.recall_by_code[code]
         if not rate.n:
             continue
         print(f"{code:24} {'(all)':26} {str(rate):>24} {_short(summary.primary_by_code[code]):>12} "
+              f"{_short(summary.headline_by_code[code]) if grouped else '-':>10} "
               f"{_short(summary.check_env_by_code[code]):>12}")
         for kind in kinds:
             if len(kinds) > 1 and summary.recall_by_kind[kind].n:
                 print(f"{'':24} {kind:26} {_short(summary.recall_by_kind[kind]):>24} "
-                      f"{_short(summary.primary_by_kind[kind]):>12} {_short(summary.check_env_by_kind[kind]):>12}")
+                      f"{_short(summary.primary_by_kind[kind]):>12} {'':>10} "
+                      f"{_short(summary.check_env_by_kind[kind]):>12}")
     print()
     codes_met = sum(r.n and r.value >= TARGET_RECALL for r in summary.recall_by_code.values())
     codes_seen = sum(bool(r.n) for r in summary.recall_by_code.values())
     print(f"overall recall: envaudit {summary.overall_recall}, check_env {summary.check_env_overall_recall}; "
           f"codes at >= {TARGET_RECALL:.0%}: {codes_met}/{codes_seen}")
+    if grouped:
+        print(f"headline recall (a warn/fail group headed by an expected code): {summary.overall_headline_recall}")
     print(f"false alarms (clean env with any warn/fail): envaudit {summary.false_alarms}, "
           f"check_env {summary.check_env_false_alarms}; target <= {TARGET_FALSE_ALARMS:.0%}")
     alarms = [r for r in results if r.false_alarm]

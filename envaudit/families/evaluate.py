@@ -55,6 +55,9 @@ class CaseResult:
     incomplete: tuple[str, ...] = ()
     probe_problems: tuple[str, ...] = ()
     error: str = ""
+    headlines: tuple[str, ...] = ()
+    """Headline codes of the report's warn/fail finding groups (one per incentive), where the
+    report groups its findings; what a user reads first."""
 
     @property
     def flagged_codes(self) -> set[str]:
@@ -69,6 +72,11 @@ class CaseResult:
     def primary_hit(self) -> bool:
         """The code the case is filed under was itself reported at warn or fail."""
         return self.code in self.flagged_codes
+
+    @property
+    def headline_hit(self) -> bool:
+        """Some warn/fail group is headed by an expected code."""
+        return bool(set(self.headlines) & set(self.expected))
 
     @property
     def false_alarm(self) -> bool:
@@ -87,7 +95,8 @@ class CaseResult:
                    flagged=";".join(sorted(f"{f.code}:{f.severity}:{f.probe}" for f in self.flags)),
                    unexplained=";".join(sorted({f.code for f in self.unexplained})),
                    expected=";".join(self.expected), tolerated=";".join(self.tolerated),
-                   incomplete=";".join(self.incomplete), probe_problems=";".join(self.probe_problems))
+                   incomplete=";".join(self.incomplete), probe_problems=";".join(self.probe_problems),
+                   headlines=";".join(self.headlines), headline_hit=self.headline_hit)
         return row
 
 
@@ -136,6 +145,7 @@ def evaluate_case(
     started = time.perf_counter()
     error = ""
     flags: list[Flag] = []
+    headlines: list[str] = []
     incomplete: list[str] = []
     problems: list[str] = []
     # The non-replayable flaws draw from Python's global random. Its state at the start of the scan
@@ -160,6 +170,8 @@ def evaluate_case(
             incomplete.append(f"{item.get('probe', '?')}: {item.get('skipped', '')}"
                               if isinstance(item, dict) else str(item))
         problems = [f"{p.name}: {p.status}" for p in report.probes if p.status != "ok"]
+        groups = report.finding_groups() if hasattr(report, "finding_groups") else []
+        headlines = [g.code for g in groups if g.severity >= LOUD]
     finally:
         random.setstate(state)
     return CaseResult(
@@ -168,6 +180,7 @@ def evaluate_case(
         features=case.features(), flags=tuple(flags), check_env_detected=detected,
         check_env_message=message, scan_seconds=round(time.perf_counter() - started, 2),
         incomplete=tuple(incomplete), probe_problems=tuple(problems), error=error,
+        headlines=tuple(headlines),
     )
 
 
@@ -209,6 +222,8 @@ class Summary:
     check_env_false_alarms: Rate
     overall_recall: Rate
     check_env_overall_recall: Rate
+    headline_by_code: dict[str, Rate]
+    overall_headline_recall: Rate
 
 
 def summarise(results: Iterable[CaseResult]) -> Summary:
@@ -234,6 +249,8 @@ def summarise(results: Iterable[CaseResult]) -> Summary:
         check_env_false_alarms=rate(clean, "check_env_detected"),
         overall_recall=rate(flawed, "hit"),
         check_env_overall_recall=rate(flawed, "check_env_detected"),
+        headline_by_code={c: rate(rows, "headline_hit") for c, rows in by_code.items()},
+        overall_headline_recall=rate(flawed, "headline_hit"),
     )
 
 

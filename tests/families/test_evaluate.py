@@ -12,12 +12,12 @@ from envaudit.families import flawed_case, make_cases
 from envaudit.families.evaluate import CaseResult, Flag, Rate, check_env_verdict, summarise
 
 
-def result(case, *flags: tuple[str, str], check_env: bool = False) -> CaseResult:
+def result(case, *flags: tuple[str, str], check_env: bool = False, headlines=()) -> CaseResult:
     return CaseResult(
         name=case.name, kind=case.kind, code=case.code, clean=case.is_clean,
         expected=tuple(sorted(case.expected)), tolerated=tuple(sorted(case.tolerated)),
         features=case.features(), flags=tuple(Flag(c, s, "probe", "summary") for c, s in flags),
-        check_env_detected=check_env, check_env_message="", scan_seconds=0.0,
+        check_env_detected=check_env, check_env_message="", scan_seconds=0.0, headlines=tuple(headlines),
     )
 
 
@@ -38,6 +38,14 @@ def test_side_effects_are_tolerated_and_other_codes_are_unexplained():
     assert r.hit
     assert [f.code for f in r.unexplained] == ["non-replayable"]
     assert result(FARMING, ("timeout-rewarded", "warn")).hit is False  # a side effect alone is no hit
+
+
+def test_a_headline_hit_needs_a_loud_group_headed_by_an_expected_code():
+    # Grouped under a reward-without-success headline, farming is found but not headlined as itself.
+    r = result(FARMING, ("length-bias", "warn"), ("reward-without-success", "fail"),
+               headlines=("reward-without-success",))
+    assert r.hit and not r.headline_hit
+    assert result(FARMING, ("length-bias", "fail"), headlines=("length-bias",)).headline_hit
 
 
 def test_a_clean_env_with_any_warn_or_fail_is_a_false_alarm():
