@@ -23,6 +23,7 @@ import gymnasium as gym
 import pandas as pd
 
 from envaudit.config import ScanConfig
+from envaudit.coverage import coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
 from envaudit.findings import Finding, Severity
@@ -154,6 +155,7 @@ def run_scan(
             raise UsageError(f"{env_id!r} made {a_type(probe_env)}, not a gymnasium.Env; return an env "
                              "instance (a gymnasium.Env subclass) from the factory")
         env_fingerprint = fingerprint(probe_env)
+        action_space = probe_env.action_space
         probe_env.close()
     except UsageError:
         raise
@@ -203,6 +205,7 @@ def run_scan(
     findings = _holm(findings, config.alpha)
     records = Records.concat(kept)
     records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
+    findings += coverage_findings(records, action_space)  # never a falsely clean report
     return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
                   created, time.monotonic() - started, _version(), records=records, tables=tables,
                   incomplete=incomplete)

@@ -67,6 +67,13 @@ REFERENCES: dict[str, Callable[[Any], str]] = {
 }
 
 
+def _listed_moves(observation: str) -> list[str]:
+    """The moves of the observation's *last* "Available Moves" listing (TextArena's LLM observation
+    is the whole transcript, so earlier listings are of earlier boards)."""
+    listings = LISTING.findall(observation)
+    return BRACKETED.findall(listings[-1]) if listings else []
+
+
 def _ta() -> Any:
     return require("textarena", package="textarena", extra=EXTRA)
 
@@ -171,8 +178,7 @@ class TextArenaEnv(CatalogueEnv):
             if state.done or state.current_player_id == 0:
                 return bool(state.done)
             _pid, obs = self.game.get_observation()
-            listing = LISTING.search(str(obs)) if obs else None
-            moves = BRACKETED.findall(listing.group(1)) if listing else []
+            moves = _listed_moves(str(obs or ""))
             done, _ = self.game.step(moves[0] if moves else "[0]")
             if done:
                 return True
@@ -222,8 +228,7 @@ class TextArenaEnv(CatalogueEnv):
             moves = self._legal(self.base, rng)
             if moves:
                 return moves
-        listing = LISTING.search(self._obs)
-        moves = BRACKETED.findall(listing.group(1)) if listing else []
+        moves = _listed_moves(self._obs)
         if moves:
             return [moves[i] for i in sorted(rng.sample(range(len(moves)), min(3, len(moves))))]
         return [f"[{rng.randint(0, 9)}]" for _ in range(3)]
