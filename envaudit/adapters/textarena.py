@@ -10,9 +10,9 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
   player's (TextArena's ``set_winner``). Alone, TextArena marks a solved game with
   ``set_outcome(reward=1)`` and a lost one with the fraction completed, so success is an outcome
   of 1 that ended neither by the turn limit nor by an invalid move.
-- **Truncation.** A game that ended because its turn limit was reached (its reason says so, or the
-  turn count reached ``max_turns``) is truncated, not terminated; so is an episode cut by the
-  adapter's own cap of agent turns.
+- **Truncation.** A game that ended because its turn limit was reached (its reason says so, or,
+  when it gives no reason, the turn count reached ``max_turns``) is truncated, not terminated; so is an episode cut by the
+  adapter's own guard (``turn_cap`` agent steps, for games without a limit of their own).
 - **Moves as tool calls.** Every agent step is a ``move`` call, status ``error`` when TextArena
   counted it an invalid move (its error count rose, or the game ended on ``invalid_move``).
 - **Opponents.** Other players play a fixed policy: the first move of the "Available Moves"
@@ -127,8 +127,11 @@ class TextArenaEnv(CatalogueEnv):
         self.num_players = num_players or self._default_players()
         limit = getattr(self.base, "max_turns", None)
         self.turn_limit = int(limit) if isinstance(limit, int) and self.num_players == 1 else None
-        super().__init__(game_labels(self.has_reference), max_steps=self.turn_limit or int(turn_cap))
-        self.turn_cap = self.turn_limit or int(turn_cap)
+        # The game ends itself at its own limit; the adapter's cap is only a guard, above the most
+        # steps a game can take (TextArena checks its limit before counting the turn, so a limit
+        # of 10 allows 11 moves, and a retried invalid move is a step that is not a turn).
+        self.turn_cap = 2 * (self.turn_limit + 1) if self.turn_limit else int(turn_cap)
+        super().__init__(game_labels(self.has_reference), max_steps=self.turn_cap)
         self.adapter_info.update({
             "package": "textarena", "version": package_version("textarena"), "env_id": env_id,
             "env_class": f"{type(self.base).__module__}.{kind}", "num_players": self.num_players,
@@ -206,7 +209,9 @@ class TextArenaEnv(CatalogueEnv):
         invalid = invalid or bool(mine.get("invalid_move"))
         reason = str(mine.get("reason", ""))
         limit = getattr(state, "max_turns", None)
-        at_limit = bool(TURN_LIMIT.search(reason)) or (isinstance(limit, int) and state.turn >= limit)
+        # The game's reason says why it ended; the turn count only stands in when it gives none
+        # (a win on the last allowed move also ends with the count at the limit).
+        at_limit = bool(TURN_LIMIT.search(reason)) if reason else (isinstance(limit, int) and state.turn >= limit)
         reward = float((rewards or {}).get(0, 0.0))
         if self.num_players > 1:
             others = [float(v) for k, v in (rewards or {}).items() if k != 0]
