@@ -10,8 +10,11 @@ GEM envs are not ``gymnasium.Env``s: ``gem.make(id, **kwargs)``, ``reset(seed) -
 - **Success.** GEM gives no success flag. Its games announce a win with one message,
   ``"Congratulations! ..."``, on the step that ends the game; that message is the success signal
   (the reward is not: GEM pays partial rewards, up to 0.95, for ending near the target).
-- **Moves as tool calls.** Every step is a ``move`` call whose status is ``error`` when GEM
-  answered with its invalid-move or format-error text, else ``ok``.
+- **Moves as tool calls.** Every step the game goes on after is a ``move`` call whose status is
+  ``error`` when GEM answered with its invalid-move text, else ``ok``. The step that ends the game
+  carries the game's verdict instead (``info["invalid_move"]`` says whether GEM rejected it): a
+  format error that ends the game is a lost game at GEM's format-error reward, which GEM's
+  training trains on, so the episode is a failure, not a tool error a pipeline would mask.
 - **Seeding.** ``reset(seed)`` seeds Python's global ``random`` and NumPy's global state (GEM's
   ``set_seed``): any other user of those generators in the same process changes the episodes.
   The fingerprint records this replayability risk.
@@ -129,10 +132,14 @@ class GemEnv(CatalogueEnv):
             terminated, truncated = not at_limit, at_limit
         info = dict(info)
         invalid = INVALID.search(obs)
-        info["tool"] = {"name": "move", "status": TOOL_ERROR if invalid else TOOL_OK,
-                        **({"error": obs[:200]} if invalid else {})}
         if terminated or truncated:
             info["success"] = terminated and WIN in obs
+            # A move that ends the game is the game's verdict (a loss at GEM's format-error
+            # reward), which GEM's own training trains on: the episode is a failure, not a tool error.
+            info["invalid_move"] = bool(invalid)
+        else:
+            info["tool"] = {"name": "move", "status": TOOL_ERROR if invalid else TOOL_OK,
+                            **({"error": obs[:200]} if invalid else {})}
         return obs, float(reward), terminated, truncated, info
 
     def _legal_moves(self) -> list[str]:

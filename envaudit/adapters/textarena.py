@@ -13,8 +13,10 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
 - **Truncation.** A game that ended because its turn limit was reached (its reason says so, or,
   when it gives no reason, the turn count reached ``max_turns``) is truncated, not terminated; so is an episode cut by the
   adapter's own guard (``turn_cap`` agent steps, for games without a limit of their own).
-- **Moves as tool calls.** Every agent step is a ``move`` call, status ``error`` when TextArena
-  counted it an invalid move (its error count rose, or the game ended on ``invalid_move``).
+- **Moves as tool calls.** Every agent step the game goes on after is a ``move`` call, status
+  ``error`` when TextArena counted it an invalid move (its error count rose: the player may retry).
+  The step that ends the game carries the game's verdict instead, with ``info["invalid_move"]``:
+  a game lost by an invalid move is a failure paid by TextArena's rule, not a tool error.
 - **Opponents.** Other players play a fixed policy: the first move of the "Available Moves"
   listing of their observation, else the first of the agent's own catalogue moves; so an episode is
   a function of the seed and the agent's actions.
@@ -218,7 +220,9 @@ class TextArenaEnv(CatalogueEnv):
             success = bool(others) and reward > max(others)
         else:
             success = reward == 1.0 and not at_limit and not invalid
-        info = {"tool": self._tool(invalid), "success": success, "reason": reason, "rewards": dict(rewards or {})}
+        # The step that ends the game carries the game's verdict, not a tool status: a game lost by
+        # an invalid move is a failure TextArena pays by its own rule, not a tool error.
+        info = {"success": success, "invalid_move": invalid, "reason": reason, "rewards": dict(rewards or {})}
         return reason, reward, not at_limit, at_limit, info
 
     @staticmethod
