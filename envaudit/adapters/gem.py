@@ -51,8 +51,8 @@ or format-error reward)."""
 BOXED = re.compile(r"\\boxed\{(.*)\}", re.DOTALL)
 
 REFERENCES: dict[str, Callable[[Any], str]] = {
-    "GuessTheNumberEnv": lambda env: "\\boxed{%d}" % env.game_number,
-    "MastermindEnv": lambda env: "\\boxed{%s}" % " ".join(str(d) for d in env.game_code),
+    "GuessTheNumberEnv": lambda env: boxed(str(env.game_number)),
+    "MastermindEnv": lambda env: boxed(" ".join(str(d) for d in env.game_code)),
 }
 """The winning move of games whose secret is an attribute of the env (white-box: an audit may look)."""
 
@@ -76,6 +76,10 @@ def check(env_id: str, **options: Any) -> None:
 
 def make(env_id: str, **options: Any) -> GemEnv:
     return GemEnv(env_id, **options)
+
+
+def boxed(content: str) -> str:
+    return "\\boxed{" + content + "}"
 
 
 def _inner(move: str) -> str:
@@ -159,5 +163,5 @@ class GemEnv(CatalogueEnv):
         legal = self._legal_moves()
         inner = _inner(legal[0])
         reference = self._reference(self.inner.unwrapped) if self._reference else None
-        return game_strategies(legal, self.prompt, illegal="\\boxed{%s}" % (inner + inner),
+        return game_strategies(legal, self.prompt, illegal=boxed(inner + inner),
                                unformatted=inner, last=self._last, reference=reference)

@@ -13,10 +13,10 @@ import gymnasium as gym
 import numpy as np
 
 import envaudit
-from envaudit.scan import run_scan
 from envaudit.protocol import END_TERMINATED, END_TRUNCATED, end_reason
 from envaudit.recording import AuditWrapper
 from envaudit.rollout import RandomPolicy, Runner, SequencePolicy
+from envaudit.scan import run_scan
 
 
 class OwnKeysEnv(gym.Env):

@@ -18,6 +18,7 @@ from envaudit.adapters.reasoning_gym import ReasoningGymEnv  # noqa: E402
 from envaudit.resolve import resolve_env  # noqa: E402
 from envaudit.rollout import Runner, SequencePolicy  # noqa: E402
 from envaudit.scan import run_scan  # noqa: E402
+from envaudit.testing import play  # noqa: E402
 
 SEEDS = list(range(20))
 
@@ -52,6 +53,15 @@ def test_partial_credit_stays_reward_and_is_not_success():
     assert records.steps["tool_status"].isna().all()
 
 
+def test_testing_helpers_take_the_target():
+    episode = play("reasoning-gym:leg_counting", [0], seed=3)  # 0: the reference answer
+    assert episode.outcome == "success" and episode.episode_return == 1.0
+    _, make = resolve_env("reasoning-gym:leg_counting", {"size": 10, "extract": False})
+    env = make()
+    env.reset(seed=13)
+    assert env.index == 3 and env.candidates()["reference"] == str(env.entry["answer"])
+
+
 def test_a_seed_replays_its_entry():
     env = ReasoningGymEnv("leg_counting", size=50)
     first, _ = env.reset(seed=7)
@@ -61,8 +71,7 @@ def test_a_seed_replays_its_entry():
 
 
 def test_quick_scan_names_the_hedge():
-    env_id, make = resolve_env("reasoning-gym:leg_counting", {"size": 100})
-    report = run_scan(make, env_id=env_id, quick=True, seed=0)
+    report = run_scan("reasoning-gym:leg_counting", quick=True, seed=0)  # the target as a user writes it
     codes = {f.code for f in report.findings}
     hedges = [f for f in report.findings if f.code == "reward-without-success" and "hedge_all" in f.summary]
     assert hedges, [f.summary for f in report.findings]
