@@ -24,9 +24,10 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
   anything else that draws from it in the same process changes the episodes. The fingerprint
   records this replayability risk.
 
-Catalogue: legal moves (from the observation's "Available Moves/Actions" listing; Guess the
-Number's unguessed numbers; else bracketed guesses that may not be legal, noted in
-``adapter_info``), an illegal move, the move without brackets, a repeat of the last move, a
+Catalogue: legal moves (Guess the Number's unguessed numbers and Tower of Hanoi's playable moves,
+read from the game's state; else the observation's "Available Moves/Actions" listing; else the
+moves the prompt quotes as examples; else bracketed guesses that may not be legal, as
+``adapter_info`` says), an illegal move, the move without brackets, a repeat of the last move, a
 forfeit, the empty reply and an echo of the prompt; games whose secret the adapter can read (Guess
 the Number, Mastermind) also get the reference move and an oracle.
 """
@@ -52,6 +53,8 @@ OPPONENT_MOVES_PER_TURN = 20
 LISTING = re.compile(r"Available (?:Moves|Actions)\s*:\s*([^\n]*)", re.IGNORECASE)
 BRACKETED = re.compile(r"\[[^\[\]\n]{1,40}\]")
 TURN_LIMIT = re.compile(r"turn limit", re.IGNORECASE)
+EXAMPLE = re.compile(r"['`](\[[^\[\]\n]{1,20}\])['`]")
+"""A move the game's prompt quotes as an example ('[A C]', `[3 2]`): a well-formed move at least."""
 
 
 def _guess_the_number_moves(env: Any, rng: random.Random) -> list[str]:
@@ -60,8 +63,16 @@ def _guess_the_number_moves(env: Any, rng: random.Random) -> list[str]:
     return [f"[{n}]" for n in rng.sample(left, min(3, len(left)))] if left else []
 
 
+def _tower_of_hanoi_moves(env: Any, rng: random.Random) -> list[str]:
+    towers = env.state.game_state["towers"]
+    moves = [f"[{a} {b}]" for a in towers for b in towers
+             if a != b and towers[a] and (not towers[b] or towers[b][-1] > towers[a][-1])]
+    return rng.sample(moves, min(3, len(moves)))
+
+
 LEGAL: dict[str, Callable[[Any, random.Random], list[str]]] = {
     "GuessTheNumberEnv": _guess_the_number_moves,
+    "TowerOfHanoiEnv": _tower_of_hanoi_moves,
 }
 REFERENCES: dict[str, Callable[[Any], str]] = {
     "GuessTheNumberEnv": lambda env: f"[{env.game_number}]",
@@ -143,7 +154,8 @@ class TextArenaEnv(CatalogueEnv):
             "opponent": "first move of the opponent's 'Available Moves' listing, else the agent's first catalogue move"
                         if self.num_players > 1 else None,
             "legal_moves": "game-specific" if self._legal else "the observation's 'Available Moves/Actions' "
-                           "listing when it has one, else bracketed guesses that may be illegal",
+                           "listing when it has one, else the prompt's quoted example moves, else "
+                           "bracketed guesses that may be illegal",
             "replayability_risk": "reset(num_players, seed) seeds Python's global random (ta.State.__init__); "
                                   "other users of the global random in the same process change the episodes",
         })
@@ -237,7 +249,7 @@ class TextArenaEnv(CatalogueEnv):
             moves = self._legal(self.base, rng)
             if moves:
                 return moves
-        moves = _listed_moves(self._obs)
+        moves = _listed_moves(self._obs) or EXAMPLE.findall(self.prompt)
         if moves:
             return [moves[i] for i in sorted(rng.sample(range(len(moves)), min(3, len(moves))))]
         return [f"[{rng.randint(0, 9)}]" for _ in range(3)]

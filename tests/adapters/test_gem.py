@@ -3,7 +3,8 @@
 gem-llm 0.1.0 pins reasoning-gym==0.1.23, so it lives in a venv of its own; this module skips
 where gem is not installed. To run it for real::
 
-    python -m venv .venv-gem && .venv-gem/bin/pip install -e '.[gem,dev]' torch==2.13.0
+    python -m venv .venv-gem && .venv-gem/bin/pip install torch==2.13.0
+    .venv-gem/bin/pip install -e '.[gem]' pytest pytest-timeout   # not [dev]: it holds reasoning-gym 0.1.25
     .venv-gem/bin/python -m pytest tests/adapters/test_gem.py
 
 game:GuessTheNumber-v0-easy: numbers 1-10, 4 turns. By GEM's source: the right guess ends the
