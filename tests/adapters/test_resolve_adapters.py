@@ -57,3 +57,17 @@ def test_unknown_dataset_suggests_a_name():
     pytest.importorskip("reasoning_gym")
     with pytest.raises(UsageError, match="did you mean 'leg_counting'"):
         resolve_env("reasoning-gym:leg_countin")
+
+
+def test_cli_passes_env_args_to_the_adapter(tmp_path, monkeypatch):
+    pytest.importorskip("reasoning_gym")
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    rc = main(["scan", "reasoning-gym:leg_counting", "--env-arg", "size=20", "--env-arg", "dataset_seed=3",
+               "--quick", "--probes", "replay", "--out", "out", "--no-progress"])
+    assert rc == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["env_id"] == "reasoning-gym:leg_counting"
+    assert (report["fingerprint"]["adapter"]["size"], report["fingerprint"]["adapter"]["dataset_seed"]) == (20, 3)
+    assert main(["scan", "reasoning-gym:leg_counting", "--env-arg", "size=-1", "--no-progress"]) == 2
