@@ -1,7 +1,8 @@
 """The ``envaudit`` command. The only module that prints.
 
-Exit codes: see ``EXIT_CODES`` (shown under ``envaudit scan --help``); a usage error is a one-line
-message that names the fix, never a traceback.
+Exit codes: see ``EXIT_CODES`` (shown under ``envaudit scan --help``); --fail-on is judged by finding
+group, one per incentive, so several probes seeing one flaw are one verdict. A usage error is a
+one-line message that names the fix, never a traceback.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from envaudit.resolve import UsageError
 
 EXIT_CODES = """\
 exit status:
-  0  clean: the audit ran all its work and no finding reached --fail-on
-  1  a finding reached --fail-on
+  0  clean: the audit ran all its work and no finding group reached --fail-on
+  1  a finding group (one incentive) reached --fail-on
   2  usage error (bad option, unknown env or probe)
   3  the env is broken: it cannot be made, or crashes before anything could be audited
   4  incomplete: the wall-clock safety cap (--budget) was hit, so some work was skipped
@@ -78,8 +79,8 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("probes", help="list the registered probes")
     report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
     report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
-    diff = sub.add_parser("diff", help="compare two reports of the same env: findings fixed, new, unchanged; "
-                                       "exit 1 when NEW has a warn/fail finding OLD did not")
+    diff = sub.add_parser("diff", help="compare two reports of the same env: incentives (finding groups) fixed, "
+                                       "new, unchanged; exit 1 when NEW has a warn/fail group OLD did not")
     diff.add_argument("old", metavar="OLD", help="report folder of the env before the change")
     diff.add_argument("new", metavar="NEW", help="report folder of the env after the change")
     diff.add_argument("--force", action="store_true", help="compare reports of different envs anyway")
@@ -189,6 +190,7 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     console.print(f"report written to {folder}/")
     if report.broken:
         return 3
+    # By group: one incentive seen by several probes is one verdict.
     reached = report.reaches(config.fail_severity)
     if reached:
         return 1

@@ -30,7 +30,7 @@ class ScanConfig:
     quick: bool = _opt(False, "Fewer work units for a fast look (about a quarter of the default episodes "
                        "and iterations); the same seed gives the same quick report anywhere.")
     probes: tuple[str, ...] | None = _opt(None, "Probe names to run (default: all registered probes).")
-    fail_on: str = _opt("fail", "Exit 1 when a finding reaches this severity (info, warn, fail, never).")
+    fail_on: str = _opt("fail", "Exit 1 when a finding group (one incentive) reaches this severity (info, warn, fail, never).")
     timeout_handling: str = _opt("keep", "What the pipeline does with timed-out rollouts: keep, zero, penalty, drop.")
     timeout_penalty: float = _opt(-1.0, "Training reward of timed-out rollouts under --timeout-handling penalty.")
     pipeline: str | None = _opt(None, "A trainer preset for the whole rollout pipeline (overrides --timeout-handling).")

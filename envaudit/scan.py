@@ -27,6 +27,7 @@ from envaudit.coverage import coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
 from envaudit.findings import Finding, Severity
+from envaudit.grouping import group_findings
 from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
 from envaudit.recording import Records
 from envaudit.report import ProbeStatus, Report
@@ -204,11 +205,15 @@ def run_scan(
     tell("done", 1.0)
     findings = _holm(findings, config.alpha)
     records = Records.concat(kept)
+    # Probes may keep the same episodes twice (a replay kept by two analyses): one row each.
     records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
+    records.steps = records.steps.drop_duplicates(["episode_id", "step"], keep="first").reset_index(drop=True)
     findings += coverage_findings(records, action_space)  # never a falsely clean report
+    # Grouped after Holm: a group's severity is its members' after correction.
+    groups = group_findings(findings)
     return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
                   created, time.monotonic() - started, _version(), records=records, tables=tables,
-                  incomplete=incomplete)
+                  incomplete=incomplete, groups=groups)
 
 
 def _broken_finding(broken: dict[str, Any]) -> Finding:

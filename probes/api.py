@@ -438,7 +438,7 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
         findings.append(Finding(
             code="env-error", severity="info", title="Gymnasium's env checker warns",
             summary=f"check_env raised {len(notes)} warning(s); the first: {notes[0]}",
-            evidence={"warnings": notes},
+            evidence={"warnings": notes, "behaviour": "env-error"},
             fix="Each warning names what Gymnasium expects; none of them stops training by itself.",
         ))
     if error is None:
@@ -449,7 +449,7 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
         findings.append(Finding(
             code="env-error", severity="fail", title="The env hangs under Gymnasium's env checker",
             summary=f"{message}; a rollout worker calling the env the same way blocks for good.",
-            evidence={"deadline_s": deadline, "message": message},
+            evidence={"deadline_s": deadline, "message": message, "behaviour": "env-error"},
             fix="Put a deadline on every blocking call in reset() and step(); most likely a call "
                 "waits for a backend that never answers.",
         ))
@@ -467,7 +467,7 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
     findings.append(Finding(
         code="env-error", severity=severity, title=title,
         summary=f"gymnasium.utils.env_checker.check_env stopped with {message}",
-        evidence={"message": message, "exception": type(error).__name__},
+        evidence={"message": message, "exception": type(error).__name__, "behaviour": "env-error"},
         fix=fix,
     ))
     return findings
@@ -493,7 +493,7 @@ def _finding(key: str, seen: list[Seen], tally: Tally, ctx: ProbeContext) -> Fin
         evidence={
             "count": len(seen), "first_seed": first.seed, "first_step": first.step,
             "first_message": first.message, "messages": messages[:3], "by_source": by_source,
-            "episodes_checked": tally.episodes, "steps_checked": tally.steps,
+            "episodes_checked": tally.episodes, "steps_checked": tally.steps, "behaviour": "env-error",
         },
         examples=examples, fix=d.fix,
     )

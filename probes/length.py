@@ -176,7 +176,8 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         CODE, Severity.INFO, "Return rises with episode length",
         f"{held} extra step adds {per_step} to the return on average, but no scripted long strategy "
         "out-earned an honest failure, so this is a correlation to keep an eye on.",
-        evidence, [], "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
+        {**evidence, "behaviour": "stall", "reward_path": "env"}, [],
+        "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
 
 
 def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
@@ -215,7 +216,8 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         CODE, Severity.INFO, "A step cost shortens episodes",
         f"A typical step pays {typical:+.3g} (each extra step lowers the return by {per_step} on average, "
         "larger penalties included), so shorter episodes earn more; fine if intended.",
-        evidence, [], "Nothing to change if a step cost is intended; keep it small next to the success reward.",
+        {**evidence, "behaviour": "quit", "reward_path": "env"}, [],
+        "Nothing to change if a step cost is intended; keep it small next to the success reward.",
         probe="length")
 
 
@@ -232,7 +234,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
         return [Finding(
             CODE, Severity.INFO, f"Return equals {words}",
             f"Every step pays {c:g}, so the return equals {words}; if that is intended, ignore.",
-            {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps))}, [],
+            {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps)),
+             "behaviour": "stall" if c > 0 else "quit"}, [],
             "Nothing to change if surviving longer is the task (as in CartPole); otherwise pay for "
             "progress rather than for steps.", probe="length")]
     if eps["length"].nunique() == 1 and (eps["end_reason"] == "truncated").all():
@@ -243,7 +246,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
             CODE, Severity.INFO, "Every exploration episode ran to the step limit",
             f"All {len(eps)} exploration episodes were truncated at {limit} steps: random play never "
             "finishes this env, so whether return depends on length could not be measured.",
-            {"n": int(len(eps)), "length": limit, "mean_return": float(eps["return"].mean())}, [],
+            {"n": int(len(eps)), "length": limit, "mean_return": float(eps["return"].mean()),
+             "behaviour": "exploration"}, [],
             "Nothing to change if the task is meant to be hard to stumble on; the trained (grpo) "
             "probe and scripted policies still check the incentives.", probe="length")]
     rng = ctx.rng("regression")

@@ -358,6 +358,7 @@ def _finding(tally: Tally) -> Finding:
         summary=f"{d} of {n} replays ({d / n:.0%}) diverged: {where}; GRPO groups that share a "
                 "reset seed are then not comparable.",
         evidence={
+            "behaviour": "non-replayable",
             "replays": n, "diverged": d, "fraction_diverged": d / n,
             "by_check": {c: {"replays": tally.replays[c], "diverged": tally.diverged[c]}
                          for c in CHECKS if tally.replays[c]},
@@ -415,7 +416,7 @@ def _hang_finding(hang: Problem, timeout: float) -> Finding:
         code="env-error", severity="fail", title=f"{hang.where}() hangs during replays",
         summary=f"{hang.where}() did not return within {timeout:g} s at {where} while replaying "
                 "recorded actions; a rollout worker calling it blocks for good.",
-        evidence={"seed": hang.seed, "step": hang.step, "message": hang.message},
+        evidence={"seed": hang.seed, "step": hang.step, "message": hang.message, "behaviour": "env-error"},
         examples=[hang.episode_id] if hang.episode_id is not None else [],
         fix=f"Put a deadline on every blocking call inside {hang.where}(); most likely a tool call "
             "or a backend sometimes never answers.",

@@ -38,6 +38,35 @@ def test_exit_code_follows_fail_on(planted_probe, tmp_path, monkeypatch, capsys,
     assert data["config"]["fail_on"] == fail_on and data["counts"]["warn"] == 1
 
 
+def test_fail_on_and_counts_go_by_incentive(tmp_path, monkeypatch, capsys):
+    """Three probes' findings of one incentive (stalling to the step limit pays) are one verdict."""
+
+    def seen_thrice(ctx):
+        return [Finding(code="length-bias", severity="warn", title="farming", summary="steps pay",
+                        evidence={"behaviour": "stall"}),
+                Finding(code="exploit-policy", severity="warn", title="stalling pays", summary="a stall policy pays",
+                        evidence={"ending": "truncated"}),
+                Finding(code="learned-exploit", severity="info", title="GRPO learned length up", summary="longer",
+                        evidence={"moves": [{"behaviour": "length up", "exploit": True}]})]
+
+    registry = {"planted": Probe("planted", seen_thrice, "one incentive, three findings")}
+    monkeypatch.setattr(scan_module, "probe_names", lambda: sorted(registry))
+    monkeypatch.setattr(scan_module, "registered_probes", lambda names=None: registry)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    assert main(["scan", "tests.fixtures.user_envs:CoinEnv", "--episodes", "8", "--out", "out",
+                 "--fail-on", "warn", "--no-progress"]) == 1
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())  # the table's text, unwrapped
+    assert "also seen by: planted exploit-policy (warn); planted learned-exploit (info)" in out
+    assert "0 fail, 1 warn, 0 info (3 findings)" in out
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["counts"] == {"fail": 0, "warn": 1, "info": 0} and len(data["findings"]) == 3
+    assert [(g["code"], g["behaviour"], g["severity"], len(g["members"])) for g in data["groups"]] == [
+        ("length-bias", "stall", "warn", 3)]
+    assert main(["scan", "tests.fixtures.user_envs:CoinEnv", "--episodes", "8", "--out", "out2",
+                 "--fail-on", "fail", "--no-progress"]) == 0
+
+
 def test_pyproject_section_sets_options_and_flags_override(planted_probe, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))

@@ -96,7 +96,9 @@ def test_a_real_sigint_to_the_command(tmp_path):
     time.sleep(3.0)  # mid-scan on any machine: a quick scan does seconds of work after imports
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
-    if proc.returncode == 130:
+    if proc.returncode in (130, -signal.SIGINT):
+        # -SIGINT: the signal landed during interpreter start-up, before envaudit's handler was
+        # installed (imports take seconds on a loaded machine); Python then ends by the signal itself.
         assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == [], err
     else:  # the scan finished before the signal: then the folder is whole
         assert proc.returncode in (0, 1) and (tmp_path / "out" / "report.json").exists(), (proc.returncode, err)

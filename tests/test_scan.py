@@ -100,9 +100,20 @@ def test_report_folder_round_trips(tmp_path):
     # Readable by the team like any file written under the umask, not mkstemp's private 0600.
     assert all((tmp_path / "r" / n).stat().st_mode & 0o044 for n in names)
     data = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert data["schema_version"] == 1 and data["config"]["seed"] == 5
+    assert data["schema_version"] == 2 and data["config"]["seed"] == 5
     assert data["fingerprint"]["class"].endswith("user_envs.CoinEnv")
     loaded = Report.load(tmp_path / "r")
     assert loaded.to_dict() == report.to_dict()
     assert loaded.records.episodes["return"].tolist() == report.records.episodes["return"].tolist()
     assert "# envaudit report" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_episodes_kept_twice_by_probes_are_stored_once():
+    from envaudit.envs import VARIANTS  # noqa: F401 - registers the bundled envs
+
+    report = run_scan("envaudit/Helpdesk-AttemptCredit-v0", ScanConfig(seed=0, quick=True, probes=("failures",)))
+    steps, eps = report.records.steps, report.records.episodes
+    assert not steps.duplicated(["episode_id", "step"]).any() and not eps["episode_id"].duplicated().any()
+    # Every episode's steps are numbered 0..length-1 exactly once.
+    lengths = steps.groupby("episode_id").size()
+    assert (lengths == eps.set_index("episode_id").loc[lengths.index, "length"]).all()

@@ -61,15 +61,16 @@ def index(out: Path) -> str:
              "Written by `envaudit scan` on bundled envs and a Gymnasium classic (seed "
              f"{SEED}, default configuration). Regenerate them with `python -m envaudit.reporting.examples`",
              "(one scan per folder, default work units).", "",
-             "| folder | env | findings | what it is |", "| --- | --- | --- | --- |"]
+             "| folder | env | incentives (finding groups) | what it is |", "| --- | --- | --- | --- |"]
     for example in EXAMPLES:
         folder = out / example.folder
         if not (folder / "report.json").exists():
             continue
         view = load_report(folder)
         c = view.counts()
-        top = view.findings[0] if view.findings and view.findings[0].severity >= Severity.WARN else None
-        verdict = f"{c['fail']} fail, {c['warn']} warn, {c['info']} info" + (f" (first: `{top.code}`)" if top else "")
+        top = view.groups[0] if view.groups and view.groups[0].severity >= Severity.WARN else None
+        verdict = (f"{c['fail']} fail, {c['warn']} warn, {c['info']} info ({len(view.findings)} findings)"
+                   + (f" (first: `{top.code}`)" if top else ""))
         lines.append(f"| [{example.folder}]({example.folder}/report.md) ([html]({example.folder}/report.html)) "
                      f"| `{example.env_id}` | {verdict} | {example.about} |")
     lines += ["", "Compare the flawed env with its clean twin: "
