@@ -18,8 +18,9 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
   The step that ends the game carries the game's verdict instead, with ``info["invalid_move"]``:
   a game lost by an invalid move is a failure paid by TextArena's rule, not a tool error.
 - **Opponents.** Other players play a fixed policy: the first move of the "Available Moves"
-  listing of their observation, else the first of the agent's own catalogue moves; so an episode is
-  a function of the seed and the agent's actions.
+  listing of their observation, else the first move the prompt quotes as an example, else
+  ``[0]``; so an episode is a function of the seed and the agent's actions. Games for more than
+  two players need ``--env-arg num_players=N``.
 - **Seeding.** ``reset(seed=...)`` seeds Python's *global* ``random`` (``ta.State.__init__``);
   anything else that draws from it in the same process changes the episodes. The fingerprint
   records this replayability risk.
@@ -151,7 +152,8 @@ class TextArenaEnv(CatalogueEnv):
             "options": {k: repr(v) for k, v in options.items()},
             "success": ("player 0's final reward above every other player's" if self.num_players > 1 else
                         "a final outcome of 1 (TextArena's solved game), not at the turn limit, not by an invalid move"),
-            "opponent": "first move of the opponent's 'Available Moves' listing, else the agent's first catalogue move"
+            "opponent": "first move of the opponent's 'Available Moves' listing, else the prompt's first quoted "
+                        "example move, else [0]"
                         if self.num_players > 1 else None,
             "legal_moves": "game-specific" if self._legal else "the observation's 'Available Moves/Actions' "
                            "listing when it has one, else the prompt's quoted example moves, else "
@@ -195,7 +197,7 @@ class TextArenaEnv(CatalogueEnv):
             if state.done or state.current_player_id == 0:
                 return bool(state.done)
             _pid, obs = self.game.get_observation()
-            moves = _listed_moves(str(obs or ""))
+            moves = _listed_moves(str(obs or "")) or EXAMPLE.findall(self.prompt)
             done, _ = self.game.step(moves[0] if moves else "[0]")
             if done:
                 return True
