@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import signal
 import sys
 import threading
@@ -50,7 +51,8 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     scan = sub.add_parser("scan", help="scan an env and write a report folder", epilog=EXIT_CODES,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, or a module exposing make_env()")
+    scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, a module exposing make_env(), "
+                      "or an ecosystem target: reasoning-gym:DATASET, textarena:ENV_ID, gem:ENV_ID")
     scan.add_argument("--seed", type=int, help=helps["seed"])
     scan.add_argument("--episodes", type=int, help=helps["episodes"])
     scan.add_argument("--group-size", type=int, help=helps["group_size"])
@@ -71,6 +73,9 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
+    scan.add_argument("--env-arg", dest="env_args", action="append", default=[], metavar="KEY=VALUE",
+                      help="An option for the env's adapter or factory (repeatable); VALUE is read as "
+                           "JSON when it parses (5, true, [1,2]), else as text.")
     sub.add_parser("probes", help="list the registered probes")
     report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
     report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
@@ -133,6 +138,22 @@ def _config(args: argparse.Namespace) -> ScanConfig:
         raise UsageError(str(exc)) from None
 
 
+def _env_args(items: list[str]) -> dict[str, Any]:
+    """``--env-arg KEY=VALUE`` options as keyword arguments; VALUE as JSON when it parses."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--env-arg {item!r}: expected KEY=VALUE with KEY a Python identifier, "
+                             "e.g. --env-arg size=50")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
 def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     from envaudit.scan import default_out_dir, run_scan
 
@@ -151,7 +172,12 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not show) as bar:
         task = bar.add_task("starting", total=1.0)
-        report = run_scan(args.env, config,
+        target, env_id = args.env, None
+        if args.env_args:  # options reach the env through its factory, resolved here
+            from envaudit.resolve import resolve_env
+
+            env_id, target = resolve_env(args.env, _env_args(args.env_args))
+        report = run_scan(target, config, env_id=env_id,
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
     _raise_if_interrupted()
     out = config.out or default_out_dir(report.env_id)

@@ -20,7 +20,7 @@ import numpy as np
 
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import user_frame
-from envaudit.recording import AuditWrapper, Recorder, Records
+from envaudit.recording import AuditWrapper, Recorder, Records, audit_wrap, strip_user_wrapper
 
 EnvFactory = Callable[[], gym.Env]
 
@@ -201,12 +201,14 @@ class Runner:
 
     def _build(self, recorder: Recorder, wrappers) -> AuditWrapper:
         def build() -> AuditWrapper:
-            env = limit_steps(self.make_env(), self.max_steps)
+            made, mapping = strip_user_wrapper(self.make_env())
+            env = limit_steps(made, self.max_steps)
             self._step_cap = step_limit(env) or self.max_steps
             for wrapper in wrappers:
                 env = wrapper(env)
-            return AuditWrapper(env, tool_key=self.tool_key, success_threshold=self.success_threshold,
-                                recorder=recorder)
+            # audit_wrap keeps an envaudit.wrap(env, success=..., tool_key=...) mapping of the user's.
+            return audit_wrap(env, tool_key=self.tool_key, success_threshold=self.success_threshold,
+                              recorder=recorder, mapping=mapping)
         return self._guard(build, "making the env")
 
     def _episode(self, env, policy, seed, rng, problems, reset_options) -> bool:

@@ -23,6 +23,7 @@ import gymnasium as gym
 import pandas as pd
 
 from envaudit.config import ScanConfig
+from envaudit.coverage import coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
 from envaudit.findings import Finding, Severity
@@ -155,6 +156,7 @@ def run_scan(
             raise UsageError(f"{env_id!r} made {a_type(probe_env)}, not a gymnasium.Env; return an env "
                              "instance (a gymnasium.Env subclass) from the factory")
         env_fingerprint = fingerprint(probe_env)
+        action_space = probe_env.action_space
         probe_env.close()
     except UsageError:
         raise
@@ -202,12 +204,13 @@ def run_scan(
         ctx.close()
     tell("done", 1.0)
     findings = _holm(findings, config.alpha)
-    # Grouped after Holm: a group's severity is its members' after correction.
-    groups = group_findings(findings)
     records = Records.concat(kept)
     # Probes may keep the same episodes twice (a replay kept by two analyses): one row each.
     records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
     records.steps = records.steps.drop_duplicates(["episode_id", "step"], keep="first").reset_index(drop=True)
+    findings += coverage_findings(records, action_space)  # never a falsely clean report
+    # Grouped after Holm: a group's severity is its members' after correction.
+    groups = group_findings(findings)
     return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
                   created, time.monotonic() - started, _version(), records=records, tables=tables,
                   incomplete=incomplete, groups=groups)

@@ -21,7 +21,7 @@ import numpy as np
 
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.grpo.engine import PolicyEngine
-from envaudit.recording import AuditWrapper, Recorder, Records
+from envaudit.recording import AuditWrapper, Recorder, Records, audit_wrap, strip_user_wrapper
 from envaudit.rollout import EnvFactory, Problem, limit_steps
 
 
@@ -106,10 +106,11 @@ class LockstepCollector:
     # -- envs ---------------------------------------------------------------------------------
     def _build(self, slot: int) -> AuditWrapper:
         """Make the env of ``slot`` (on the worker thread: making an env can hang too)."""
-        env = limit_steps(self.make_env(), self.max_steps)
+        made, mapping = strip_user_wrapper(self.make_env())  # keep an envaudit.wrap mapping
+        env = limit_steps(made, self.max_steps)
         for wrapper in self.wrappers:
             env = wrapper(env)
-        env = AuditWrapper(env, tool_key=self.tool_key, success_threshold=self.success_threshold)
+        env = audit_wrap(env, tool_key=self.tool_key, success_threshold=self.success_threshold, mapping=mapping)
         self._envs[slot] = env
         self._limits[slot] = step_limit(env, self.max_steps)
         return env

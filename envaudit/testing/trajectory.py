@@ -421,7 +421,8 @@ class EnvSession:
         if finished:
             flag = info.get(SUCCESS_KEY)
             success = None if flag is None else bool(flag)
-            reason = end_reason(terminated=bool(terminated), truncated=bool(truncated), tool_status=steps[-1].status)
+            reason = end_reason(terminated=bool(terminated), truncated=bool(truncated), tool_status=steps[-1].status,
+                                success=success)
             outcome = outcome_class(reason, success=success, episode_return=sum(s.reward for s in steps))
         return Episode(
             env=self.name, seed=plan.seed, actions=tuple(played), faults=faults, steps=tuple(steps),
