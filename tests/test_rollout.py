@@ -60,7 +60,8 @@ def test_env_that_raises_gets_a_fresh_instance_and_a_problem():
     make = Factory(raise_at=1)
     result = Runner(make, step_timeout_s=2.0).run(RandomPolicy(), [10, 11, 12], rng=np.random.default_rng(0))
     assert len(make.made) == 2 and make.made[0].closed
-    assert result.problems == [Problem("exception", "step", "RuntimeError: broken at step 1", 10, 1, 0)]
+    raised_at = f"{__file__}:{_line_of('raise RuntimeError(')}"  # the env's own line, in the user's code
+    assert result.problems == [Problem("exception", "step", "RuntimeError: broken at step 1", 10, 1, 0, raised_at)]
     ep = result.records.episodes
     assert ep["seed"].tolist() == [10, 11, 12]
     assert ep["end_reason"].tolist() == ["env_exception", "terminated", "terminated"]
@@ -192,3 +193,9 @@ def test_env_that_ignores_its_own_limit_is_a_problem_not_a_silent_drop():
     result = Runner(Endless, max_steps=50).run(SequencePolicy([0]), [0], rng=np.random.default_rng(0))
     assert result.records.episodes.empty
     assert [p.message for p in result.problems] == ["the episode did not end within its step limit of 5 steps"]
+
+
+def _line_of(text: str) -> int:
+    from pathlib import Path
+
+    return next(i for i, line in enumerate(Path(__file__).read_text().splitlines(), 1) if text in line)
