@@ -35,7 +35,7 @@ from envaudit.policies import Replay, ReplayPlan, action_stats, oracle_policy, s
 from envaudit.probe import ProbeContext
 from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
-from envaudit.stats import MIN_SAMPLES, paired_compare
+from envaudit.stats import MIN_SAMPLES, bootstrap_ci, paired_compare, signed_rank_p
 
 FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 PAIRS = 16
@@ -143,7 +143,8 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, 
             test.update(
                 source="fault injection", kind="conditioned", call=a, next=b, status=status,
                 tool=catalogue[a].tool, call_label=_label(ctx, a), next_label=_label(ctx, b),
-                two_step_diff=float(np.mean(two)),
+                two_step_diff=float(np.mean(two)), two_step_diff_ci=list(bootstrap_ci(two, rng)),
+                two_step_p=signed_rank_p(two, alternative="greater"),
                 path_returns=[f["return"] for f in ended],
                 path_seeds=sorted({s for f, _, s in pairs if f["last_terminated"]}),
                 examples=[f["episode_id"] for f, o, _ in pairs if f["last_reward"] > o["last_reward"]],
@@ -216,9 +217,12 @@ def is_hit(test: dict, p_adjusted: float, alpha: float) -> bool:
     """Significant after Holm, the next step pays clearly more after the failure, and so do the two
     steps together (the reward did not just move from the failed step to the retry)."""
     ci = test.get("two_step_diff_ci")
+    # The two steps together must pay more *significantly*: a noisy grader, or shaping that hands its
+    # potential back at the end, can make the next step alone pay more after a failure by chance or
+    # by bookkeeping while the pair pays the same.
     return bool(test["diff"] is not None and test["diff"] > 0 and not test["underpowered"]
                 and p_adjusted <= alpha and test["diff_ci"][0] > 0 and test["two_step_diff"] > 0
-                and (ci is None or ci[0] > 0))
+                and (ci is None or ci[0] > 0) and test.get("two_step_p", 0.0) <= alpha)
 
 
 # -- the finding ----------------------------------------------------------------------------------

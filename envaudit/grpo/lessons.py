@@ -138,8 +138,15 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
     as_much = (f"; its episodes that do not succeed earn {_money(returns)}, as much as honest success "
                f"({success_text})") if at_least else ""
     fav = move.evidence.get("timeout_favoured") or {}
-    if move.key == "timeout" and fav.get("n_groups", 0) >= 4 and fav.get("p_value", 1.0) < alpha \
-            and (fav.get("diff") or 0) > 0:
+    timeout_favoured = (move.key == "timeout" and fav.get("n_groups", 0) >= 4 and fav.get("p_value", 1.0) < alpha
+                        and (fav.get("diff") or 0) > 0)
+    if timeout_favoured and _pipeline_keeps_timeouts(ctx):
+        # Under a pipeline that trains on the env's return, timing out is paid only if its ending
+        # pays; timed-out episodes that earn more by the progress they made on the way (shaping,
+        # partial credit) are partial progress, not an incentive to time out.
+        ev["ending_premium"] = _timeout_ending_pays(ctx, result)
+        timeout_favoured = ev["ending_premium"]["holds"]
+    if timeout_favoured:
         return Verdict(move, top, "timeout", "timeout",
                        "in the same groups a failing rollout got a better advantage by timing out than by failing"
                        + as_much, show, ev)
@@ -195,6 +202,11 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
     return Verdict(move, Severity.INFO, "unexplained", behaviour,
                    f"what it learned earns {_money(returns)} against honest success {success_text}: too few "
                    "episodes to place it on the ladder (the other probes and a larger scan can)", show, ev)
+
+
+def _pipeline_keeps_timeouts(ctx) -> bool:
+    """The pipeline trains timed-out rollouts on the env's own return (no drop, zero, penalty, mask)."""
+    return ctx.pipeline.handling_of(TIMEOUT) == "keep" and TIMEOUT not in ctx.pipeline.mask_group_on
 
 
 def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
