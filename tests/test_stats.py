@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -233,3 +234,59 @@ def test_spearman_interval_skips_resamples_without_spread():
     out = spearman_ci([0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 2.0, 3.0], np.random.default_rng(0), n_boot=200)
     lo, hi = out["rho_ci"]
     assert math.isfinite(lo) and math.isfinite(hi) and -1.0 <= lo <= out["rho"] <= hi <= 1.0
+
+
+def test_holm_caps_at_one_when_the_running_product_exceeds_it():
+    # 0.6 * 2 = 1.2, then max(1.2, 0.7 * 1): both capped.
+    np.testing.assert_allclose(holm([0.7, 0.6]), [1.0, 1.0])
+    np.testing.assert_allclose(holm([0.01, 0.6, 0.7]), [0.03, 1.0, 1.0])
+
+
+def test_empty_arms_give_nan_or_none_without_numpy_warnings():
+    rng = np.random.default_rng(38)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the mean of an empty array warns: never taken
+        assert all(math.isnan(v) for v in bootstrap_ci([], rng))
+        assert all(math.isnan(v) for v in diff_means_ci([], [1.0, 2.0], rng))
+        assert all(math.isnan(v) for v in diff_means_ci([1.0, 2.0], [], rng))
+        assert compare([], [], rng)["mean_a"] is None
+
+
+def test_success_flags_may_come_as_booleans():
+    """Success flags arrive as bools (``info['success']``); the statistics treat them as 0/1."""
+    flags_a = [True] * 9 + [False] * 3
+    flags_b = [True] * 2 + [False] * 10
+    as_float = (np.array(flags_a, float), np.array(flags_b, float))
+    got = compare(flags_a, flags_b, np.random.default_rng(0))
+    assert got == compare(*as_float, np.random.default_rng(0))
+    assert got["p_value"] < 0.01 and got["diff"] == pytest.approx(7 / 12)
+    length = np.arange(12.0)
+    assert spearman_ci(flags_a, length, np.random.default_rng(0), n_boot=50) == \
+        spearman_ci(as_float[0], length, np.random.default_rng(0), n_boot=50)
+
+
+def test_spearman_constant_inputs_and_default_resamples():
+    rng = np.random.default_rng(39)
+    x = rng.normal(size=30)
+    # A constant first argument has no ranks to correlate, like a constant second one.
+    assert spearman_ci(np.full(30, 2.0), x, rng) == {"rho": 0.0, "rho_ci": [0.0, 0.0], "p_value": 1.0, "n": 30}
+    assert spearman_ci([0.0, 1.0, 2.0], [5.0, 5.0, 5.0], rng)["rho"] == 0.0
+    # Spread of exactly 1 is still spread.
+    assert spearman_ci([0.0, 0.5, 1.0], [0.0, 1.0, 2.0], rng, n_boot=20)["rho"] == pytest.approx(1.0)
+    y = x + rng.normal(size=30)
+    assert spearman_ci(x, y, np.random.default_rng(0)) == spearman_ci(x, y, np.random.default_rng(0), n_boot=1000)
+
+
+def test_spearman_interval_spreads_when_ties_are_in_either_argument():
+    # Ties in x or in y: resamples with spread in both remain, and they do not all agree.
+    tied, spread = [0.0, 0.0, 0.0, 1.0], [0.0, 1.0, 2.0, 3.0]
+    for x, y in ((tied, spread), (spread, tied)):
+        lo, hi = spearman_ci(x, y, np.random.default_rng(0), n_boot=200)["rho_ci"]
+        assert math.isfinite(lo) and math.isfinite(hi) and lo < hi
+
+
+def test_spearman_interval_falls_back_to_the_estimate_without_usable_resamples():
+    # Seed 4 draws rows [2, 2, 2] for the one resample: constant, so no resample has spread.
+    assert list(np.random.default_rng(4).integers(0, 3, size=(1, 3))[0]) == [2, 2, 2]
+    out = spearman_ci([0.0, 0.0, 1.0], [0.0, 1.0, 2.0], np.random.default_rng(4), n_boot=1)
+    assert out["rho_ci"] == [pytest.approx(out["rho"])] * 2 and out["rho"] == pytest.approx(st.spearmanr([0, 0, 1], [0, 1, 2]).statistic)

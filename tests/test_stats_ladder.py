@@ -7,6 +7,8 @@ rates by simulation.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as st
@@ -35,9 +37,17 @@ def test_reward_scale_falls_back_to_the_spread_of_every_arm():
     pooled = np.r_[success, alternative, other]
     assert reward_scale(success, alternative, other) == pytest.approx(np.std(pooled))
     assert reward_scale([0.5], [0.5], [0.5, 1.5]) == pytest.approx(np.std([0.5, 0.5, 0.5, 1.5]))
-    assert reward_scale([], [0.0, 2.0]) == pytest.approx(1.0)  # no success arm: spread of the rest
+    assert reward_scale([], [0.0, 4.0]) == pytest.approx(2.0)  # no success arm: spread of the rest
     assert reward_scale([0.5], [0.5]) == 1.0  # no gap, no spread: the unit is 1
     assert reward_scale([], []) == 1.0
+
+
+def test_reward_scale_takes_no_mean_of_an_empty_arm():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert reward_scale([], [0.0, 4.0]) == pytest.approx(2.0)
+        assert reward_scale([1.0, 3.0], []) == pytest.approx(1.0)
+        assert reward_scale([], [], []) == 1.0
 
 
 # --- noninferiority ----------------------------------------------------------------------------
@@ -230,3 +240,34 @@ def test_ladder_falls_back_to_the_spread_when_success_does_not_pay_more():
     out = ladder(exploit, success=success, alternative=alternative)
     assert out["scale"] == pytest.approx(np.std(np.r_[success, alternative, exploit]))
     assert out["level"] == "at_least_success"
+
+
+def test_ladder_evidence_names_its_arms():
+    out = ladder(const(1.0))
+    assert {"mean_exploit", "mean_alternative", "n_exploit", "n_alternative"} <= set(out["vs_alternative"])
+    assert {"mean_exploit", "mean_success", "n_exploit", "n_success"} <= set(out["vs_success"])
+
+
+def test_ladder_p_equal_to_alpha_is_not_significant():
+    rng = np.random.default_rng(16)
+    success, alternative = rng.normal(1.0, 0.2, N), rng.normal(0.0, 0.2, N)
+    exploit = rng.normal(0.9, 0.2, N)
+    base = exploit_ladder(exploit, success, alternative, np.random.default_rng(0), min_effect=MIN_EFFECT)
+    p_alt, p_succ = base["vs_alternative"]["p_value"], base["vs_success"]["p_value"]
+    assert base["level"] == "at_least_success" and p_alt < p_succ < 0.05
+    # alpha exactly at the success test's p: that test fails, the alternative one still passes.
+    at_succ = exploit_ladder(exploit, success, alternative, np.random.default_rng(0), min_effect=MIN_EFFECT, alpha=p_succ)
+    assert at_succ["level"] == "above_alternative"
+    at_alt = exploit_ladder(exploit, success, alternative, np.random.default_rng(0), min_effect=MIN_EFFECT, alpha=p_alt)
+    assert at_alt["level"] is None
+
+
+def test_ladder_interval_touching_zero_is_not_above_it():
+    # 39 exploit episodes earn what the alternative earns, one earns 10: over a third of the
+    # resamples miss that one, so the interval's lower end is exactly 0. alpha is opened wide so
+    # that only the interval decides.
+    exploit = np.r_[10.0, np.zeros(N - 1)]
+    out = ladder(exploit, alpha=0.99)
+    vs_alt = out["vs_alternative"]
+    assert vs_alt["diff_ci"][0] == 0.0 and vs_alt["p_value"] < 0.99 and vs_alt["diff"] >= MIN_EFFECT
+    assert out["level"] is None

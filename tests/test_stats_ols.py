@@ -66,10 +66,10 @@ def test_single_regressor_matches_scipy_linregress():
 
 def test_bootstrap_intervals_cover_at_their_level():
     """Episodes resampled: the 95% interval of a slope covers the true slope in about 95% of
-    samples, the 80% one in about 80%."""
+    samples, the 50% one in about half."""
     rng = np.random.default_rng(22)
     reps, n = 200, 60
-    hits = {0.95: 0, 0.8: 0}
+    hits = {0.95: 0, 0.5: 0}
     for _ in range(reps):
         x = rng.uniform(0, 1, n)
         y = 1.0 + 2.0 * x + rng.normal(0, 1, n)
@@ -77,10 +77,10 @@ def test_bootstrap_intervals_cover_at_their_level():
             lo, hi = ols_bootstrap(y, {"x": x}, np.random.default_rng(rng.integers(2**32)),
                                    n_boot=200, level=level)["coef"]["x"]["ci"]
             hits[level] += lo <= 2.0 <= hi
-    # sd of a 200-sample coverage: 0.015 at 95%, 0.028 at 80%; the percentile bootstrap runs a
+    # sd of a 200-sample coverage: 0.015 at 95%, 0.035 at 50%; the percentile bootstrap runs a
     # little narrow at n = 60.
     assert 0.89 <= hits[0.95] / reps <= 0.99
-    assert 0.70 <= hits[0.8] / reps <= 0.88
+    assert 0.40 <= hits[0.5] / reps <= 0.60
 
 
 def test_constant_and_duplicate_columns_are_dropped():
@@ -124,3 +124,50 @@ def test_same_seed_same_intervals():
     one = ols_bootstrap(y, columns, np.random.default_rng(1), n_boot=100)
     assert one == ols_bootstrap(y, columns, np.random.default_rng(1), n_boot=100)
     assert one != ols_bootstrap(y, columns, np.random.default_rng(2), n_boot=100)
+
+
+def test_success_flags_as_a_boolean_column():
+    rng = np.random.default_rng(27)
+    success = rng.random(60) < 0.4
+    length = rng.uniform(1, 10, 60)
+    y = 1.0 * success + 0.1 * length + rng.normal(0, 0.1, 60)
+    got = ols_bootstrap(y, {"success": success, "length": length}, np.random.default_rng(0), n_boot=50)
+    assert got == ols_bootstrap(y, {"success": success.astype(float), "length": length},
+                                np.random.default_rng(0), n_boot=50)
+    assert got["coef"]["success"]["estimate"] == pytest.approx(1.0, abs=0.1)
+
+
+def test_r2_of_a_response_with_little_variance():
+    # R^2 does not depend on the response's units, including total variance below 1.
+    rng = np.random.default_rng(28)
+    x = rng.normal(0, 1, 30)
+    y = 0.5 + 0.3 * x + rng.normal(0, 1, 30)
+    big = ols_bootstrap(y, {"x": x}, rng, n_boot=0)["r2"]
+    small = ols_bootstrap(0.01 * y, {"x": x}, rng, n_boot=0)["r2"]
+    assert small == pytest.approx(big) and 0.0 < small < 1.0
+
+
+def test_resampling_can_draw_every_episode():
+    # One high-leverage episode sets the slope; about 64% of resamples draw it, so the interval
+    # reaches up to the estimate instead of sitting around the slope of the other 29.
+    rng = np.random.default_rng(0)
+    x = np.r_[10.0, rng.uniform(0, 1, 29)]
+    y = np.r_[10.0, rng.normal(0, 0.3, 29)]
+    c = ols_bootstrap(y, {"x": x}, np.random.default_rng(1), n_boot=300)["coef"]["x"]
+    assert c["estimate"] == pytest.approx(1.0, abs=0.05) and c["ci"][1] > 0.9 * c["estimate"]
+
+
+def test_exact_fit_judged_relative_to_the_response_scale():
+    # At returns of order 1e6 rounding leaves standard errors near 1e-8: still an exact fit, and
+    # a coefficient of 1e-9 there is zero.
+    x = np.arange(10.0)
+    w = np.r_[np.zeros(5), np.ones(5)]
+    out = ols_bootstrap(1e6 * (3.0 + 2.0 * x), {"x": x, "w": w}, np.random.default_rng(0), n_boot=0)
+    assert out["coef"]["x"]["p_value"] == 0.0 and out["coef"]["intercept"]["p_value"] == 0.0
+    assert out["coef"]["w"]["p_value"] == 1.0
+
+
+def test_default_resamples():
+    y, columns = synthetic(np.random.default_rng(29), 30)
+    assert ols_bootstrap(y, columns, np.random.default_rng(0)) == \
+        ols_bootstrap(y, columns, np.random.default_rng(0), n_boot=1000, level=0.95)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -175,3 +176,35 @@ def test_proportion_ci_wilson_formula_at_other_levels():
     assert 0.0 < lo < 0.1 < hi < 1.0
     lo, hi = proportion_ci(9, 10)
     assert 0.0 < lo < 0.9 < hi < 1.0
+
+
+def test_paired_edge_cases_return_the_full_shape():
+    rng = np.random.default_rng(44)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no mean of an empty array
+        empty = paired_compare([], [], rng, labels=("x", "y"))
+    assert empty == {"mean_x": None, "mean_y": None, "n_pairs": 0, "paired": True, "diff": None,
+                     "diff_ci": None, "p_value": 1.0, "effect_size": None, "underpowered": True}
+    # Two pairs are resampled, not reported as a point.
+    two = paired_compare([1.0, 3.0], [0.0, 0.0], np.random.default_rng(0))
+    assert two["diff_ci"] == [1.0, 3.0]
+    # Success flags as booleans are 0/1.
+    flags_a, flags_b = [True] * 10 + [False] * 2, [False] * 10 + [True] * 2
+    assert paired_compare(flags_a, flags_b, np.random.default_rng(0)) == \
+        paired_compare(np.array(flags_a, float), np.array(flags_b, float), np.random.default_rng(0))
+    assert paired_compare(PAIRED_A, PAIRED_B, np.random.default_rng(0)) == \
+        paired_compare(PAIRED_A, PAIRED_B, np.random.default_rng(0), n_boot=2000)
+
+
+def test_paired_resampling_can_draw_every_pair():
+    # One pair carries the whole difference: resamples that draw it give means up to 1.5.
+    out = paired_compare(np.r_[5.0, np.zeros(9)], np.zeros(10), np.random.default_rng(0))
+    assert out["diff"] == 0.5 and out["diff_ci"][0] <= 0.5 <= out["diff_ci"][1]
+
+
+def test_proportion_ci_is_closed_exactly_at_the_ends():
+    # The formula's lower bound at 0 successes is 0 only up to rounding (about 1e-17 at n = 3).
+    for n in range(1, 60):
+        assert proportion_ci(0, n)[0] == 0.0 and proportion_ci(n, n)[1] == 1.0
+    lo, hi = proportion_ci(1, 1)
+    assert 0.0 < lo < 1.0 and hi == 1.0
