@@ -263,6 +263,8 @@ def test_success_flags_may_come_as_booleans():
     length = np.arange(12.0)
     assert spearman_ci(flags_a, length, np.random.default_rng(0), n_boot=50) == \
         spearman_ci(as_float[0], length, np.random.default_rng(0), n_boot=50)
+    assert spearman_ci(length, flags_a, np.random.default_rng(0), n_boot=50) == \
+        spearman_ci(length, as_float[0], np.random.default_rng(0), n_boot=50)
 
 
 def test_spearman_constant_inputs_and_default_resamples():

@@ -192,8 +192,10 @@ def test_paired_edge_cases_return_the_full_shape():
     flags_a, flags_b = [True] * 10 + [False] * 2, [False] * 10 + [True] * 2
     assert paired_compare(flags_a, flags_b, np.random.default_rng(0)) == \
         paired_compare(np.array(flags_a, float), np.array(flags_b, float), np.random.default_rng(0))
-    assert paired_compare(PAIRED_A, PAIRED_B, np.random.default_rng(0)) == \
-        paired_compare(PAIRED_A, PAIRED_B, np.random.default_rng(0), n_boot=2000)
+    # Default resamples: 2000 (40 continuous pairs, so the interval moves with the count).
+    a, b = np.random.default_rng(45).normal(size=(2, 40))
+    assert paired_compare(a, b, np.random.default_rng(0)) == paired_compare(a, b, np.random.default_rng(0), n_boot=2000)
+    assert paired_compare(a, b, np.random.default_rng(0)) != paired_compare(a, b, np.random.default_rng(0), n_boot=2001)
 
 
 def test_paired_resampling_can_draw_every_pair():
