@@ -9,6 +9,7 @@ surviving mutant with its diff. Target (issue 15): at least 85% killed on stats 
     python benchmarks/mutation.py probes/length.py        # a probe (minutes: its tests scan envs)
     python benchmarks/mutation.py --all-probes            # every probe as well (long: a weekly job)
     python benchmarks/mutation.py stats --tests-ref main  # the tests as they are on a git ref
+    python benchmarks/mutation.py length --only _farming  # only the mutants of some functions
 
 Why a staging folder: mutmut imports the mutated copy by the module path it derives from the
 file path, but the repository installs ``probes/`` as ``envaudit.probes`` (package-dir mapping).
@@ -20,11 +21,14 @@ mutmut there; the working tree is never modified.
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import json
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,21 +104,60 @@ def mutmut(folder: Path, *args: str, timeout: float | None = None) -> subprocess
                           text=True, timeout=timeout)
 
 
-def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool) -> dict:
+DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+path, names = sys.argv[1], json.loads(sys.stdin.read())
+print(json.dumps({n: get_diff_for_mutant(n, path=path) for n in names}))
+"""
+
+
+def diffs(folder: Path, staged: str, names: list[str]) -> dict[str, str]:
+    """Each mutant's diff, from one process (``mutmut show`` per mutant costs a start-up each)."""
+    if not names:
+        return {}
+    done = subprocess.run([sys.executable, "-c", DIFFS, staged], cwd=folder, input=json.dumps(names),
+                          capture_output=True, text=True)
+    if done.returncode == 0:
+        return json.loads(done.stdout)
+    return {n: mutmut(folder, "show", n).stdout for n in names}  # mutmut's internals moved
+
+
+def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool, rerun: bool,
+          only: list[str]) -> dict:
     folder = STAGING / re.sub(r"[^A-Za-z0-9]+", "-", f"{t.source}-{tests_ref or 'worktree'}").strip("-")
-    selected = stage(t, folder, tests_ref)
-    run = mutmut(folder, "run", "--max-children", str(max_children))
+    # mutmut matches mutant names with fnmatch: <module>.x_<function>__mutmut_<n> for a function
+    patterns = [f"*.x_{f}__mutmut_*" for f in only] + [f"*.x\u01c1*\u01c1{f}__mutmut_*" for f in only]
+    if rerun or not (folder / "mutants").exists():
+        stage(t, folder, tests_ref)
+        run = mutmut(folder, "run", "--max-children", str(max_children), *patterns)
+        if run.returncode != 0:
+            raise SystemExit(f"mutation: mutmut failed on {t.source} (exit {run.returncode}):\n"
+                             f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    selected = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args_test_selection"]
     results = mutmut(folder, "results", "--all", "true")
     statuses = dict(re.findall(r"^\s+(\S+): (.+)$", results.stdout, flags=re.M))
-    if run.returncode != 0 or not statuses:
-        raise SystemExit(f"mutation: mutmut failed on {t.source} (exit {run.returncode}):\n"
-                         f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
-    survivors = sorted((k for k, v in statuses.items() if v not in CAUGHT),
-                       key=lambda k: (k.rsplit("__mutmut_", 1)[0], int(k.rsplit("_", 1)[1])))
-    diffs = {k: mutmut(folder, "show", k).stdout for k in survivors} if show_diffs else {}
-    return {"module": t.source, "tests": selected, "total": len(statuses),
+    if only:
+        statuses = {k: v for k, v in statuses.items() if any(fnmatch.fnmatch(k, p) for p in patterns)}
+    if not statuses:
+        raise SystemExit(f"mutation: no mutmut results in {folder}:\n{results.stdout[-2000:]}{results.stderr[-2000:]}")
+    order = lambda k: (k.rsplit("__mutmut_", 1)[0], int(k.rsplit("_", 1)[1]))  # noqa: E731
+    survivors = sorted((k for k, v in statuses.items() if v not in CAUGHT), key=order)
+    # "no tests": no selected test reaches the function at all; counted per function, not diffed.
+    untested = Counter(_function(k) for k in survivors if statuses[k] == "no tests")
+    shown = [k for k in survivors if statuses[k] != "no tests"]
+    return {"module": t.source + (f" ({', '.join(only)})" if only else ""), "tests": selected, "total": len(statuses),
             "killed": sum(v in CAUGHT for v in statuses.values()),
-            "survivors": {k: statuses[k] for k in survivors}, "diffs": diffs}
+            "survivors": {k: statuses[k] for k in shown}, "untested": dict(untested),
+            "diffs": diffs(folder, t.staged, shown) if show_diffs else {}}
+
+
+def _function(mutant: str) -> str:
+    """envaudit.stats.x_holm__mutmut_3 -> holm; a method's mutant names its class too."""
+    name = mutant.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[1]
+    if name.startswith("x\u01c1"):  # mutmut writes a method as x<bar>Class<bar>method
+        return name[2:].replace("\u01c1", ".")
+    return name.removeprefix("x_")
 
 
 def main() -> None:
@@ -124,17 +167,24 @@ def main() -> None:
     parser.add_argument("--tests-ref", help="take tests/ from this git ref (e.g. main) to score older tests")
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (default 2)")
     parser.add_argument("--no-diffs", action="store_true", help="list surviving mutants without their diffs")
+    parser.add_argument("--only", nargs="+", default=[], metavar="FUNCTION",
+                        help="only the mutants of these functions (fnmatch patterns), to bound a long run")
+    parser.add_argument("--report-only", action="store_true",
+                        help="print the results of the last run in build/mutation/ without running again")
     args = parser.parse_args()
     names = args.modules or ([] if args.all_probes else ["stats", "findings"])
     if args.all_probes:
         names += [p.stem for p in sorted((ROOT / "probes").glob("*.py")) if p.stem != "__init__"]
-    rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs) for n in names]
+    rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
+                  args.only) for n in names]
     for r in rows:
         print(f"\n== {r['module']}  (tests: {' '.join(r['tests'])})")
+        for function, n in r["untested"].items():
+            print(f"  no tests   {function}: {n} mutants (no selected test calls it)")
         for name, status in r["survivors"].items():
             print(f"  {status:10} {name}")
             for line in r["diffs"].get(name, "").splitlines():
-                if line.startswith(("+ ", "- ", "+\t", "-\t")) or (line[:1] in "+-" and line[:3] not in ("+++", "---")):
+                if line[:1] in "+-" and line[:3] not in ("+++", "---"):
                     print(f"      {line}")
     print(f"\n{'module':32} {'killed':>7} {'total':>6} {'score':>7}")
     for r in rows:
