@@ -292,3 +292,9 @@ def test_spearman_interval_falls_back_to_the_estimate_without_usable_resamples()
     assert list(np.random.default_rng(4).integers(0, 3, size=(1, 3))[0]) == [2, 2, 2]
     out = spearman_ci([0.0, 0.0, 1.0], [0.0, 1.0, 2.0], np.random.default_rng(4), n_boot=1)
     assert out["rho_ci"] == [pytest.approx(out["rho"])] * 2 and out["rho"] == pytest.approx(st.spearmanr([0, 0, 1], [0, 1, 2]).statistic)
+
+
+def test_holm_treats_a_p_value_that_could_not_be_computed_as_no_evidence():
+    # NaN (a test on NaN returns) is never significant and still counts as a test.
+    np.testing.assert_allclose(holm([float("nan"), 0.01]), [1.0, 0.02])
+    np.testing.assert_allclose(holm([0.01, float("nan"), 0.02]), [0.03, 1.0, 0.04])
