@@ -1,14 +1,18 @@
 """The ``envaudit`` command. The only module that prints.
 
-Exit codes: 0 (no finding reached ``--fail-on``), 1 (one did), 2 (usage error: a one-line message
-that names the fix, never a traceback).
+Exit codes: see ``EXIT_CODES`` (shown under ``envaudit scan --help``); --fail-on is judged by finding
+group, one per incentive, so several probes seeing one flaw are one verdict. A usage error is a
+one-line message that names the fix, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
+import signal
 import sys
+import threading
 import tomllib
 from dataclasses import fields
 from pathlib import Path
@@ -16,11 +20,22 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from envaudit.atomic import REPORT_MARKER
 from envaudit.config import FAIL_ON, ScanConfig, config_help
 from envaudit.pipeline import HANDLINGS
 from envaudit.resolve import UsageError
+
+EXIT_CODES = """\
+exit status:
+  0  clean: the audit ran all its work and no finding group reached --fail-on
+  1  a finding group (one incentive) reached --fail-on
+  2  usage error (bad option, unknown env or probe)
+  3  the env is broken: it cannot be made, or crashes before anything could be audited
+  4  incomplete: the wall-clock safety cap (--budget) was hit, so some work was skipped
+     (report.json's "incomplete" lists it); the findings reported are still real
+  when several apply: 2 and 3 before 1, 1 before 4
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,10 +45,14 @@ class _Parser(argparse.ArgumentParser):
 
 def _build_parser() -> argparse.ArgumentParser:
     helps = config_help()
-    parser = _Parser(prog="envaudit", description="Audit an RL environment's incentives before training in it.")
+    parser = _Parser(prog="envaudit", description="Audit an RL environment's incentives before training in it.",
+                     epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"envaudit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    scan = sub.add_parser("scan", help="scan an env and write a report folder")
-    scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, or a module exposing make_env()")
+    scan = sub.add_parser("scan", help="scan an env and write a report folder", epilog=EXIT_CODES,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, a module exposing make_env(), "
+                      "or an ecosystem target: reasoning-gym:DATASET, textarena:ENV_ID, gem:ENV_ID")
     scan.add_argument("--seed", type=int, help=helps["seed"])
     scan.add_argument("--episodes", type=int, help=helps["episodes"])
     scan.add_argument("--group-size", type=int, help=helps["group_size"])
@@ -41,9 +60,11 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--step-timeout", dest="step_timeout_s", type=float, help=helps["step_timeout_s"])
     scan.add_argument("--budget", dest="budget_s", type=float, help=helps["budget_s"])
     scan.add_argument("--out", help=helps["out"])
+    scan.add_argument("--force", action="store_true",
+                      help="Replace the report folder at --out if it already holds a report.")
     scan.add_argument("--timeout-handling", choices=HANDLINGS, help=helps["timeout_handling"])
     scan.add_argument("--timeout-penalty", type=float, help=helps["timeout_penalty"])
-    scan.add_argument("--pipeline", help=helps["pipeline"])
+    scan.add_argument("--pipeline", metavar="PRESET", help=f"{helps['pipeline']} Presets: {', '.join(_preset_names())}.")
     scan.add_argument("--success-threshold", type=float, help=helps["success_threshold"])
     scan.add_argument("--fail-on", choices=FAIL_ON, help=helps["fail_on"])
     scan.add_argument("--probes", help="Comma-separated probe names (default: all; `envaudit probes` lists them).")
@@ -52,15 +73,30 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
+    scan.add_argument("--env-arg", dest="env_args", action="append", default=[], metavar="KEY=VALUE",
+                      help="An option for the env's adapter or factory (repeatable); VALUE is read as "
+                           "JSON when it parses (5, true, [1,2]), else as text.")
     sub.add_parser("probes", help="list the registered probes")
     report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
     report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
-    diff = sub.add_parser("diff", help="compare two reports of the same env: findings fixed, new, unchanged; "
-                                       "exit 1 when NEW has a warn/fail finding OLD did not")
+    diff = sub.add_parser("diff", help="compare two reports of the same env: incentives (finding groups) fixed, "
+                                       "new, unchanged; exit 1 when NEW has a warn/fail group OLD did not")
     diff.add_argument("old", metavar="OLD", help="report folder of the env before the change")
     diff.add_argument("new", metavar="NEW", help="report folder of the env after the change")
     diff.add_argument("--force", action="store_true", help="compare reports of different envs anyway")
     return parser
+
+
+def _version() -> str:
+    from envaudit import __version__
+
+    return __version__
+
+
+def _preset_names() -> list[str]:
+    from envaudit.presets import PRESETS
+
+    return list(PRESETS)
 
 
 def _pyproject_options(cwd: Path) -> dict[str, Any]:
@@ -102,6 +138,22 @@ def _config(args: argparse.Namespace) -> ScanConfig:
         raise UsageError(str(exc)) from None
 
 
+def _env_args(items: list[str]) -> dict[str, Any]:
+    """``--env-arg KEY=VALUE`` options as keyword arguments; VALUE as JSON when it parses."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--env-arg {item!r}: expected KEY=VALUE with KEY a Python identifier, "
+                             "e.g. --env-arg size=50")
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
 def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     from envaudit.scan import default_out_dir, run_scan
 
@@ -114,30 +166,71 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
         from envaudit.grpo.vllm_backend import check_engine
 
         check_engine(config.model)
+    if config.out is not None:
+        _check_out(Path(config.out), args.force)  # refuse before the scan, not after it
     show = not args.no_progress and err.is_terminal
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not show) as bar:
         task = bar.add_task("starting", total=1.0)
-        report = run_scan(args.env, config,
+        target, env_id = args.env, None
+        if args.env_args:  # options reach the env through its factory, resolved here
+            from envaudit.resolve import resolve_env
+
+            env_id, target = resolve_env(args.env, _env_args(args.env_args))
+        report = run_scan(target, config, env_id=env_id,
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
+    _raise_if_interrupted()
     out = config.out or default_out_dir(report.env_id)
-    folder = report.write(out)
+    try:
+        folder = report.write(out, replace=args.force)
+    except FileExistsError as exc:
+        raise UsageError(str(exc)) from None
+    _raise_if_interrupted()
     console.print(report)
     console.print(f"report written to {folder}/")
+    if report.broken:
+        return 3
+    # By group: one incentive seen by several probes is one verdict.
     reached = report.reaches(config.fail_severity)
-    return 1 if reached else 0
+    if reached:
+        return 1
+    return 4 if report.incomplete else 0
+
+
+def _check_out(out: Path, force: bool) -> None:
+    """``--out`` must be new, empty, or (with ``--force``) a report folder; never a user's other folder."""
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return
+    if not out.is_dir() or not (out / REPORT_MARKER).exists():
+        raise UsageError(f"--out {out} exists and is not a report folder; choose another --out")
+    if not force:
+        raise UsageError(f"--out {out} already holds a report; pass --force to replace it or choose another --out")
+
+
+# SIGINT sets this before raising KeyboardInterrupt: Python swallows an exception raised inside a
+# finalizer ("Exception ignored in: <function WeakSet...>"), so the flag is what makes an interrupt
+# that landed there still end the run with 130 instead of a finished scan and rc 0.
+_INTERRUPTED = threading.Event()
+
+
+def _on_sigint(signum, frame) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def _raise_if_interrupted() -> None:
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
 
 
 def _list_probes(console: Console) -> int:
     from envaudit.probe import registered_probes
 
-    table = Table(show_header=True)
-    table.add_column("probe")
-    table.add_column("codes")
-    table.add_column("what it checks", overflow="fold")
-    for probe in registered_probes().values():
-        table.add_row(probe.name, ", ".join(probe.codes), probe.summary)
-    console.print(table)
+    probes = list(registered_probes().values())
+    width = max(len(p.name) for p in probes)
+    for probe in probes:  # one line each, whatever the terminal width: greppable, pasteable
+        console.print(f"{probe.name:<{width}}  {probe.summary} ({', '.join(probe.codes)})",
+                      soft_wrap=True, highlight=False, markup=False)
     return 0
 
 
@@ -170,6 +263,9 @@ def _diff(args: argparse.Namespace, console: Console) -> int:
 def main(argv: list[str] | None = None) -> int:
     console = Console()
     err = Console(stderr=True)
+    _INTERRUPTED.clear()
+    previous = (signal.signal(signal.SIGINT, _on_sigint)
+                if threading.current_thread() is threading.main_thread() else None)
     try:
         args = _build_parser().parse_args(argv)
         if args.command == "probes":
@@ -183,8 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"envaudit: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("envaudit: interrupted", file=sys.stderr)
+        print("envaudit: interrupted; no report folder was written", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":

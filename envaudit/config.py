@@ -24,10 +24,13 @@ class ScanConfig:
     group_size: int = _opt(8, "Rollouts per group: G episodes from the same reset(seed=s).")
     max_steps: int = _opt(500, "Step cap for envs with no step limit of their own (episodes are truncated there).")
     step_timeout_s: float = _opt(5.0, "A reset() or step() that takes longer than this is reported as a hang.")
-    budget_s: float = _opt(60.0, "Wall-clock budget of the whole scan; probes share what exploration leaves.")
-    quick: bool = _opt(False, "Small sample sizes for a fast look (about a quarter of the default work).")
+    budget_s: float = _opt(900.0, "Wall-clock safety cap of the whole scan. Work is sized in episodes and "
+                           "iterations, not seconds; a scan that hits the cap stops, lists what it skipped "
+                           "as incomplete and exits 4.")
+    quick: bool = _opt(False, "Fewer work units for a fast look (about a quarter of the default episodes "
+                       "and iterations); the same seed gives the same quick report anywhere.")
     probes: tuple[str, ...] | None = _opt(None, "Probe names to run (default: all registered probes).")
-    fail_on: str = _opt("fail", "Exit 1 when a finding reaches this severity (info, warn, fail, never).")
+    fail_on: str = _opt("fail", "Exit 1 when a finding group (one incentive) reaches this severity (info, warn, fail, never).")
     timeout_handling: str = _opt("keep", "What the pipeline does with timed-out rollouts: keep, zero, penalty, drop.")
     timeout_penalty: float = _opt(-1.0, "Training reward of timed-out rollouts under --timeout-handling penalty.")
     pipeline: str | None = _opt(None, "A trainer preset for the whole rollout pipeline (overrides --timeout-handling).")
@@ -63,7 +66,7 @@ class ScanConfig:
         return None if self.fail_on == "never" else Severity.parse(self.fail_on)
 
     def scaled(self, n: int) -> int:
-        """A sample size for this scan: ``n`` normally, about a quarter of it under ``--quick``."""
+        """A number of work units for this scan: ``n`` normally, about a quarter of it under ``--quick``."""
         return max(2, n // 4) if self.quick else n
 
     def rollout_pipeline(self) -> Pipeline:

@@ -25,7 +25,7 @@ import pandas as pd
 from envaudit.faults import FaultInjector
 from envaudit.protocol import SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT, read_tool_info
 from envaudit.recording import Records, action_labels_of
-from envaudit.rollout import Policy, RandomPolicy
+from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
 
 MAX_REPEAT_POLICIES = 8
 """At most this many one-action policies; larger catalogues keep the best-paying actions."""
@@ -204,16 +204,21 @@ class Replay:
 class ReplayPlan:
     """Replays run as one batch: episode ``k`` plays ``replays[k]`` and is cut right after its last
     action, on which ``fault`` (``"error"`` / ``"timeout"``, a ``ToolEnv`` only) is forced when given.
+    ``fault_at=-2`` forces it on the action before the last instead, so the last action is what the
+    agent does right after the fault (``tail_steps`` reads both).
 
     Run it as ``ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers())``, then read each
     replay's last step with ``plan.last_steps(records)``; a replay that diverged from its actions
     (a non-replayable env, an early ending) is left out.
     """
 
-    def __init__(self, replays: Sequence[Replay], fault: str | None = None, *, name: str = "replay") -> None:
-        assert all(r.actions for r in replays), "every replay needs at least one action"
+    def __init__(self, replays: Sequence[Replay], fault: str | None = None, *, name: str = "replay",
+                 fault_at: int = -1) -> None:
+        assert fault_at < 0, f"fault_at counts from the end of each replay (-1: the last action), got {fault_at}"
+        assert all(len(r.actions) >= -fault_at for r in replays), f"every replay needs at least {-fault_at} actions"
         self.replays = list(replays)
         self.fault = fault
+        self.fault_at = fault_at
         self.name = name
         self.k = -1
         self.episode_replay: dict[int, int] = {}
@@ -227,7 +232,8 @@ class ReplayPlan:
         return self.replays[self.k]
 
     def schedule(self, tool: str, call_index: int) -> str | None:
-        return self.fault if call_index == len(self.current.actions) - 1 else None
+        # Every step of a ToolEnv is one tool call, so the call index is the step index.
+        return self.fault if call_index == len(self.current.actions) + self.fault_at else None
 
     def wrappers(self) -> tuple:
         cut = functools.partial(_CutAfterReplay, plan=self)
@@ -250,6 +256,28 @@ class ReplayPlan:
                 continue
             last = ep.iloc[-1]
             out[k] = (float(last["reward"]), last["tool_status"], bool(last["injected"]))
+        return out
+
+    def tail_steps(self, records: Records) -> dict[int, dict[str, Any]]:
+        """Per replay index, when the replay held: the episode id and its return, and its last two
+        steps (``prev_*``: the step the fault goes on with ``fault_at=-2``; ``last_*``: the step
+        after it) as reward, tool status, injected flag and whether the last step ended the episode."""
+        returns = records.episodes.set_index("episode_id")["return"]
+        out: dict[int, dict[str, Any]] = {}
+        for eid, ep in records.steps.groupby("episode_id"):
+            k = self.episode_replay.get(int(eid))
+            if k is None:
+                continue
+            actions = self.replays[k].actions
+            if len(ep) != len(actions) or len(ep) < 2 or [int(a) for a in ep["action"]] != list(actions):
+                continue
+            prev, last = ep.iloc[-2], ep.iloc[-1]
+            out[k] = {
+                "episode_id": int(eid), "return": float(returns.get(eid, np.nan)),
+                "prev_reward": float(prev["reward"]), "prev_status": prev["tool_status"],
+                "prev_injected": bool(prev["injected"]), "last_reward": float(last["reward"]),
+                "last_status": last["tool_status"], "last_terminated": bool(last["terminated"]),
+            }
         return out
 
 
@@ -289,7 +317,8 @@ class _ReplayPolicy(Policy):
         return actions[min(self.t, len(actions) - 1)]
 
     def describe(self) -> str:
-        forced = f", forcing a tool {self.plan.fault} on the last call" if self.plan.fault else ""
+        which = "last call" if self.plan.fault_at == -1 else "call before the last"
+        forced = f", forcing a tool {self.plan.fault} on the {which}" if self.plan.fault else ""
         return f"replay {len(self.plan.replays)} recorded action sequences{forced}"
 
 
@@ -407,22 +436,47 @@ def persist_policy(exploration: Records, env: gym.Env, *, retries: int = 10) -> 
         f"persist: {steps_text} (retrying each until it works){end_text}"))
 
 
+class CallablePolicy(Policy):
+    """A plain function ``(obs, info) -> action`` as a Policy (what a user's ``oracle()`` may return)."""
+
+    def __init__(self, fn, name: str = "oracle") -> None:
+        self.fn = fn
+        self.name = name
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.fn(obs, info)
+
+    def describe(self) -> str:
+        doc = (getattr(self.fn, "__doc__", None) or "").strip().split("\n")[0]
+        return doc or f"the env's oracle ({getattr(self.fn, '__name__', type(self.fn).__name__)})"
+
+
 def oracle_policy(env: gym.Env) -> Policy | None:
-    """The env's own solution policy, when ``env.unwrapped.oracle()`` returns an envaudit Policy."""
+    """The env's own solution policy, from ``env.unwrapped.oracle()``, when it has one.
+
+    ``oracle()`` may return an ``envaudit.Policy`` (stateful, reset each episode), a plain function
+    ``(obs, info) -> action``, or a list of actions played in order (an open-loop solution).
+    """
     make = getattr(env.unwrapped, "oracle", None)
     if not callable(make):
         return None
     policy = make()
-    if not isinstance(policy, Policy):
+    if isinstance(policy, Policy):
+        pass
+    elif callable(policy):
+        policy = CallablePolicy(policy)
+    elif isinstance(policy, Sequence) and not isinstance(policy, (str, bytes)) and len(policy):
+        policy = SequencePolicy(list(policy), name="oracle")
+    else:
         raise TypeError(
             f"{type(env.unwrapped).__name__}.oracle() returned {type(policy).__name__}; expected an "
-            "envaudit.Policy (subclass it and implement act(obs, info))"
+            "envaudit.Policy, a function (obs, info) -> action, or a non-empty list of actions"
         )
     policy.name = "oracle"
     return policy
 
 
 __all__ = [
-    "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan",
+    "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan",
     "action_stats", "derive_policies", "describe_call", "oracle_policy", "persist_policy", "success_return",
 ]

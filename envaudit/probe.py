@@ -4,7 +4,13 @@ A probe is a ``Probe`` object exposed by a module and registered under the entry
 ``envaudit.probes`` (third-party packages add probes the same way). Its ``run(ctx)`` returns
 findings. It reads the scan's exploration records, runs its own policies through ``ctx.run``
 (hang-protected, recorded, seeded) and keeps whatever it wants in the report with ``ctx.keep`` and
-``ctx.table``. A probe that raises or overruns becomes a finding about the probe; the scan goes on.
+``ctx.table``. A probe that raises becomes a finding about the probe; the scan goes on.
+
+A probe sizes its work in units (episodes, iterations, env steps) from the config, never from the
+clock, so a seed gives the same findings on any machine under any load. The clock is only a safety
+cap (``--budget``): a probe that reaches it stops and says what it skipped with
+``ctx.incomplete`` (or ``ctx.over_cap``, which checks and records in one call); ``ctx.run`` records
+the episodes the cap cut from a run on its own. The report then lists the gap and the CLI exits 4.
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ class Probe:
     summary: str
     codes: tuple[str, ...] = ()
     weight: float = 1.0
-    """Share of the probe budget relative to other probes."""
+    """Relative cost of the probe's work, for the progress bar only (work is sized in units)."""
     order: int = 50
     """Probes run in ascending order (cheap API checks first)."""
 
@@ -106,6 +112,11 @@ def registered_probes(names: Iterable[str] | None = None) -> dict[str, Probe]:
     return dict(sorted(probes.items(), key=lambda kv: (kv[1].order, kv[0])))
 
 
+def cap_reason(budget_s: float) -> str:
+    return (f"the scan reached its wall-clock safety cap of {budget_s:g} s "
+            "(raise --budget, or scan on a less loaded machine)")
+
+
 @dataclass
 class ProbeContext:
     """What a probe gets from the scan."""
@@ -118,6 +129,7 @@ class ProbeContext:
     pipeline: Pipeline
     name: str = ""
     deadline: float = float("inf")
+    """The scan's wall-clock safety cap (``time.monotonic()``), shared by every probe."""
     ids: Iterator[int] = field(default_factory=itertools.count)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     kept: list[Records] = field(default_factory=list)
@@ -125,6 +137,8 @@ class ProbeContext:
     hangs: list[Problem] = field(default_factory=list)
     """Hangs seen so far in this scan (shared by all probes): once the env has hung, probes stop
     stepping it, so one hanging env costs a few deadlines, not one per rollout."""
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    """Work the safety cap cut (``{"probe", "skipped", "reason"}``); the report's ``incomplete``."""
     _probe_env: gym.Env | None = None
 
     # -- randomness and time ------------------------------------------------------------------
@@ -138,7 +152,21 @@ class ProbeContext:
         return [int((base + i) % (2**31 - 1)) for i in range(n)]
 
     def time_left(self) -> float:
+        """Seconds until the safety cap; for stopping only, never for sizing work."""
         return self.deadline - time.monotonic()
+
+    def incomplete(self, skipped: str, reason: str | None = None) -> None:
+        """Record work this probe did not do (``skipped``, in the user's words) and why."""
+        entry = {"probe": self.name, "skipped": skipped, "reason": reason or cap_reason(self.config.budget_s)}
+        if entry not in self.skipped:  # a loop that re-checks the cap names the same gap once
+            self.skipped.append(entry)
+
+    def over_cap(self, skipped: str) -> bool:
+        """True once the safety cap is reached, recording ``skipped`` as incomplete; the probe stops."""
+        if self.time_left() > 0:
+            return False
+        self.incomplete(skipped)
+        return True
 
     # -- the env ------------------------------------------------------------------------------
     @property
@@ -179,14 +207,20 @@ class ProbeContext:
         rng_name: str | None = None,
         make_env: EnvFactory | None = None,
     ) -> RunResult:
-        """Run ``policy`` once per seed (hang-protected, recorded), within the probe's deadline."""
+        """Run ``policy`` once per seed (hang-protected, recorded); episodes the safety cap cuts
+        are recorded as incomplete."""
         if self.hangs:
             return RunResult(Recorder().records(), [], stopped_early=True)
+        seeds = list(seeds)
         rng = self.rng("policy", rng_name or policy.name)
         result = self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers,
                                            tags={"probe": self.name, "policy": policy.name, **(tags or {})},
                                            deadline=self.deadline)
         self.hangs.extend(p for p in result.problems if p.kind == "hang")
+        # The runner stops early for a hang, an env that cannot be made, or the cap.
+        if result.stopped_early and not result.hung and not any(p.where == "make" for p in result.problems):
+            done = len(result.records.episodes)
+            self.incomplete(f"{len(seeds) - done} of {len(seeds)} episodes of policy {policy.name!r}")
         return result
 
     # -- what goes into the report -------------------------------------------------------------

@@ -67,12 +67,19 @@ def read_tool_info(info: Mapping[str, Any], key: str = TOOL_KEY) -> dict[str, An
 
 
 def end_reason(
-    *, terminated: bool, truncated: bool, tool_status: str | None, exception: bool = False
+    *, terminated: bool, truncated: bool, tool_status: str | None, exception: bool = False,
+    success: bool | None = None,
 ) -> str:
-    """The end reason of an episode from its last step."""
+    """The end reason of an episode from its last step.
+
+    A truncated last step is ``truncated`` even when ``terminated`` is set too (GEM at its turn
+    limit, Gymnasium's ``TimeLimit`` on a terminating step): read as terminated, a payoff for
+    reaching the limit would pass as an ordinary ending. Only a success on that step (``success``
+    true: the task was done) stays ``terminated``.
+    """
     if exception:
         return END_ENV_EXCEPTION
-    if truncated and not terminated:
+    if truncated and not (terminated and success is True):
         # The step limit cut the episode, whatever its last tool call did.
         return END_TRUNCATED
     if tool_status == TOOL_TIMEOUT:

@@ -267,13 +267,51 @@ class AuditWrapper(gym.Wrapper):
             reason = END_ENV_EXCEPTION
         else:
             reason = end_reason(terminated=bool(terminated[-1]), truncated=bool(truncated[-1]),
-                                tool_status=statuses[-1])
+                                tool_status=statuses[-1], success=success)
         outcome = outcome_class(reason, success=success, episode_return=total,
                                 success_threshold=self.success_threshold)
         self.recorder.add_episode((
             episode_id, self._seed, n, total, reason, outcome, success,
             n_calls, n_errors, n_timeouts, n_injected, exception,
         ), self.tags)
+
+
+def audit_wrap(env: gym.Env, *, tool_key: str = TOOL_KEY, success_threshold: float | None = None,
+               recorder: Recorder | None = None, mapping: AuditWrapper | None = None) -> AuditWrapper:
+    """Wrap ``env`` for a scan's recording, keeping the user's mapping.
+
+    When the env was made as ``envaudit.wrap(env, success=..., tool_key=...)``, that mapping (and a
+    ``success_threshold`` given there) is what the user told envaudit about the env; the scan's own
+    wrapper adopts it instead of the default keys. ``mapping`` is that wrapper when the caller has
+    already taken it off the env (``strip_user_wrapper``); otherwise it is looked for in ``env``.
+    """
+    mapping = mapping if mapping is not None else user_mapping(env)
+    if mapping is not None:
+        tool_key = mapping.tool_key if tool_key == TOOL_KEY else tool_key
+        if success_threshold is None:
+            success_threshold = mapping.success_threshold
+    wrapper = AuditWrapper(env, tool_key=tool_key, success_threshold=success_threshold, recorder=recorder)
+    if mapping is not None:
+        wrapper._success = mapping._success
+    return wrapper
+
+
+def user_mapping(env: gym.Env) -> AuditWrapper | None:
+    """The ``envaudit.wrap`` layer of ``env``, if the user made the env with one."""
+    layer: Any = env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, AuditWrapper):
+            return layer
+        layer = layer.env
+    return None
+
+
+def strip_user_wrapper(env: gym.Env) -> tuple[gym.Env, AuditWrapper | None]:
+    """``(env, mapping)``: an outermost ``envaudit.wrap`` layer taken off (its recording would only
+    duplicate the scan's), with the mapping it carried."""
+    if isinstance(env, AuditWrapper):
+        return env.env, env
+    return env, user_mapping(env)
 
 
 def wrap(

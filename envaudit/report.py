@@ -1,4 +1,4 @@
-"""The scan report: findings, per-probe status, the env's fingerprint and the tables behind them.
+"""The scan report: findings grouped by incentive, per-probe status, the env's fingerprint and the tables.
 
 A report renders itself (rich, Markdown, JSON) and writes a folder: ``report.json``,
 ``report.md``, ``report.html``, the plots (``<plot>.png``, see ``envaudit.reporting``),
@@ -20,17 +20,21 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from envaudit.atomic import atomic_parquet, atomic_write
+from envaudit.atomic import atomic_folder, atomic_parquet, atomic_write
 from envaudit.findings import CODES, Finding, Severity, rank
+from envaudit.grouping import FindingGroup, group_findings, rank_groups
 from envaudit.recording import Records
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: report.json gained ``groups`` (one per incentive, pointing into ``findings``); a version-1
+report is still read, its findings grouped on load."""
+READABLE_VERSIONS = (1, SCHEMA_VERSION)
 SEVERITY_STYLE = {Severity.FAIL: "bold red", Severity.WARN: "yellow", Severity.INFO: "cyan"}
 
 
 @dataclass
 class ProbeStatus:
-    """How one probe went: ``ok``, ``crashed``, ``overran`` (its time slice) or ``skipped``."""
+    """How one probe went: ``ok``, ``crashed``, ``overran`` (the safety cap) or ``skipped``."""
 
     name: str
     status: str
@@ -50,6 +54,13 @@ class ProbeStatus:
 
 @dataclass
 class Report:
+    """What a scan found. ``findings`` holds every finding, ranked; ``groups`` holds one
+    ``FindingGroup`` per incentive (DESIGN.md, "Findings"), and the verdicts (``worst``,
+    ``reaches``, ``counts``) go by group: one planted flaw is one problem however many probes saw it.
+    ``groups`` is filled from ``findings`` when not given; read them through ``finding_groups()``,
+    which regroups when findings were added or removed after the report was made.
+    """
+
     env_id: str
     config: dict[str, Any]
     fingerprint: dict[str, Any]
@@ -62,27 +73,61 @@ class Report:
     records: Records | None = None
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
+    incomplete: list[dict[str, str]] = field(default_factory=list)
+    """Work the wall-clock safety cap cut: ``{"probe", "skipped", "reason"}``; empty when the scan
+    ran all its work units."""
+    broken: dict[str, str] | None = None
+    """Set when the env could not be audited at all: ``{"stage", "message", "where"}`` — it cannot be
+    made, or every episode of exploration crashed (``where`` is the user's ``file:line``)."""
+    groups: list[FindingGroup] | None = None
 
     def __post_init__(self) -> None:
         self.findings = rank(self.findings)
         self.seconds = round(float(self.seconds), 3)
+        self.incomplete = [{"probe": str(g["probe"]), "skipped": str(g["skipped"]), "reason": str(g["reason"])}
+                           for g in self.incomplete]
+        if self.groups is None:
+            self.groups = group_findings(self.findings)
+        else:
+            self.groups = rank_groups(self.groups)
+            self._check_groups()
 
-    # -- verdicts ---------------------------------------------------------------------------
+    def _covers(self, groups: list[FindingGroup]) -> bool:
+        held = [id(f) for g in groups for f in g.members]
+        return sorted(held) == sorted(id(f) for f in self.findings)
+
+    def finding_groups(self) -> list[FindingGroup]:
+        """The findings grouped by incentive, ranked; regrouped when ``findings`` changed since."""
+        if self.groups is None or not self._covers(self.groups):
+            self.groups = group_findings(self.findings)
+        return self.groups
+
+    def _check_groups(self) -> None:
+        """Every finding in exactly one group, and no group member outside ``findings``."""
+        if not self._covers(self.groups or []):
+            held = [f for g in self.groups or [] for f in g.members]
+            raise ValueError(f"the report's {len(self.groups or [])} groups hold {len(held)} findings, "
+                             f"the report has {len(self.findings)}: every finding must be in exactly one "
+                             "group (build groups with envaudit.grouping.group_findings(findings))")
+
+    # -- verdicts (by group: one incentive, one verdict) ---------------------------------------
     def worst(self) -> Severity | None:
-        return max((f.severity for f in self.findings), default=None)
+        return max((g.severity for g in self.finding_groups()), default=None)
 
-    def reaches(self, severity: Severity | str | None) -> list[Finding]:
-        """Findings at or above ``severity`` (None: never)."""
+    def reaches(self, severity: Severity | str | None) -> list[FindingGroup]:
+        """Groups at or above ``severity`` (None: never)."""
         if severity is None:
             return []
         level = Severity.parse(severity)
-        return [f for f in self.findings if f.severity >= level]
+        return [g for g in self.finding_groups() if g.severity >= level]
 
     def counts(self) -> dict[str, int]:
-        return {str(s): sum(f.severity == s for f in self.findings) for s in reversed(Severity)}
+        """Groups per severity."""
+        return {str(s): sum(g.severity == s for g in self.finding_groups()) for s in reversed(Severity)}
 
     # -- JSON -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        index = {id(f): i for i, f in enumerate(self.findings)}
         return {
             "schema_version": self.schema_version,
             "envaudit_version": self.envaudit_version,
@@ -93,28 +138,41 @@ class Report:
             "fingerprint": self.fingerprint,
             "counts": self.counts(),
             "findings": [f.to_dict() for f in self.findings],
+            "groups": [g.to_dict(index) for g in self.finding_groups()],
             "probes": [p.to_dict() for p in self.probes],
             "exploration": self.exploration,
+            "incomplete": self.incomplete,
+            "broken": self.broken,
             "tables": sorted(self.tables),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Report:
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"report schema_version {version!r} is not {SCHEMA_VERSION}; "
-                             "re-run `envaudit scan` with this version of envaudit")
+        if version not in READABLE_VERSIONS:
+            raise ValueError(f"report schema_version {version!r} is not one this envaudit reads "
+                             f"({', '.join(map(str, READABLE_VERSIONS))}); re-run `envaudit scan` with this "
+                             "version of envaudit")
+        # report.json lists findings ranked, so rank() keeps their order and group indices hold.
+        findings = [Finding.from_dict(f) for f in data["findings"]]
+        groups = ([FindingGroup.from_dict(g, findings) for g in data["groups"]]
+                  if version >= 2 and "groups" in data else None)
         return cls(
             env_id=data["env_id"], config=data["config"], fingerprint=data["fingerprint"],
-            findings=[Finding.from_dict(f) for f in data["findings"]],
+            findings=findings,
             probes=[ProbeStatus(**p) for p in data["probes"]], exploration=data["exploration"],
             created=data["created"], seconds=data["seconds"], envaudit_version=data["envaudit_version"],
+            incomplete=data.get("incomplete", []), broken=data.get("broken"),
+            groups=groups,
         )
 
     # -- folder -----------------------------------------------------------------------------
-    def write(self, folder: str | os.PathLike) -> Path:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+    def write(self, folder: str | os.PathLike, *, replace: bool = False) -> Path:
+        """Write the report folder whole or not at all (``atomic.atomic_folder``): an existing report
+        folder is replaced only with ``replace=True``; anything else there is never touched."""
+        return atomic_folder(folder, self._fill, replace=replace)
+
+    def _fill(self, folder: Path) -> None:
         if self.records is not None:
             self.records.save(folder)
         for name, frame in sorted(self.tables.items()):
@@ -126,7 +184,6 @@ class Report:
         write_visuals(self, folder)
         # report.json last: its presence means the folder is complete.
         atomic_write(folder / "report.json", json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
-        return folder
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> Report:
@@ -144,63 +201,48 @@ class Report:
         return report
 
     # -- Markdown ---------------------------------------------------------------------------
-    def to_markdown(self) -> str:
+    def headline_counts(self) -> str:
+        """"1 fail, 0 warn, 2 info (7 findings)": groups per severity, and the findings behind them."""
         c = self.counts()
-        lines = [
-            f"# envaudit report: `{self.env_id}`", "",
-            f"{c['fail']} fail, {c['warn']} warn, {c['info']} info — seed {self.config.get('seed')}, "
-            f"{self.exploration.get('episodes', 0)} exploration episodes, {self.seconds:.1f} s, "
-            f"envaudit {self.envaudit_version}, {self.created}", "",
-        ]
-        if not self.findings:
-            lines += ["No findings.", ""]
-        for i, f in enumerate(self.findings, 1):
-            lines += [f"## {i}. [{str(f.severity).upper()}] `{f.code}` — {f.title}", "", f.summary, ""]
-            if f.evidence:
-                lines += ["| evidence | value |", "| --- | --- |"]
-                lines += [f"| {k} | {_md_value(v)} |" for k, v in f.evidence.items()]
-                lines.append("")
-            if f.examples:
-                lines += [f"Example episodes: {', '.join(map(str, f.examples[:10]))}", ""]
-            if f.fix:
-                lines += [f"**Fix:** {f.fix}", ""]
-        lines += ["## Probes", "", "| probe | status | seconds | findings | note |", "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {p.name} | {p.status} | {p.seconds:.2f} | {p.findings} | {p.error or ''} |" for p in self.probes]
-        lines += ["", "## Exploration", ""]
-        lines += [f"- {k}: {_md_value(v)}" for k, v in self.exploration.items()]
-        lines += ["", "## Config", "", "```json", json.dumps(self.config, indent=2), "```", ""]
-        return "\n".join(lines)
+        return (f"{c['fail']} fail, {c['warn']} warn, {c['info']} info "
+                f"({len(self.findings)} finding{'s' if len(self.findings) != 1 else ''})")
+
+    def to_markdown(self) -> str:
+        """report.md: one section per incentive, evidence as small tables and one-line summaries
+        that point into report.json (``envaudit.reporting.markdown``)."""
+        from envaudit.reporting.markdown import render_markdown
+
+        return render_markdown(self)
 
     # -- rich -------------------------------------------------------------------------------
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield findings_table(self.findings, title=f"envaudit: {self.env_id}")
-        c = self.counts()
-        yield Text(f"{c['fail']} fail, {c['warn']} warn, {c['info']} info "
+        yield groups_table(self.finding_groups(), title=f"envaudit: {self.env_id}")
+        yield Text(f"{self.headline_counts()}, grouped by incentive "
                    f"({self.exploration.get('episodes', 0)} episodes explored, {self.seconds:.1f} s)")
+        if self.broken:
+            where = f" at {self.broken['where']}" if self.broken.get("where") else ""
+            yield Text(f"ENV BROKEN ({self.broken['stage']}): {self.broken['message']}{where}", style="bold red")
+        for g in self.incomplete:
+            yield Text(f"INCOMPLETE: {g['probe']}: skipped {g['skipped']} ({g['reason']})", style="bold magenta")
 
 
-def findings_table(findings: Iterable[Finding], *, title: str | None = None) -> Table:
-    """The ranked findings as a rich table (severity, code, title, key number)."""
+def groups_table(groups: Iterable[FindingGroup], *, title: str | None = None) -> Table:
+    """One row per incentive: severity, headline code, its summary, and what corroborates it."""
     table = Table(title=title, show_lines=False, expand=False)
     table.add_column("#", justify="right")
     table.add_column("severity")
     table.add_column("code")
     table.add_column("finding", overflow="fold")
-    rows = list(findings)
-    for i, f in enumerate(rows, 1):
-        table.add_row(str(i), Text(str(f.severity), style=SEVERITY_STYLE[f.severity]), f.code, f.summary or f.title)
+    rows = list(groups)
+    for i, g in enumerate(rows, 1):
+        cell = Text(g.headline.summary or g.headline.title)
+        if g.corroborating:
+            also = "; ".join(f"{f.probe or '?'} {f.code} ({f.severity})" for f in g.corroborating)
+            cell.append(f"\nalso seen by: {also}", style="dim")
+        table.add_row(str(i), Text(str(g.severity), style=SEVERITY_STYLE[g.severity]), g.code, cell)
     if not rows:
         table.add_row("", "", "", "no findings")
     return table
-
-
-def _md_value(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list) and all(isinstance(v, float) for v in value):
-        return "[" + ", ".join(f"{v:.4g}" for v in value) + "]"
-    text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
-    return text.replace("|", "\\|")
 
 
 def catalogue_markdown() -> str:

@@ -2,12 +2,15 @@
 
 Accepted forms: a Gymnasium id (``CartPole-v1``, ``envaudit/CodeFix-v0``), ``module:attr`` or
 ``path/to/file.py:attr`` (attr an ``Env`` subclass or a zero-argument factory), and a module or
-``.py`` file that exposes ``make_env()``.
+``.py`` file that exposes ``make_env()``, and an ecosystem target (``reasoning-gym:DATASET``,
+``textarena:ENV_ID``, ``gem:ENV_ID``; see ``envaudit.adapters``). ``env_args`` (``--env-arg
+KEY=VALUE``) are keyword arguments for the adapter, ``gym.make`` or the factory.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -34,8 +37,8 @@ def _did_you_mean(name: str, choices: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _gym_factory(env_id: str) -> EnvFactory:
-    return lambda: gym.make(env_id)
+def _gym_factory(env_id: str, env_args: dict[str, Any]) -> EnvFactory:
+    return lambda: gym.make(env_id, **env_args)
 
 
 def _unknown_gym_id(spec: str) -> UsageError:
@@ -83,7 +86,19 @@ def _load_module(name: str) -> Any:
         raise UsageError(f"importing {name!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _factory_from(obj: Any, where: str) -> EnvFactory:
+def _factory_from(obj: Any, where: str, env_args: dict[str, Any] | None = None) -> EnvFactory:
+    if env_args:
+        not_a_factory = isinstance(obj, gym.Env) or not callable(obj) or (
+            inspect.isclass(obj) and not issubclass(obj, gym.Env))
+        if not_a_factory:
+            return _factory_from(obj, where)  # raises the error it raises without options
+        try:
+            inspect.signature(obj).bind(**env_args)
+        except TypeError as exc:
+            raise UsageError(f"{where} does not take the --env-arg options {sorted(env_args)}: {exc}") from None
+        except ValueError:
+            pass  # builtins without a signature: let the first call tell
+        return functools.partial(obj, **env_args)
     if inspect.isclass(obj):
         if not issubclass(obj, gym.Env):
             raise UsageError(f"{where} is a class but not a gymnasium.Env subclass ({obj.__name__})")
@@ -104,15 +119,19 @@ def _factory_from(obj: Any, where: str) -> EnvFactory:
     raise UsageError(f"{where} is a {type(obj).__name__}, not an Env class or a factory")
 
 
-def resolve_env(spec: str) -> tuple[str, EnvFactory]:
+def resolve_env(spec: str, env_args: dict[str, Any] | None = None) -> tuple[str, EnvFactory]:
     """Return ``(env_id, factory)`` for a user's ENV argument, or raise ``UsageError``."""
     import envaudit.envs  # noqa: F401 - registers the bundled envs
+    from envaudit.adapters import prefix_of, resolve_adapter
 
     spec = spec.strip()
+    env_args = dict(env_args or {})
     if not spec:
         raise UsageError("ENV is empty; give a Gymnasium id such as CartPole-v1")
+    if prefix_of(spec) is not None:  # before module:attr, since ids such as gem:game:X hold colons
+        return resolve_adapter(spec, env_args)
     if spec in gym.registry:
-        return spec, _gym_factory(spec)
+        return spec, _gym_factory(spec, env_args)
     head, sep, attr = spec.rpartition(":")
     if sep and head and re.fullmatch(r"[A-Za-z_][\w.]*", attr or ""):
         is_file = head.endswith(".py") or "/" in head or "\\" in head
@@ -120,24 +139,24 @@ def resolve_env(spec: str) -> tuple[str, EnvFactory]:
         if not hasattr(module, attr):
             names = [n for n in vars(module) if not n.startswith("_")]
             raise UsageError(f"{head!r} has no attribute {attr!r}{_did_you_mean(attr, names)}")
-        return spec, _factory_from(getattr(module, attr), spec)
+        return spec, _factory_from(getattr(module, attr), spec, env_args)
     if spec.endswith(".py") or Path(spec).is_file():
         module = _load_file(Path(spec))
-        return spec, _make_env_of(module, spec)
+        return spec, _make_env_of(module, spec, env_args)
     if re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*", spec) and "-v" not in spec:
         try:
             module = _load_module(spec)
         except UsageError:
             raise _unknown_gym_id(spec) from None
-        return spec, _make_env_of(module, spec)
+        return spec, _make_env_of(module, spec, env_args)
     raise _unknown_gym_id(spec)
 
 
-def _make_env_of(module: Any, spec: str) -> EnvFactory:
+def _make_env_of(module: Any, spec: str, env_args: dict[str, Any]) -> EnvFactory:
     make = getattr(module, "make_env", None)
     if make is None:
         raise UsageError(f"{spec!r} has no make_env(); add one, or name the attribute as {spec}:ATTR")
-    return _factory_from(make, f"{spec}:make_env")
+    return _factory_from(make, f"{spec}:make_env", env_args)
 
 
 def fingerprint(env: gym.Env) -> dict[str, Any]:
@@ -160,4 +179,7 @@ def fingerprint(env: gym.Env) -> dict[str, Any]:
         "spec_kwargs": {k: repr(v) for k, v in (spec.kwargs or {}).items()} if spec is not None else {},
         "max_episode_steps": spec.max_episode_steps if spec is not None else getattr(base, "max_steps", None),
         "gymnasium_version": gym.__version__,
+        # Ecosystem adapters say what they mapped and how (package version, success signal, and
+        # replayability risks such as seeding Python's global random).
+        **({"adapter": dict(base.adapter_info)} if isinstance(getattr(base, "adapter_info", None), dict) else {}),
     }

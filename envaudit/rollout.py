@@ -19,7 +19,8 @@ import gymnasium as gym
 import numpy as np
 
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
-from envaudit.recording import AuditWrapper, Recorder, Records
+from envaudit.errors import user_frame
+from envaudit.recording import AuditWrapper, Recorder, Records, audit_wrap, strip_user_wrapper
 
 EnvFactory = Callable[[], gym.Env]
 
@@ -98,6 +99,8 @@ class Problem:
     seed: int | None
     step: int | None = None
     episode_id: int | None = None
+    location: str | None = None
+    """``file:line`` in the user's code where the exception was raised (``errors.user_frame``)."""
 
 
 @dataclass
@@ -182,7 +185,8 @@ class Runner:
                     self.dead, stopped = True, True
                     break
                 except Exception as exc:
-                    problems.append(Problem("exception", "make", f"{type(exc).__name__}: {exc}", seed))
+                    problems.append(Problem("exception", "make", f"{type(exc).__name__}: {exc}", seed,
+                                            location=user_frame(exc)))
                     stopped = True
                     break
             env.set_tags(**(tags or {}))
@@ -197,12 +201,14 @@ class Runner:
 
     def _build(self, recorder: Recorder, wrappers) -> AuditWrapper:
         def build() -> AuditWrapper:
-            env = limit_steps(self.make_env(), self.max_steps)
+            made, mapping = strip_user_wrapper(self.make_env())
+            env = limit_steps(made, self.max_steps)
             self._step_cap = step_limit(env) or self.max_steps
             for wrapper in wrappers:
                 env = wrapper(env)
-            return AuditWrapper(env, tool_key=self.tool_key, success_threshold=self.success_threshold,
-                                recorder=recorder)
+            # audit_wrap keeps an envaudit.wrap(env, success=..., tool_key=...) mapping of the user's.
+            return audit_wrap(env, tool_key=self.tool_key, success_threshold=self.success_threshold,
+                              recorder=recorder, mapping=mapping)
         return self._guard(build, "making the env")
 
     def _episode(self, env, policy, seed, rng, problems, reset_options) -> bool:
@@ -214,7 +220,8 @@ class Runner:
             self.dead = True
             return False
         except Exception as exc:
-            problems.append(Problem("reset_exception", "reset", f"{type(exc).__name__}: {exc}", seed))
+            problems.append(Problem("reset_exception", "reset", f"{type(exc).__name__}: {exc}", seed,
+                                    location=user_frame(exc)))
             return False
         policy.reset(env, rng)
         episode_id = env.episode_id
@@ -231,7 +238,8 @@ class Runner:
                 self.dead = True
                 return False
             except Exception as exc:
-                problems.append(Problem("exception", "step", f"{type(exc).__name__}: {exc}", seed, t, episode_id))
+                problems.append(Problem("exception", "step", f"{type(exc).__name__}: {exc}", seed, t, episode_id,
+                                        location=user_frame(exc)))
                 return False
             if terminated or truncated:
                 return True

@@ -1,8 +1,10 @@
-"""Scan orchestration: resolve the env, explore it, run the probes within the budget, correct, report.
+"""Scan orchestration: resolve the env, explore it, run the probes, correct, report.
 
-``run_scan`` is the one call behind ``envaudit scan`` and the pytest plugin. A probe that raises
-or overruns its time slice becomes a finding about that probe; a hanging or crashing env becomes
-data for the ``api`` probe; the scan always returns a report.
+``run_scan`` is the one call behind ``envaudit scan`` and the pytest plugin. Exploration and every
+probe do all of their work units, so the report depends on the seed and config, not on the load of
+the machine; ``budget_s`` is a safety cap only, and work it cuts is listed in ``report.incomplete``.
+A probe that raises becomes a finding about that probe; a hanging or crashing env becomes data for
+the ``api`` probe; the scan always returns a report.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import gymnasium as gym
 import pandas as pd
 
 from envaudit.config import ScanConfig
+from envaudit.coverage import coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
+from envaudit.errors import a_type, user_frame
 from envaudit.findings import Finding, Severity
-from envaudit.probe import Probe, ProbeContext, probe_names, registered_probes
+from envaudit.grouping import group_findings
+from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
 from envaudit.recording import Records
 from envaudit.report import ProbeStatus, Report
 from envaudit.resolve import UsageError, fingerprint, resolve_env
@@ -32,8 +37,6 @@ from envaudit.seeding import child_rng, child_seed
 from envaudit.stats import holm
 
 Progress = Callable[[str, float], None]
-EXPLORATION_SHARE = 0.3
-"""Exploration may use at most this share of the budget; the probes share the rest."""
 
 
 def select_probes(names: Sequence[str] | None) -> list[Probe]:
@@ -42,16 +45,21 @@ def select_probes(names: Sequence[str] | None) -> list[Probe]:
     known = probe_names()
     unknown = [n for n in names if n not in known]
     if unknown:
-        hint = difflib.get_close_matches(unknown[0], known, n=1)
+        def named(name: str) -> str:
+            hint = difflib.get_close_matches(name, known, n=1)
+            return f"{name!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+
         raise UsageError(
-            f"unknown probe {unknown[0]!r}" + (f"; did you mean {hint[0]!r}?" if hint else "")
-            + f" (registered: {', '.join(known)}; `envaudit probes` lists them)"
+            f"unknown probe{'s' if len(unknown) > 1 else ''} {', '.join(map(named, unknown))}; "
+            f"registered: {', '.join(known)} (`envaudit probes` lists them)"
         )
     return list(registered_probes(names).values())
 
 
-def _explore(make_env, config: ScanConfig, ids, deadline: float) -> tuple[Records, list[Problem]]:
-    """Random-policy rollouts in GRPO-style groups: G episodes from each reset seed."""
+def _explore(make_env, config: ScanConfig, ids, deadline: float,
+             skipped: list[dict[str, str]]) -> tuple[Records, list[Problem]]:
+    """Random-policy rollouts in GRPO-style groups: G episodes from each reset seed, all of them
+    unless the env hangs or the safety cap (``deadline``) is reached, which ``skipped`` records."""
     n_episodes = config.scaled(config.episodes)
     group_size = min(config.group_size, n_episodes)
     n_groups = max(1, math.ceil(n_episodes / group_size))
@@ -66,6 +74,11 @@ def _explore(make_env, config: ScanConfig, ids, deadline: float) -> tuple[Record
         parts.append(result.records)
         problems.extend(result.problems)
         if result.stopped_early:
+            if time.monotonic() > deadline and not result.hung:
+                done = sum(len(p.episodes) for p in parts)
+                skipped.append({"probe": "explore", "reason": cap_reason(config.budget_s),
+                                "skipped": f"{group_size * n_groups - done} of {group_size * n_groups} "
+                                           "exploration episodes"})
             break
     return Records.concat(parts), problems
 
@@ -140,59 +153,94 @@ def run_scan(
     try:
         probe_env = guard.call(make_env, config.step_timeout_s, what="making the env")
         if not isinstance(probe_env, gym.Env):
-            raise UsageError(f"{env_id!r} made a {type(probe_env).__name__}, not a gymnasium.Env")
+            raise UsageError(f"{env_id!r} made {a_type(probe_env)}, not a gymnasium.Env; return an env "
+                             "instance (a gymnasium.Env subclass) from the factory")
         env_fingerprint = fingerprint(probe_env)
+        action_space = probe_env.action_space
         probe_env.close()
     except UsageError:
         raise
     except (DeadlineExceeded, Exception) as exc:
-        message = f"{type(exc).__name__}: {exc}"
-        finding = Finding(code="env-error", severity=Severity.FAIL, probe="scan", title="the env cannot be made",
-                          summary=f"Making the env failed, so nothing else could be checked: {message}",
-                          evidence={"message": message}, fix="Make the factory/constructor work on its own first.")
-        return Report(env_id, config.to_dict(), {}, [finding], [], {"episodes": 0}, created,
-                      time.monotonic() - started, _version())
+        broken = {"stage": "make", "message": f"{type(exc).__name__}: {exc}", "where": user_frame(exc)}
+        return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
+                      time.monotonic() - started, _version(), broken=broken)
 
+    # Progress by the probes' relative cost; exploration counts as one probe of weight 1.
+    total_weight = 1.0 + sum(p.weight for p in probes)
     tell("exploring", 0.0)
     ids = itertools.count()
-    exploration, problems = _explore(make_env, config, ids, started + EXPLORATION_SHARE * config.budget_s)
+    incomplete: list[dict[str, str]] = []
+    exploration, problems = _explore(make_env, config, ids, deadline, incomplete)
+    if exploration.episodes.empty and problems:
+        # Nothing ran to the end of an episode: there is nothing to audit, only a broken env.
+        first = problems[0]
+        broken = {"stage": first.where, "message": first.message, "where": first.location}
+        return Report(env_id, config.to_dict(), env_fingerprint, [_broken_finding(broken)], [],
+                      _summary(exploration), created, time.monotonic() - started, _version(),
+                      incomplete=incomplete, broken=broken)
     kept: list[Records] = [exploration]
     tables: dict[str, pd.DataFrame] = {}
     statuses: list[ProbeStatus] = []
     hangs = [p for p in problems if p.kind == "hang"]
-    for i, probe in enumerate(probes):
+    done_weight = 1.0
+    for probe in probes:
         now = time.monotonic()
-        remaining_weight = sum(p.weight for p in probes[i:])
-        time_slice = max(0.0, (deadline - now) * probe.weight / remaining_weight)
-        tell(f"probe {probe.name}", i / len(probes))
+        tell(f"probe {probe.name}", done_weight / total_weight)
+        done_weight += probe.weight
+        if now >= deadline:
+            incomplete.append({"probe": probe.name, "skipped": "the whole probe",
+                               "reason": cap_reason(config.budget_s)})
+            statuses.append(ProbeStatus(probe.name, "skipped", 0.0, 0, "the wall-clock safety cap was reached"))
+            continue
         ctx = ProbeContext(env_id=env_id, make_env=make_env, config=config, exploration=exploration,
                            exploration_problems=problems, pipeline=pipeline, name=probe.name,
-                           deadline=now + time_slice, ids=ids, hangs=hangs)
-        status, error, produced = _run_probe(probe, ctx, time_slice)
+                           deadline=deadline, ids=ids, hangs=hangs)
+        status, error, produced = _run_probe(probe, ctx)
         findings.extend(produced)
         kept.extend(ctx.kept)
+        incomplete.extend(ctx.skipped)
         tables.update({f"{probe.name}_{k}": v for k, v in ctx.tables.items()})
         statuses.append(ProbeStatus(probe.name, status, time.monotonic() - now, len(produced), error, ctx.notes))
         ctx.close()
     tell("done", 1.0)
     findings = _holm(findings, config.alpha)
     records = Records.concat(kept)
+    # Probes may keep the same episodes twice (a replay kept by two analyses): one row each.
     records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
+    records.steps = records.steps.drop_duplicates(["episode_id", "step"], keep="first").reset_index(drop=True)
+    findings += coverage_findings(records, action_space)  # never a falsely clean report
+    # Grouped after Holm: a group's severity is its members' after correction.
+    groups = group_findings(findings)
     return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
-                  created, time.monotonic() - started, _version(), records=records, tables=tables)
+                  created, time.monotonic() - started, _version(), records=records, tables=tables,
+                  incomplete=incomplete, groups=groups)
 
 
-def _run_probe(probe: Probe, ctx: ProbeContext, time_slice: float) -> tuple[str, str | None, list[Finding]]:
-    """Run one probe on its own thread with a hard deadline; failures become findings."""
+def _broken_finding(broken: dict[str, Any]) -> Finding:
+    stage = {"make": "made", "reset": "reset", "step": "stepped"}.get(broken["stage"], broken["stage"])
+    where = f" (at {broken['where']})" if broken.get("where") else ""
+    return Finding(code="env-error", severity=Severity.FAIL, probe="scan", title=f"the env cannot be {stage}",
+                   summary=f"The env could not be {stage}, so nothing else could be checked: "
+                           f"{broken['message']}{where}",
+                   evidence={**broken, "behaviour": "env-error", "reward_path": "env"},
+                   fix="Make the env work on its own first: the message and file:line above are where it failed.")
+
+
+def _run_probe(probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]]:
+    """Run one probe on its own thread with a hard stop; failures become findings."""
     worker = DeadlineWorker(f"envaudit-probe-{probe.name}")
-    # Probes check ctx.time_left() between env calls; the hard stop is a backstop, late enough
-    # for one last guarded call to hit its step deadline and be reported as a hang.
-    grace = 2.0 + ctx.config.step_timeout_s + 0.1 * time_slice
+    # Probes stop at the safety cap between env calls; the hard stop is a backstop, late enough
+    # for one last guarded call to hit its step deadline and be reported as a hang. A probe cut
+    # here is not the env's fault: it is incomplete, not a finding.
+    grace = 2.0 + 2 * ctx.config.step_timeout_s
     try:
-        produced = worker.call(lambda: list(probe.run(ctx)), time_slice + grace, what=f"probe {probe.name!r}")
+        produced = worker.call(lambda: list(probe.run(ctx)), max(0.0, ctx.time_left()) + grace,
+                               what=f"probe {probe.name!r}")
     except DeadlineExceeded:
-        message = f"it did not finish within its {time_slice:.1f} s share of the budget (raise --budget)"
-        return "overran", message, [_probe_failure(probe, "overran", message)]
+        message = f"it did not stop within {grace:g} s of the wall-clock safety cap"
+        ctx.incomplete("the rest of the probe (its findings are dropped)", f"{message}; "
+                       + cap_reason(ctx.config.budget_s))
+        return "overran", message, []
     except Exception as exc:
         tb = traceback.extract_tb(exc.__traceback__)
         where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""

@@ -26,14 +26,27 @@ from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 FaultHook = Callable[[str], "str | None"]
 
 
-@dataclass(frozen=True)
+SIMULATED_HANG_FACTOR, SIMULATED_HANG_FLOOR_S = 10.0, 10.0
+"""A simulated tool's call is abandoned as hung only after ``max(FACTOR * deadline, FLOOR)`` seconds:
+its status comes from its declared latency, so the wall clock is only a guard against a real hang."""
+
+
+@dataclass
 class Tool:
-    """A named tool: ``fn(**args)`` run under ``deadline_s`` seconds (None: no deadline)."""
+    """A named tool: ``fn(**args)`` run under ``deadline_s`` seconds (None: no deadline).
+
+    A *simulated* tool models its backend's latency instead of having one: it returns
+    ``ToolOutput(value, latency_s=...)`` (or raises with a ``latency_s``), and its status follows
+    that declared latency alone, never how long the Python call took on a loaded machine; that
+    keeps scans replayable under any load. ``simulated=True`` says so up front; a tool that returns
+    a ``ToolOutput`` is treated as simulated from then on.
+    """
 
     name: str
     fn: Callable[..., Any]
     deadline_s: float | None = 1.0
     description: str = ""
+    simulated: bool = False
 
 
 @dataclass(frozen=True)
@@ -122,11 +135,12 @@ class ToolEnv(gym.Env):
 
     # -- building the catalogue -------------------------------------------------------------
     def add_tool(
-        self, name: str, fn: Callable[..., Any], *, deadline_s: float | None = 1.0, description: str = ""
+        self, name: str, fn: Callable[..., Any], *, deadline_s: float | None = 1.0, description: str = "",
+        simulated: bool = False,
     ) -> Tool:
         if name in self.tools:
             raise ValueError(f"tool {name!r} is registered twice; give each tool a unique name")
-        tool = Tool(name, fn, deadline_s, description or (fn.__doc__ or "").strip().split("\n")[0])
+        tool = Tool(name, fn, deadline_s, description or (fn.__doc__ or "").strip().split("\n")[0], simulated)
         self.tools[name] = tool
         return tool
 
@@ -179,9 +193,23 @@ class ToolEnv(gym.Env):
                     name, TOOL_TIMEOUT, error=f"injected fault: {name} timed out",
                     latency_s=float(tool.deadline_s or 0.0), injected=True,
                 )
+        simulated = tool.simulated and fault is None
+        wait = tool.deadline_s
+        if simulated and wait is not None:
+            wait = max(SIMULATED_HANG_FACTOR * wait, SIMULATED_HANG_FLOOR_S)
+        timed: list[float] = []
+
+        def run() -> Any:
+            # Timed on the worker thread: the wait for the thread to pick the call up is not latency.
+            begin = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                timed.append(time.perf_counter() - begin)
+
         start = time.perf_counter()
         try:
-            out = self._worker.call(fn, tool.deadline_s, what=f"tool {name!r}")
+            out = self._worker.call(run, wait, what=f"tool {name!r}")
         except DeadlineExceeded:
             return ToolResult(
                 name, TOOL_TIMEOUT, error=f"{name} exceeded its {tool.deadline_s:g} s deadline",
@@ -189,14 +217,16 @@ class ToolEnv(gym.Env):
             )
         except Exception as exc:  # a tool that raises is a tool error, not a crashed env
             declared = getattr(exc, "latency_s", None)
+            measured = 0.0 if simulated else (timed[0] if timed else time.perf_counter() - start)
             return ToolResult(name, TOOL_ERROR, error=f"{type(exc).__name__}: {exc}",
-                              latency_s=float(declared) if declared is not None else time.perf_counter() - start)
-        latency = time.perf_counter() - start
+                              latency_s=float(declared) if declared is not None else measured)
+        latency = 0.0 if simulated else (timed[0] if timed else time.perf_counter() - start)
         value = out
         if isinstance(out, ToolOutput):
             # A declared latency models the backend; the microseconds the simulation itself took
             # are left out so that replays (and Gymnasium's check_env) see identical info.
             value, latency = out.value, float(out.latency_s)
+            tool.simulated = True
         if tool.deadline_s is not None and latency > tool.deadline_s:
             return ToolResult(name, TOOL_TIMEOUT, error=f"{name} took {latency:.3g} s, past its "
                               f"{tool.deadline_s:g} s deadline", latency_s=latency,

@@ -69,12 +69,16 @@ class CodeFix(BundledToolEnv):
             raise ValueError(f"truncation_credit must be in [0, 1], got {truncation_credit!r}")
         self.truncation_credit = float(truncation_credit)
 
-        self.add_tool("read_file", self._read_file, deadline_s=1.0, description="read the failing module")
-        self.add_tool("apply_patch", self._apply_patch, deadline_s=1.0, description="apply one candidate patch")
-        self.add_tool("run_tests", self._run_tests, deadline_s=1.0, description="fast unit tests")
-        self.add_tool("run_full_suite", self._run_full_suite, deadline_s=2.0,
+        self.add_tool("read_file", self._read_file, deadline_s=1.0, simulated=True,
+                      description="read the failing module")
+        self.add_tool("apply_patch", self._apply_patch, deadline_s=1.0, simulated=True,
+                      description="apply one candidate patch")
+        self.add_tool("run_tests", self._run_tests, deadline_s=1.0, simulated=True,
+                      description="fast unit tests")
+        self.add_tool("run_full_suite", self._run_full_suite, deadline_s=2.0, simulated=True,
                       description="slow full test suite")
-        self.add_tool("submit", self._submit, deadline_s=1.0, description="submit the applied patch")
+        self.add_tool("submit", self._submit, deadline_s=1.0, simulated=True,
+                      description="submit the applied patch")
         self.add_call("read_file", "read_file")
         for k in range(self.n_patches):
             self.add_call(f"apply_patch_{k}", "apply_patch", patch=k)

@@ -72,10 +72,13 @@ class FlakySearch(BundledToolEnv):
         self.lenient_grader = bool(lenient_grader)
         self.unseeded_questions = bool(unseeded_questions)
 
-        self.add_tool("search", self._search, deadline_s=1.0, description="search the corpus")
-        self.add_tool("open_doc", self._open_doc, deadline_s=1.0, description="read the found document")
-        self.add_tool("answer", self._answer, deadline_s=1.0, description="answer and end the episode")
-        self.add_tool("give_up", self._give_up, deadline_s=1.0, description="end the episode unanswered")
+        self.add_tool("search", self._search, deadline_s=1.0, simulated=True, description="search the corpus")
+        self.add_tool("open_doc", self._open_doc, deadline_s=1.0, simulated=True,
+                      description="read the found document")
+        self.add_tool("answer", self._answer, deadline_s=1.0, simulated=True,
+                      description="answer and end the episode")
+        self.add_tool("give_up", self._give_up, deadline_s=1.0, simulated=True,
+                      description="end the episode unanswered")
         self.add_call("search", "search")
         self.add_call("open_doc", "open_doc")
         for k in range(self.n_candidates):

@@ -85,7 +85,7 @@ class Helpdesk(BundledToolEnv):
             ("reply", self._reply, "send the customer a reply"),
             ("close_ticket", self._close, "close the ticket and end the episode"),
         ):
-            self.add_tool(name, fn, deadline_s=1.0, description=what)
+            self.add_tool(name, fn, deadline_s=1.0, simulated=True, description=what)
             self.add_call(name, name)
         size = 7 + len(STATUS_SLOTS) + 2
         self.observation_space = gym.spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)

@@ -40,7 +40,6 @@ from envaudit.rollout import Problem, limit_steps
 ROLLOUT_EPISODES = 8
 ROLLOUT_STEPS = 1000  # total steps of the probe's own rollouts (before --quick scaling)
 EPISODE_STEPS = 200  # step cap of one of its rollouts
-MIN_CHECKER_S = 0.5  # below this, check_env is skipped (and the note says so)
 CHECKER_CALLS = 20  # check_env makes about 15 reset/step calls; its deadline is this many step deadlines
 
 
@@ -303,7 +302,7 @@ def _rollouts(ctx: ProbeContext, tally: Tally) -> bool:
 
     try:
         for seed in ctx.seeds(cfg.scaled(ROLLOUT_EPISODES), "rollouts"):
-            if steps_left <= 0 or ctx.time_left() <= 0:
+            if steps_left <= 0 or ctx.over_cap(f"{steps_left} of {cfg.scaled(ROLLOUT_STEPS)} api rollout steps"):
                 break
             if env is None:
                 try:
@@ -333,7 +332,7 @@ def _rollouts(ctx: ProbeContext, tally: Tally) -> bool:
             space = copy.deepcopy(env.action_space)
             space.seed(int(rng.integers(2**31)))
             for t in range(min(EPISODE_STEPS, steps_left)):
-                if ctx.time_left() <= 0:
+                if ctx.over_cap(f"{steps_left} of {cfg.scaled(ROLLOUT_STEPS)} api rollout steps"):
                     break
                 action = space.sample()
                 try:
@@ -397,11 +396,11 @@ class _WithoutLatency(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
 def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
     # check_env's calls are not guarded one by one, so the whole check gets one deadline: the
-    # calls' worst case, cut to what is left of the slice (the env already passed our own
-    # guarded rollouts, so a hang here is unlikely; a short slice still runs the check).
-    deadline = min(CHECKER_CALLS * ctx.config.step_timeout_s, ctx.time_left())
-    if deadline < MIN_CHECKER_S:
-        ctx.notes["check_env"] = "skipped: no time left in the probe's budget"
+    # calls' worst case. It is a hang detector, never cut to the time left, or a loaded machine
+    # would turn a slow check into a hang finding.
+    deadline = CHECKER_CALLS * ctx.config.step_timeout_s
+    if ctx.over_cap("Gymnasium's check_env"):
+        ctx.notes["check_env"] = "skipped: the scan's wall-clock safety cap was reached"
         return []
     worker = DeadlineWorker("envaudit-check-env")
     made: list[gym.Env] = []
@@ -439,7 +438,7 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
         findings.append(Finding(
             code="env-error", severity="info", title="Gymnasium's env checker warns",
             summary=f"check_env raised {len(notes)} warning(s); the first: {notes[0]}",
-            evidence={"warnings": notes},
+            evidence={"warnings": notes, "behaviour": "env-error"},
             fix="Each warning names what Gymnasium expects; none of them stops training by itself.",
         ))
     if error is None:
@@ -450,7 +449,7 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
         findings.append(Finding(
             code="env-error", severity="fail", title="The env hangs under Gymnasium's env checker",
             summary=f"{message}; a rollout worker calling the env the same way blocks for good.",
-            evidence={"deadline_s": deadline, "message": message},
+            evidence={"deadline_s": deadline, "message": message, "behaviour": "env-error"},
             fix="Put a deadline on every blocking call in reset() and step(); most likely a call "
                 "waits for a backend that never answers.",
         ))
@@ -468,7 +467,7 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
     findings.append(Finding(
         code="env-error", severity=severity, title=title,
         summary=f"gymnasium.utils.env_checker.check_env stopped with {message}",
-        evidence={"message": message, "exception": type(error).__name__},
+        evidence={"message": message, "exception": type(error).__name__, "behaviour": "env-error"},
         fix=fix,
     ))
     return findings
@@ -494,7 +493,7 @@ def _finding(key: str, seen: list[Seen], tally: Tally, ctx: ProbeContext) -> Fin
         evidence={
             "count": len(seen), "first_seed": first.seed, "first_step": first.step,
             "first_message": first.message, "messages": messages[:3], "by_source": by_source,
-            "episodes_checked": tally.episodes, "steps_checked": tally.steps,
+            "episodes_checked": tally.episodes, "steps_checked": tally.steps, "behaviour": "env-error",
         },
         examples=examples, fix=d.fix,
     )

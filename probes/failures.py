@@ -4,25 +4,33 @@ Incentives detected:
 
 - ``failure-rewarded``: a step whose tool failed (``error``, or ``timeout``) pays more than the
   same step succeeding, so an agent that can make calls fail (bad arguments, calls out of order)
-  learns to.
-- ``failure-shortcut``: tool failures make short trajectories (give up, answer at once) pay better
-  than persisting, so under flaky tools an agent learns to quit instead of retrying.
+  learns to; or a step pays more *because the call before it failed* (handing off, quitting or
+  retrying right after a failure pays: ``failure_conditioned``).
+- ``failure-shortcut``: tool failures, charged beyond the step they take, make short trajectories
+  (give up, answer at once) pay better than persisting at the env's own failure rates, so under
+  flaky tools an agent learns to quit instead of retrying. Giving up beating *failing slowly*,
+  when a failure costs only the step every step pays, is not a flaw and gives nothing here.
 
 Signals. For ``failure-rewarded``: the step reward of each action by tool status in the scan's
 exploration (Mann–Whitney, failed vs ok); on a ``ToolEnv``, confirmed by fault injection: the
 same seeds and action prefixes (taken from exploration) replayed with and without a fault forced
-on the target call, comparing that step's reward pair by pair (Wilcoxon signed-rank). Holm runs
-across the probe's tests; the raw p of the key test is ``evidence["p_value"]``. Severity: ``fail``
+on the target call, comparing that step's reward pair by pair (Wilcoxon signed-rank); for
+failure-conditioned rewards see ``failure_conditioned``. Holm runs within each of the two
+questions; the raw p of the key test is ``evidence["p_value"]``. Severity: ``fail``
 when a failed call alone, or an agent that makes that call fail at will (the call repeated under
 an injected 100% fault rate), earns at least the honest success return; ``warn`` otherwise.
 
-For ``failure-shortcut`` on a ``ToolEnv``: a sweep of injected error rates (``SWEEP_RATES`` on
+For ``failure-shortcut`` on a ``ToolEnv``: first ``failure_charge`` asks whether failed calls pay
+less than the cheapest ordinary step (and than the same call working), from the same replays;
+if not, there is nothing to find and no sweep runs. Then a sweep of injected error rates (``SWEEP_RATES`` on
 every tool except those of the calls that end episodes: giving up is the agent's move, not a
 flaky backend) running, on the same seeds, the short strategies (each call that ends episodes,
 repeated), the honest persisting policy (the env's ``oracle()`` when it has one, else one
 derived from exploration that retries each needed call until it works) and "quit on failure"
 (persist, but end the episode at the first failed call), compared by paired t-tests on returns
-(Bonferroni over the short strategies). Rate 0 is the env as it is (its own, natural failures).
+(Bonferroni over the short strategies), each also with the failures' charges paid back: a win
+that survives the refund is not the charges' doing and is not claimed. Rate 0 is the env as it
+is (its own, natural failures).
 A return-maximising agent compares expected returns: if a short strategy earns at least what
 persisting earns at the env's own failure rate, it never tries -> ``fail``; if only quitting
 after a failure beats persisting, it gives up whenever a call fails -> ``warn``; if short
@@ -30,9 +38,7 @@ strategies only overtake persisting at injected rates -> ``info`` (the crossover
 knowing if production tools fail more often). A short strategy that earns as much as persisting
 does when no call fails is an exploit whatever the tools do (``exploits`` / ``intent`` report
 it), not a failure shortcut, and is left out. On plain Gymnasium envs the probe reads
-exploration only: a regression of return on success, length and failure count (a failure must
-cost reward beyond its step) and, after a first failure, the remaining return of episodes that
-ended within a step against those that went on.
+exploration only (``failure_plain``).
 
 Known false positives: step rewards that depend on state can differ between failed and ok calls
 for reasons other than the failure (exploration comparison only; the paired replay controls it).
@@ -43,7 +49,6 @@ it to succeed more often than the short strategies before it claims anything.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -55,7 +60,6 @@ from envaudit.findings import Finding, Severity
 from envaudit.policies import (
     QuitOnFailurePolicy,
     RepeatPolicy,
-    Replay,
     ReplayPlan,
     action_stats,
     describe_call,
@@ -68,7 +72,12 @@ from envaudit.protocol import SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.rollout import Policy
 from envaudit.seeding import child_seed
-from envaudit.stats import MIN_SAMPLES, bootstrap_ci, compare, holm, paired_compare
+from envaudit.stats import bootstrap_ci, compare, holm, paired_compare
+
+from . import failure_charge as charge
+from . import failure_conditioned as conditioned
+from .failure_conditioned import int_actions, replay_items
+from .failure_plain import natural_failure_rate, shortcut_exploration
 
 FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 INJECTION_PAIRS = 12
@@ -84,6 +93,9 @@ SWEEP_EPISODES = 32
 """Episodes per policy and injected rate in the sweep (the first of the rate-0 seeds)."""
 NATURAL_EPISODES = 128
 """Episodes per policy at rate 0, the env as it is, where severity is decided."""
+NATURAL_MIN_EPISODES = 64
+"""Never fewer at rate 0, even under ``--quick``: a guess that wins 1 time in 4 against a costly
+persisting policy needs about this many to clear Bonferroni over the short strategies."""
 MAX_SHORT = 6
 """At most this many short strategies (calls that end episodes, best-paying first) in the sweep."""
 FIX_REWARDED = ("Pay a failed call no more than the same call succeeding (0 or a cost): never give credit "
@@ -99,7 +111,7 @@ class _Runs:
 
     def __init__(self, ctx: ProbeContext) -> None:
         self.ctx = ctx
-        self.natural_seeds = ctx.seeds(ctx.config.scaled(NATURAL_EPISODES), "sweep")
+        self.natural_seeds = ctx.seeds(max(NATURAL_MIN_EPISODES, ctx.config.scaled(NATURAL_EPISODES)), "sweep")
         self.sweep_seeds = self.natural_seeds[: ctx.config.scaled(SWEEP_EPISODES)]
         self.cache: dict[tuple[str, float], Records] = {}
         self.tools: list[str] | None = None
@@ -108,7 +120,7 @@ class _Runs:
     def get(self, policy: Policy, rate: float) -> Records | None:
         key = (policy.name, rate)
         if key not in self.cache:
-            if self.ctx.time_left() <= 0:
+            if self.ctx.over_cap(f"policy {policy.name!r} at fault rate {rate:g}"):
                 return None
             wrappers = ()
             if rate > 0:
@@ -135,14 +147,10 @@ def honest_success(ctx: ProbeContext, runs: _Runs | None) -> tuple[float | None,
     return mean, ("successful exploration episodes" if mean is not None else None)
 
 
-def _int_actions(steps: pd.DataFrame) -> pd.DataFrame:
-    return steps.loc[steps["action"].map(lambda a: isinstance(a, (int, np.integer))).astype(bool)]
-
-
 # -- failure-rewarded: exploration ------------------------------------------------------------------
 def exploration_tests(steps: pd.DataFrame, rng: np.random.Generator) -> dict[tuple[int, str], dict]:
     """Per (action, failed status): step rewards of failed vs ok calls of that action in exploration."""
-    steps = _int_actions(steps[steps["tool_status"].notna()])
+    steps = int_actions(steps[steps["tool_status"].notna()])
     out = {}
     for action, group in steps.groupby("action"):
         ok = group.loc[group["tool_status"] == TOOL_OK, "reward"].to_numpy(float)
@@ -150,48 +158,21 @@ def exploration_tests(steps: pd.DataFrame, rng: np.random.Generator) -> dict[tup
             bad = group.loc[group["tool_status"] == status, "reward"].to_numpy(float)
             if len(ok) and len(bad):
                 test = compare(bad, ok, rng, labels=("failed", "ok"))
+                paid = group[(group["tool_status"] == status) & (group["reward"] > ok.mean())]
                 test.update(source="exploration", test="Mann-Whitney U, failed vs ok step rewards, one-sided",
-                            tool=str(group.loc[group["tool_status"] == status, "tool_name"].iloc[0]))
+                            tool=str(group.loc[group["tool_status"] == status, "tool_name"].iloc[0]),
+                            examples=[int(e) for e in paid["episode_id"].unique()[:3]])
                 out[(int(action), status)] = test
     return out
 
 
 # -- failure-rewarded: paired replays with an injected fault -----------------------------------------
-def replay_items(exploration: Records, actions: Sequence[int], n: int, rng: np.random.Generator,
-                 fresh_seeds: Sequence[int]) -> list[Replay]:
-    """Up to ``n`` (seed, prefix + action) replays per action, from exploration episodes that made
-    that call (preferring calls that went through, so the no-fault arm is a real success); the
-    call as the first step of a fresh seed fills up the rest."""
-    steps = _int_actions(exploration.steps)
-    seed_of = exploration.episodes.set_index("episode_id")["seed"]
-    by_episode = steps.groupby("episode_id")["action"].apply(list)
-    items: list[Replay] = []
-    for a in actions:
-        occ = steps[steps["action"] == a]
-        ok = occ[occ["tool_status"] == TOOL_OK]
-        rest = occ[occ["tool_status"] != TOOL_OK]
-        chosen = [ok.iloc[i] for i in rng.permutation(len(ok))] + [rest.iloc[i] for i in rng.permutation(len(rest))]
-        seen: set[tuple[int, tuple[int, ...]]] = set()
-        for row in chosen:
-            if len(seen) >= n:
-                break
-            seed = seed_of.get(row["episode_id"])
-            if seed is None or pd.isna(seed):
-                continue
-            seq = tuple(int(x) for x in by_episode[row["episode_id"]][: int(row["step"])]) + (int(a),)
-            if (int(seed), seq) not in seen:
-                seen.add((int(seed), seq))
-        for seed in fresh_seeds:
-            if len(seen) >= n:
-                break
-            seen.add((int(seed), (int(a),)))
-        items.extend(Replay(s, q) for s, q in sorted(seen))
-    return items
+def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[tuple[int, str], dict], dict, dict]:
+    """Paired replays of each action with and without a forced error / timeout on that call.
 
-
-def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[tuple[int, str], dict], dict]:
-    """Paired replays of each action with and without a forced error / timeout on that call."""
-    steps = _int_actions(ctx.exploration.steps)
+    Returns the tests (failed vs ok, per action and fault), the arms' records, and the (failed, ok)
+    reward pairs whose ok step did not end the episode (what ``failure_charge`` reads)."""
+    steps = int_actions(ctx.exploration.steps)
     n_actions = int(ctx.env.action_space.n)
     counts = steps["action"].value_counts()
     actions = sorted(range(n_actions), key=lambda a: (-int(counts.get(a, 0)), a))[:MAX_ACTIONS]
@@ -200,23 +181,36 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
     items = replay_items(ctx.exploration, actions, n, rng, ctx.seeds(n, "fresh"))
     arms: dict[str | None, tuple[ReplayPlan, Records]] = {}
     for fault in (None, *FAILED):
-        if ctx.time_left() <= 0:
-            return {}, {}
+        if ctx.over_cap(f"fault injection arm {fault or 'ok'!r}"):
+            return {}, {}, {}
         plan = ReplayPlan(items, fault, name=f"replay-{fault or 'ok'}")
         result = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(), tags={"fault": fault or "none"})
         arms[fault] = (plan, result.records)
     base = arms[None][0].last_steps(arms[None][1])
+
+    def ended_of(plan: ReplayPlan, records: Records) -> dict[int, bool]:
+        last = records.steps.groupby("episode_id")["terminated"].last()
+        return {k: bool(last.get(e, True)) for e, k in plan.episode_replay.items()}
+
+    ok_ended = ended_of(*arms[None])
     labels = ctx.action_labels
     catalogue = getattr(ctx.env.unwrapped, "catalogue", None)
-    out = {}
+    out, charge_pairs = {}, {}
     for status in FAILED:
         plan, records = arms[status]
         faulted = plan.last_steps(records)
+        bad_ended = ended_of(plan, records)
         eid_of = {v: k for k, v in plan.episode_replay.items()}
         for a in actions:
-            pairs = [(faulted[i][0], base[i][0], eid_of.get(i)) for i, it in enumerate(items)
-                     if it.actions[-1] == a and i in base and i in faulted
-                     and base[i][1] == TOOL_OK and faulted[i][1] == status and faulted[i][2]]
+            mine = [i for i, it in enumerate(items) if it.actions[-1] == a and i in faulted
+                    and faulted[i][1] == status and faulted[i][2]]
+            # What a failure of this call is charged: its failed rewards (where the failure did not
+            # end the episode), and the same call working, paired, where that did not end it either.
+            charge_pairs[(a, status)] = (
+                [faulted[i][0] for i in mine if not bad_ended.get(i, True)],
+                [(faulted[i][0], base[i][0]) for i in mine if i in base and base[i][1] == TOOL_OK
+                 and not ok_ended.get(i, True) and not bad_ended.get(i, True)])
+            pairs = [(faulted[i][0], base[i][0], eid_of.get(i)) for i in mine if i in base and base[i][1] == TOOL_OK]
             if not pairs:
                 continue
             bad, ok, eids = (list(x) for x in zip(*pairs, strict=True))
@@ -225,13 +219,13 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
             test.update(source="fault injection", tool=tool, examples=[e for e in eids if e is not None][:3],
                         test="Wilcoxon signed-rank, same seed and prefix with vs without the fault, one-sided")
             out[(a, status)] = test
-    return out, {k: v[1] for k, v in arms.items()}
+    return out, {k: v[1] for k, v in arms.items()}, charge_pairs
 
 
 def _farm(ctx: ProbeContext, action: int, tool: str, status: str) -> Records | None:
     """An agent that makes this call fail at will: repeat it under a 100% injected fault rate (on a
     ToolEnv); on a plain env, just repeat it (its natural failure rate)."""
-    if ctx.time_left() <= 0:
+    if ctx.over_cap(f"farming tool {tool!r} failures ({status})"):
         return None
     policy = RepeatPolicy(action, name=f"farm-{status}", description="")
     wrappers = ()
@@ -241,41 +235,59 @@ def _farm(ctx: ProbeContext, action: int, tool: str, status: str) -> Records | N
                    rng_name=f"farm-{action}-{status}").records
 
 
-def failure_rewarded(ctx: ProbeContext, runs: _Runs | None) -> list[Finding]:
+def failure_rewarded(ctx: ProbeContext, runs: _Runs | None, injected: dict, arms: dict) -> list[Finding]:
+    """Failed steps that pay (``injected``: ``injection_tests``' tests) and steps that pay because
+    the call before them failed (``failure_conditioned``), with Holm across all of these tests."""
     rng = ctx.rng("rewarded")
     explored = exploration_tests(ctx.exploration.steps, rng)
-    injected, arms = (injection_tests(ctx, rng) if runs is not None else ({}, {}))
     # One key test per (action, status): the paired replay where it has enough pairs, else exploration.
-    primary = {}
+    primary: dict[tuple, dict] = {}
     for key in sorted(set(explored) | set(injected)):
         test = injected.get(key)
         if test is None or test["underpowered"]:
             test = explored.get(key, test)
         primary[key] = test
-    if not primary:
+    crng = ctx.rng("conditioned")
+    cond = (conditioned.injection_tests(ctx, crng) if runs is not None
+            else conditioned.exploration_tests(ctx.exploration, ctx.action_labels, crng))
+    tests = {**primary, **cond}
+    # Holm within each of the two questions (does a failed step pay; does a step pay because the
+    # call before it failed), over the tests that could reject at all: one whose pairs never
+    # differ (every call pays the same failed or ok, the usual case) has p = 1 whatever happens,
+    # and leaving it out of the count keeps the family-wise error rate (Tarone's argument).
+    adjusted = {k: 1.0 for k in tests}
+    keys: list[tuple] = []
+    for family in (primary, cond):
+        live = [k for k in family if family[k]["diff"] is not None
+                and not (family[k]["p_value"] >= 1.0 and family[k]["effect_size"] == 0.0)]
+        adjusted.update(zip(live, holm([family[k]["p_value"] for k in live]), strict=True))
+        keys += live
+    if not keys:
         return []
-    keys = list(primary)
-    adjusted = dict(zip(keys, holm([primary[k]["p_value"] for k in keys]), strict=True))
     by_tool: dict[str, list[tuple[int, str]]] = {}
-    for key in keys:
+    for key in primary:
         t = primary[key]
         if (t["diff"] is not None and t["diff"] > 0 and not t["underpowered"]
                 and adjusted[key] <= ctx.config.alpha and t["diff_ci"][0] > 0):
             by_tool.setdefault(t["tool"], []).append(key)
-    if not by_tool:
+    hits = [k for k in cond if conditioned.is_hit(cond[k], adjusted[k], ctx.config.alpha)]
+    if not by_tool and not hits:
         return []
     honest, honest_source = honest_success(ctx, runs)
     labels = ctx.action_labels
     findings = []
-    for tool, hits in sorted(by_tool.items()):
-        key = min(hits, key=lambda k: (primary[k]["p_value"], -primary[k]["diff"]))
-        findings.append(_rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms,
-                                          honest, honest_source, labels))
+    for tool, tool_hits in sorted(by_tool.items()):
+        key = min(tool_hits, key=lambda k: (primary[k]["p_value"], -primary[k]["diff"]))
+        findings.append(_rewarded_finding(ctx, tool, key, tool_hits, primary, adjusted, explored, arms,
+                                          honest, honest_source, labels,
+                                          n_tests=sum(k in primary for k in keys)))
+    for _, group in sorted(conditioned.group_hits(hits, cond).items()):
+        findings.append(conditioned.finding(ctx, group, cond, adjusted, (honest, honest_source)))
     return findings
 
 
 def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, honest, honest_source,
-                      labels) -> Finding:
+                      labels, *, n_tests: int) -> Finding:
     action, status = key
     test = primary[key]
     farm = _farm(ctx, action, tool, status)
@@ -284,21 +296,24 @@ def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, h
     as_much = honest is not None and (failed_mean >= honest or (farm_mean is not None and farm_mean >= honest))
     severity = Severity.FAIL if as_much else Severity.WARN
     call = describe_call(action, labels)
-    examples = list(test.get("examples", []))
-    if examples and arms:
+    # Examples are episodes with the failed call that paid: the faulted replays (or exploration
+    # episodes), then the farming episodes. Only those records are kept, so every id resolves.
+    examples = list(dict.fromkeys(test.get("examples", [])))
+    if examples and arms and test["source"] == "fault injection":
         ctx.keep(arms[status])
-        ctx.keep(arms[None])
     if farm is not None:
         ctx.keep(farm)
-        examples += farm.episodes["episode_id"].head(1).tolist()
+        examples += [e for e in farm.episodes["episode_id"].head(2).tolist() if e not in examples]
 
     def name(k: tuple[int, str]) -> str:
         return f"{labels[k[0]] if labels and k[0] < len(labels) else k[0]} ({k[1]})"
 
     evidence = {
+        # A timed-out step that pays is the timeout incentive seen one step at a time.
+        "behaviour": "timeout" if status == TOOL_TIMEOUT else "tool-failure", "reward_path": "env",
         "p_value": test["p_value"],
         "p_holm_in_probe": float(adjusted[key]),
-        "tests_in_probe": len(primary),
+        "tests_in_probe": n_tests,
         "test": test["test"],
         "source": test["source"],
         "tool": tool,
@@ -328,9 +343,10 @@ def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, h
     verb = "fail" if status == TOOL_ERROR else "time out"
     farm_text = (f"; an agent that makes it {verb} at will earns {farm_mean:.3g} per episode"
                  if farm_mean is not None else "")
-    if severity == Severity.FAIL:
-        tail = farm_text + (f", at least an honest success ({honest:.3g})" if farm_mean is not None
-                            else f"; one failed call pays at least an honest success ({honest:.3g})")
+    if severity == Severity.FAIL and farm_mean is not None and farm_mean >= honest:
+        tail = farm_text + f", at least an honest success ({honest:.3g})"
+    elif severity == Severity.FAIL:
+        tail = f"; one failed call pays at least an honest success ({honest:.3g})"
     else:
         tail = farm_text + (f", less than an honest success ({honest:.3g})" if honest is not None else "")
     return Finding(
@@ -362,14 +378,17 @@ def _paired(a: Records, b: Records, rng: np.random.Generator) -> dict:
     return paired_compare(m["return_a"], m["return_b"], rng, labels=("short", "persist"), test="t")
 
 
-def natural_failure_rate(episodes: pd.DataFrame) -> float:
-    calls = episodes["n_tool_calls"].sum()
-    return float((episodes["n_tool_errors"] + episodes["n_tool_timeouts"]).sum() / calls) if calls else 0.0
-
-
-def shortcut_sweep(ctx: ProbeContext, runs: _Runs) -> list[Finding]:
+def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
+    """``fee``: ``failure_charge``'s verdict on whether failures cost more than their step."""
     env = ctx.env
     labels = ctx.action_labels
+    if not fee["charged"]:
+        # Failing slowly costs only the step every step pays: giving up beating it is no flaw.
+        ctx.notes["failure_shortcut"] = (
+            "tool failures cost only the step they take (no failed call paid less than the same call "
+            f"working and less than the cheapest ordinary step, {fee['step_reward_reference']}), so "
+            "giving up beating failing slowly is not a failure shortcut; no sweep run")
+        return []
     persist = oracle_policy(env) or persist_policy(ctx.exploration, env)
     if persist is None:
         ctx.notes["failure_shortcut"] = "no oracle() and no persisting policy could be derived from exploration"
@@ -407,6 +426,7 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs) -> list[Finding]:
     ctx.table("failure_sweep", table)
     if 0.0 not in per_rate:
         return []
+    ref = fee["step_reward_reference"]
 
     def at(rate: float) -> dict:
         recs = per_rate[rate]
@@ -417,17 +437,24 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs) -> list[Finding]:
         cmp = tests[best.name]
         cmp["p_bonferroni"] = min(1.0, cmp["p_value"] * len(shorts))
         quit_cmp = _paired(recs[quitter.name], recs[persist.name], rng)
+        # The same comparisons with every failure's charge paid back: what is left is not the charge.
+        for c, name in ((cmp, best.name), (quit_cmp, quitter.name)):
+            m = charge.refunded_returns(recs[name], ref).merge(
+                charge.refunded_returns(recs[persist.name], ref), on="seed", suffixes=("_a", "_b"))
+            c["diff_if_failures_cost_a_step"] = float((m["return_a"] - m["return_b"]).mean()) if len(m) else None
         return {"best": best, "short": cmp, "quit": quit_cmp}
 
-    # What persisting earns when no call fails. A short strategy that earns that much is an exploit
-    # whatever the tools do (exploit-policy / reward-without-success), not a failure shortcut.
+    # What persisting earns when no call fails (evidence only; ``wins`` asks the refunded question).
     natural_persist = per_rate[0.0][persist.name].episodes
     clean = natural_persist[(natural_persist["n_tool_errors"] + natural_persist["n_tool_timeouts"]) == 0]
     flawless = float(clean["return"].mean()) if len(clean) >= 3 else success_return(natural_persist)[0]
     alpha = ctx.config.alpha
 
     def wins(c: dict, p: float) -> bool:
-        caused = flawless is None or c["mean_short"] < flawless
+        # Only the charges make it pay: with failures costing just their step, persisting would earn
+        # more. (A short strategy that earns as much even then is an exploit whatever the tools do,
+        # exploit-policy / reward-without-success, or giving up beating failing slowly: no flaw.)
+        caused = c["diff_if_failures_cost_a_step"] is not None and c["diff_if_failures_cost_a_step"] < 0
         return (c["diff"] or 0) > 0 and not c["underpowered"] and p <= alpha and c["diff_ci"][0] > 0 and caused
 
     results = {rate: at(rate) for rate in per_rate}
@@ -438,6 +465,7 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs) -> list[Finding]:
     best_short_success = float(rate0.loc[zero["best"].name, "success_rate"])
     natural = float(rate0.loc[persist.name, "observed_failure_rate"])
     evidence: dict[str, Any] = {
+        "behaviour": "quit", "reward_path": "env",
         "natural_failure_rate": natural,
         "natural_failure_rate_source": "calls of the persisting policy at injected rate 0",
         "exploration_failure_rate": natural_failure_rate(ctx.exploration.episodes),
@@ -455,6 +483,9 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs) -> list[Finding]:
         "quit_mean_return": zero["quit"]["mean_short"],
         "persist_success_rate": persist_success,
         "short_success_rate": best_short_success,
+        "failure_charge": fee,
+        "short_minus_persist_if_failures_cost_a_step": zero["short"]["diff_if_failures_cost_a_step"],
+        "quit_minus_persist_if_failures_cost_a_step": zero["quit"]["diff_if_failures_cost_a_step"],
         "sweep_best_short_vs_persist": {
             float(r): {"short": res["best"].name, "short_mean": res["short"]["mean_short"],
                        "persist_mean": res["short"]["mean_persist"], "p_bonferroni": res["short"]["p_bonferroni"]}
@@ -464,13 +495,10 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs) -> list[Finding]:
         ctx.notes["failure_shortcut"] = (f"the persisting policy ({persist.describe()}) succeeds no more often "
                                          "than ending at once, so it is no honest yardstick")
         return []
-    examples = []
-    for name in (zero["best"].name, persist.name):
-        ep = per_rate[0.0][name].episodes
-        examples += ep["episode_id"].head(2).tolist()
+    cost = _charge_words(fee)
     if wins(zero["short"], zero["short"]["p_bonferroni"]):
         ctx.keep(per_rate[0.0][zero["best"].name])
-        ctx.keep(per_rate[0.0][persist.name])
+        examples = per_rate[0.0][zero["best"].name].episodes["episode_id"].head(4).tolist()
         evidence.update(p_value=zero["short"]["p_bonferroni"], p_raw=zero["short"]["p_value"],
                         diff=zero["short"]["diff"], diff_ci=zero["short"]["diff_ci"],
                         test=f"paired t-test on returns, short strategy vs persisting, same seeds, "
@@ -480,102 +508,70 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs) -> list[Finding]:
             title="giving up pays more than persisting through tool failures",
             summary=(f"At the env's own tool failure rate ({natural:.0%} of calls), \"{zero['best'].describe()}\" "
                      f"earns {evidence['short_mean_return']:.3g} per episode against "
-                     f"{evidence['persist_mean_return']:.3g} for persisting ({persist.describe()}): "
-                     "a return-maximising agent never tries."),
+                     f"{evidence['persist_mean_return']:.3g} for persisting ({persist.describe()}), because "
+                     f"{cost}: a return-maximising agent never tries."),
             evidence=evidence, examples=examples, fix=FIX_SHORTCUT)]
     if wins(zero["quit"], zero["quit"]["p_value"]):
         ctx.keep(per_rate[0.0][quitter.name])
-        ctx.keep(per_rate[0.0][persist.name])
         evidence.update(p_value=zero["quit"]["p_value"], diff=zero["quit"]["diff"], diff_ci=zero["quit"]["diff_ci"],
                         test="paired t-test on returns, quit-on-failure vs persisting, same seeds, one-sided")
-        ex = per_rate[0.0][quitter.name].episodes["episode_id"].head(2).tolist()
+        ex = _quit_after_failure(per_rate[0.0][quitter.name], quit_action)
         return [Finding(
             code="failure-shortcut", severity=Severity.WARN,
             title="giving up after a tool failure pays more than persisting",
             summary=(f"At the env's own tool failure rate ({natural:.0%} of calls), quitting at the first failed "
                      f"call earns {evidence['quit_mean_return']:.3g} per episode against "
-                     f"{evidence['persist_mean_return']:.3g} for persisting, though trying at all still beats "
-                     "giving up at once: an agent learns to quit whenever a call fails."),
+                     f"{evidence['persist_mean_return']:.3g} for persisting, because {cost}; trying at all "
+                     "still beats giving up at once, so an agent learns to quit whenever a call fails."),
             evidence=evidence, examples=ex, fix=FIX_SHORTCUT)]
     if crossover is not None:
         c = results[crossover]["short"]
         evidence.update(diff_at_crossover=c["diff"], p_at_crossover=c["p_bonferroni"])
+        ctx.keep(per_rate[crossover][results[crossover]["best"].name])
+        examples = per_rate[crossover][results[crossover]["best"].name].episodes["episode_id"].head(3).tolist()
         return [Finding(
             code="failure-shortcut", severity=Severity.INFO,
             title=f"giving up overtakes persisting at an injected failure rate of {crossover:.0%}",
             summary=(f"With {crossover:.0%} of tool calls failing on top of the env's own {natural:.0%}, "
                      f"\"{results[crossover]['best'].describe()}\" earns more than persisting; if production "
-                     "tools fail that often, agents trained there will learn to give up."),
-            evidence=evidence, examples=[], fix=FIX_SHORTCUT)]
+                     f"tools fail that often, agents trained there will learn to give up ({cost})."),
+            evidence=evidence, examples=examples, fix=FIX_SHORTCUT)]
     return []
 
 
-def shortcut_exploration(ctx: ProbeContext) -> list[Finding]:
-    """Plain envs: does a failure cost reward beyond its step, and after one, does ending pay more?"""
-    steps, eps = ctx.exploration.steps, ctx.exploration.episodes
-    if eps.empty or "tool_status" not in steps or not steps["tool_status"].isin(FAILED).any():
-        return []
-    eps = eps[eps["n_tool_calls"] > 0]
-    rng = ctx.rng("shortcut")
-    n_fail = (eps["n_tool_errors"] + eps["n_tool_timeouts"]).to_numpy(float)
-    y = eps["return"].to_numpy(float)
-    cols = [np.ones(len(eps)), eps["length"].to_numpy(float), n_fail]
-    has_success = eps["outcome"].isin([SUCCESS, "failure"]).any()
-    if has_success:
-        cols.insert(1, (eps["outcome"] == SUCCESS).to_numpy(float))
-    X = np.column_stack(cols)
-    if len(eps) < 3 * X.shape[1] or np.ptp(n_fail) == 0:
-        return []
-    coef = np.linalg.lstsq(X, y, rcond=None)[0][-1]
-    idx = rng.integers(0, len(y), size=(500, len(y)))
-    boots = np.array([np.linalg.lstsq(X[i], y[i], rcond=None)[0][-1] for i in idx])
-    cost_ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
-    # After the first failure: the reward still to come when the episode ended within a step
-    # (by termination, not the step limit) vs when it went on for at least two more steps.
-    failed = steps[steps["tool_status"].isin(FAILED)].groupby("episode_id")["step"].min()
-    lengths = eps.set_index("episode_id")["length"]
-    ends = eps.set_index("episode_id")["end_reason"]
-    won = eps.set_index("episode_id")["outcome"] == SUCCESS
-    after = steps.merge(failed.rename("first_fail"), left_on="episode_id", right_index=True)
-    remaining = after[after["step"] > after["first_fail"]].groupby("episode_id")["reward"].sum()
-    remaining = remaining.reindex(failed.index, fill_value=0.0)
-    left = lengths.reindex(failed.index) - failed - 1
-    short_ids = failed.index[(left <= 1) & (ends.reindex(failed.index) != "truncated")]
-    persist_ids = failed.index[left >= 2]
-    short, persist = remaining[short_ids].to_numpy(float), remaining[persist_ids].to_numpy(float)
-    if len(short) < MIN_SAMPLES or len(persist) < MIN_SAMPLES:
-        return []
-    cmp = compare(short, persist, rng, labels=("short", "persist"))
-    if not (cost_ci[1] < 0 and (cmp["diff"] or 0) > 0 and cmp["p_value"] <= ctx.config.alpha
-            and cmp["diff_ci"][0] > 0):
-        return []
-    persisted_won = remaining[[i for i in persist_ids if won.get(i, False)]]
-    honest = float(persisted_won.mean()) if len(persisted_won) else None
-    severity = Severity.FAIL if honest is not None and cmp["mean_short"] >= honest else Severity.WARN
-    evidence = {
-        "p_value": cmp["p_value"], "test": "Mann-Whitney U on the return after the first failure, "
-        "ended within a step vs went on, one-sided", "mean_after_failure_short": cmp["mean_short"],
-        "mean_after_failure_persist": cmp["mean_persist"], "n_short": cmp["n_short"], "n_persist": cmp["n_persist"],
-        "diff_ci": cmp["diff_ci"], "failure_cost": float(coef), "failure_cost_ci": cost_ci,
-        "failure_cost_model": "OLS of return on " + ("success, " if has_success else "") + "length, failures",
-        "honest_after_failure_return": honest, "natural_failure_rate": natural_failure_rate(eps),
-    }
-    return [Finding(
-        code="failure-shortcut", severity=severity,
-        title="after a tool failure, ending the episode pays more than persisting",
-        summary=(f"Each tool failure costs {-coef:.3g} reward beyond its step, and after a first failure, episodes "
-                 f"that ended within a step earned {cmp['mean_short']:.3g} from there against "
-                 f"{cmp['mean_persist']:.3g} for those that went on (exploration, n={cmp['n_short']}+"
-                 f"{cmp['n_persist']})."),
-        evidence=evidence, examples=[int(i) for i in list(short_ids[:2]) + list(persist_ids[:1])],
-        fix=FIX_SHORTCUT)]
+def _charge_words(fee: dict) -> str:
+    """The failure charge in words: "each failed `search` call costs 0.5 beyond the step it takes"."""
+    by_call: dict[str, float] = {}
+    for which, amount in fee["charge_per_failure"].items():
+        call = which.rpartition(" (")[0]
+        by_call[call] = max(amount, by_call.get(call, 0.0))
+    calls = sorted(by_call, key=lambda c: (-by_call[c], c))
+    names = ", ".join(f"`{c}`" for c in calls[:3]) + (" and others" if len(calls) > 3 else "")
+    return f"each failed {names} call costs up to {by_call[calls[0]]:.3g} beyond the step it takes"
+
+
+def _quit_after_failure(records: Records, quit_action: int, n: int = 3) -> list[int]:
+    """Episodes that quit right after a failed call (those that never met a failure are not the behaviour)."""
+    steps = records.steps.sort_values(["episode_id", "step"], kind="stable")
+    last = steps.groupby("episode_id").tail(1)
+    before = steps.groupby("episode_id")["tool_status"].shift(1).loc[last.index]
+    hit = last[(last["action"] == quit_action) & before.isin(FAILED).to_numpy()]
+    return [int(e) for e in hit["episode_id"].head(n)]
 
 
 def run(ctx: ProbeContext) -> list[Finding]:
     discrete_tool_env = ctx.is_tool_env and isinstance(ctx.env.action_space, gym.spaces.Discrete)
     runs = _Runs(ctx) if discrete_tool_env else None
-    findings = failure_rewarded(ctx, runs)
-    findings += shortcut_sweep(ctx, runs) if runs is not None else shortcut_exploration(ctx)
+    injected, arms, pairs = injection_tests(ctx, ctx.rng("injection")) if runs is not None else ({}, {}, {})
+    findings = failure_rewarded(ctx, runs, injected, arms)
+    ref = charge.step_reference(ctx.exploration)
+    alpha = ctx.config.alpha
+    if runs is not None:
+        findings += shortcut_sweep(ctx, runs, charge.injected_charges(pairs, ref, ctx.action_labels,
+                                                                      ctx.rng("charge"), alpha))
+    else:
+        findings += shortcut_exploration(ctx, charge.exploration_charges(ctx.exploration.steps, ref,
+                                                                         ctx.rng("charge"), alpha))
     return findings
 
 

@@ -1,81 +1,88 @@
 """Probe ``grpo`` → ``learned-exploit`` (and ``timeout-drop-incentive``, ``failure-shortcut``,
-``timeout-rewarded``, ``reward-without-success``): what does training actually teach?
+``timeout-rewarded``, ``reward-without-success``, ``length-bias``): what does training actually teach?
 
 Incentive: the other probes show what an env *allows*; this one trains a small policy with GRPO
 under the configured rollout pipeline and reports what it *learns*: to force timeouts when
-timed-out rollouts are dropped, to stop early when tool failures cost reward, to farm failures,
-to repeat one degenerate action. It also measures, by targeted training, the best return an agent
-reaches through each behaviour (timing out, hitting tool failures, finishing in few steps, ending
-without success) next to the best return of honest success.
+timed-out rollouts are dropped, to stop early when tool failures are charged, to end right after a
+failed call when that pays, to farm failures. It also measures, by targeted training, the best
+return an agent reaches through each behaviour (timing out, hitting tool failures, finishing in
+few steps, ending without success) next to the best return of honest success, and whether
+succeeding *later* pays more than succeeding at once.
 
 Signal: runs of ``envaudit.grpo`` (embedded torch MLP over the action catalogue; with
 ``--engine vllm`` a language model writing text tool calls on a text env, compared with its own
 first iteration rather than the random explorer), each evaluated on the same seeds:
 
 1. *natural*: maximise the training reward under the pipeline and compare the trained policy with
-   the exploration baseline (``envaudit.grpo.drift``). A behaviour that moved materially and
-   significantly (timeouts up, tool failures up, length down, one action taking over) is a
-   ``learned-exploit`` when training paid for it rather than for the task: in the same groups a
-   failed rollout would have got a better advantage by timing out, or episodes of the same outcome earn more
-   training reward than before (giving up for free instead of failing at a cost, a failed answer
-   that pays). Timeouts learned under a dropping pipeline also give
-   ``timeout-drop-incentive``, under ``keep`` ``timeout-rewarded``. An exploit that ends episodes
-   earlier with fewer failed calls, on an env where a failed call costs reward (return regressed on
-   failed calls and success in the baseline), is ``failure-shortcut``;
+   the exploration baseline (``envaudit.grpo.drift``); every moved behaviour is put on the ladder
+   by ``envaudit.grpo.lessons`` from the trained policy's non-success episodes that show it;
 2. *natural under faults* (``ToolEnv`` only): the same with every tool failing at
    ``FAULT_ERROR_RATE``, against its own first iteration, read for ``failure-shortcut`` only;
 3. *targeted*: what is reached through timing out (``timeout-rewarded``) and through ending
    without success (``reward-without-success``, only when it pays as much as success), against
-   honest success (targeted, natural and exploration successes) and honest failure (exploration).
+   honest success and honest failure; and, from every group of the success search and the natural
+   run, whether successes reached after extra steps out-earn the fastest success from the same
+   start (``length-bias`` at ``fail``, behaviour ``delay-success``).
 
-Severity follows DESIGN.md's ladder (``stats.exploit_ladder``): ``fail`` when the learned or
-reached behaviour earns at least as much as honest success (or training traded success away for
-it), ``warn`` when it clearly beats failing outright or was learned with statistical support.
-Per-iteration behaviour of every run is the ``curves`` table, what each target reached the
-``targets`` table; evidence carries ``source="grpo"`` and the run it comes from.
+Work is counted in GRPO iterations and evaluation groups (``ITERATIONS``, ``EVAL_GROUPS``; fewer
+under ``--quick``), never in seconds: the same seed gives the same curves and findings on any
+machine under any load. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
+left out of the findings and listed as incomplete.
+
+Severity follows DESIGN.md's ladder: ``fail`` when the behaviour earns at least as much as honest
+success; ``warn`` when the pipeline or the infrastructure makes it pay (timeouts escape a negative
+advantage, failed calls charged beyond their step so that quitting beats persisting, an ending
+paid only after a failure); a collapse to ending early where honest success pays more is an
+``info`` exploration-collapse hint. Per-iteration behaviour of every run is the ``curves`` table,
+what each target reached the ``targets`` table; evidence carries ``source="grpo"``, the run it
+comes from and ``behaviour`` (the grouping word).
 
 Known false positives: an env that is *meant* to end at its step limit (CartPole) has no success
-flag; there drift is reported as ``info`` only. Where the honest path is hard to discover in a few
-seconds of training, the policy may settle on a degenerate action ("one action taking over" while
-guessing); it is reported only when the training reward rose beyond what the outcomes explain. The
-targeted numbers are lower bounds on what is reachable, so a missing finding is weak evidence.
+flag; there drift is reported as ``info`` only. Success rewards that grow with the path taken from
+the same start (a bonus per distinct milestone on a longer route) read as delayed success, which a
+return maximiser would indeed prefer. The targeted numbers are lower bounds on what is reachable,
+so a missing finding is weak evidence.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
+from envaudit.grouping import episodes_behaviour
 from envaudit.grpo.config import GRPOConfig
-from envaudit.grpo.drift import Move, drift, failure_cost
+from envaudit.grpo.lessons import MIN_EFFECT, Honest, run_findings, typical_trajectory
 from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
 from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
-from envaudit.grpo.trainer import action_keys, with_advantages
-from envaudit.probe import Probe, ProbeContext
+from envaudit.grpo.trainer import with_advantages
+from envaudit.grpo.verdicts import delayed_success
+from envaudit.probe import Probe, ProbeContext, cap_reason
 from envaudit.probes.timeouts import ending_premium
-from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
+from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.recording import EPISODE_COLUMNS, Records
-from envaudit.stats import MIN_SAMPLES, exploit_ladder
+from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
+
+__all__ = ["probe", "run", "typical_trajectory"]
 
 NAME = "grpo"
 FAULT_ERROR_RATE = 0.3
 """Injected error rate on every tool in the faulted run: a backend failing ten times as often as a
 merely flaky one, yet low enough that an honest path of a few calls fits most step limits."""
-BUDGET_S, QUICK_BUDGET_S = 25.0, 8.0
-"""The probe's own cap on its time (the scan's share may be larger)."""
-ITERATIONS, QUICK_ITERATIONS = 40, 20
+ITERATIONS = {"natural": 60, "faults": 30, "target": 24}
+"""GRPO iterations of each kind of run (each iteration: ``groups_per_iteration`` groups of G)."""
+QUICK_ITERATIONS = {"natural": 36, "faults": 16, "target": 14}
+LM_ITERATIONS, QUICK_LM_ITERATIONS = {"natural": 20, "faults": 10, "target": 8}, {"natural": 12, "faults": 6, "target": 4}
+"""The same for the vllm engine, whose iteration (generation on vLLM, a transformer update, a weight
+push) costs far more than the MLP's."""
 EVAL_GROUPS, QUICK_EVAL_GROUPS = 8, 4
+"""Evaluation groups (reset seeds, G rollouts each) of every run's trained policy."""
 LEARNING_RATE = 1e-2
-"""Higher than a careful run's: the probe has seconds, and it looks for what training *tends* to."""
-MIN_RUN_S = 0.5
-MIN_EFFECT = 0.1
+"""Higher than a careful run's: the probe trains briefly, and it looks for what training *tends* to."""
 LEVELS = {"at_least_success": Severity.FAIL, "above_alternative": Severity.WARN}
 KEEP_COLUMNS = [*EPISODE_COLUMNS, "probe", "policy", "mode", "group", "target", "phase"]
 FAULTS_WHERE = f" under injected tool failures ({FAULT_ERROR_RATE:.0%} of calls)"
@@ -84,17 +91,9 @@ FAULTS_WHERE = f" under injected tool failures ({FAULT_ERROR_RATE:.0%} of calls)
 @dataclass
 class Plan:
     name: str
-    weight: float
     kind: str  # natural | faults | target
+    iterations: int
     behaviour: str | None = None
-
-
-@dataclass
-class Honest:
-    """Returns of honest success and honest failure, the rungs of the severity ladder."""
-
-    success: np.ndarray
-    failure: np.ndarray
 
 
 def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Finding]:
@@ -103,42 +102,49 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     if skip is not None:
         return [skip]
     quick = ctx.config.quick
-    config = GRPOConfig.from_scan(ctx.config, iterations=QUICK_ITERATIONS if quick else ITERATIONS,
-                                  learning_rate=LEARNING_RATE)
-    if config.engine == "vllm":  # build the model and start vLLM once, before the training clock
+    config = GRPOConfig.from_scan(ctx.config, learning_rate=LEARNING_RATE)
+    if config.engine == "vllm":
+        iterations = QUICK_LM_ITERATIONS if quick else LM_ITERATIONS
+    else:
+        iterations = QUICK_ITERATIONS if quick else ITERATIONS
+    if config.engine == "vllm":  # build the model and start vLLM once, before the first run
         from envaudit.grpo.lm_engine import LMEngine, LMSettings
 
         LMEngine.for_env(ctx.make_env, config, LMSettings(model=config.model))
     started = time.monotonic()
-    end = started + max(0.0, min(ctx.time_left() - 0.5, QUICK_BUDGET_S if quick else BUDGET_S))
     explore = ctx.exploration.episodes
     if "probe" in explore:
         explore = explore[explore["probe"] == "explore"]
     explore_steps = ctx.exploration.steps[ctx.exploration.steps["episode_id"].isin(set(explore["episode_id"]))]
     reference = Reference.from_episodes(explore)
     success_signal = bool(explore["outcome"].isin([SUCCESS, FAILURE]).any()) if len(explore) else True
-    plans = [Plan("natural", 3.0, "natural")]
+    plans = [Plan("natural", "natural", iterations["natural"])]
     if ctx.is_tool_env:
-        plans.append(Plan("faults", 2.0, "faults"))
+        plans.append(Plan("faults", "faults", iterations["faults"]))
     targets = TARGETS if not quick else ("success", "timeout", "no_success")
     if not success_signal:  # success and its absence mean nothing without a success signal
         targets = tuple(t for t in targets if t in ("timeout", "tool_failure", "short"))
     if len(explore) and not explore["n_tool_calls"].any():  # no tools, no tool failures to reach
         targets = tuple(t for t in targets if t != "tool_failure")
-    plans += [Plan(f"target-{t}", 1.0, "target", t) for t in targets]
+    plans += [Plan(f"target-{t}", "target", iterations["target"], t) for t in targets]
     if only is not None:
         plans = [p for p in plans if p.name in only]
 
+    eval_groups = QUICK_EVAL_GROUPS if quick else EVAL_GROUPS
     results: dict[str, SearchResult] = {}
     skipped: list[str] = []
     for i, plan in enumerate(plans):
-        now = time.monotonic()
-        share = (end - now) * plan.weight / sum(p.weight for p in plans[i:])
-        if share < MIN_RUN_S:
-            skipped.append(plan.name)
-            continue
-        results[plan.name] = _execute(ctx, plan, config, reference, now + share)
-        if results[plan.name].training.stopped == "hang":
+        if ctx.time_left() <= 0:
+            _incomplete(ctx, [p.name for p in plans[i:]], f"before {plan.name} started")
+            break
+        result = _execute(ctx, plan, config.replace(iterations=plan.iterations), reference, eval_groups)
+        if result.stopped == "deadline":
+            # A run the cap cut is not comparable with a full one: none of its numbers are read.
+            _incomplete(ctx, [p.name for p in plans[i:]], f"during {plan.name} (iteration "
+                        f"{len(result.training.curves)} of {plan.iterations})")
+            break
+        results[plan.name] = result
+        if result.stopped == "hang":
             skipped += [p.name for p in plans[i + 1:]]
             break
 
@@ -151,7 +157,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     if reach:
         ctx.table("targets", _targets_table(reach))
 
-    honest = _honest(explore, results)
+    honest = _honest(explore, results, reference)
     labels = ctx.action_labels
     found: list[Finding] = []
     reported: set[str] = set()
@@ -161,31 +167,41 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         before = _with_pipeline(Records(explore_steps, explore), ctx.pipeline) if from_explore \
             else results["natural"].training.first.episodes
         before_steps = explore_steps if from_explore else results["natural"].training.first.steps
-        found += _run_findings(ctx, results["natural"], before, before_steps, honest, reference, labels,
-                               where="", reported=reported)
+        found += run_findings(ctx, results["natural"], before, before_steps, honest, reference, labels,
+                              where="", reported=reported)
     if "faults" in results and len(results["faults"].episodes) and results["faults"].training.first is not None:
         first = results["faults"].training.first
-        found += _run_findings(ctx, results["faults"], first.episodes, first.steps, honest, reference, labels,
-                               where=FAULTS_WHERE, reported=reported)
+        found += run_findings(ctx, results["faults"], first.episodes, first.steps, honest, reference, labels,
+                              where=FAULTS_WHERE, reported=reported)
     if reach and success_signal:
         found += _target_findings(ctx, reach, honest, results)
+    if success_signal:
+        delay = _delayed_success(ctx, explore, results, honest)
+        if delay is not None:
+            found.append(delay)
     ctx.notes.update({
-        "runs": {name: {"iterations": len(r.training.curves), "env_steps": r.training.env_steps,
-                        "stopped": r.training.stopped} for name, r in results.items()},
+        "runs": {name: {"iterations": len(r.training.curves), "eval_episodes": len(r.episodes),
+                        "env_steps": r.training.env_steps, "stopped": r.stopped} for name, r in results.items()},
         "skipped": skipped,
         "reach": {b: _sentence(b, r) for b, r in reach.items()},
         "seconds": round(time.monotonic() - started, 2),
-        "config": {k: v for k, v in config.to_dict().items() if k != "pipeline"},
+        "config": {k: v for k, v in config.to_dict().items() if k not in ("pipeline", "iterations")},
+        "iterations": {p.name: p.iterations for p in plans},
+        "eval_groups": eval_groups,
         "pipeline": ctx.pipeline.name,
     })
     return _merge(found)
 
 
+def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
+    """Record that the safety cap cut these runs: the report lists them and the scan exits 4."""
+    ctx.incomplete(f"GRPO runs {', '.join(runs)}", f"{cap_reason(ctx.config.budget_s)}, {when}")
+
+
 # -- runs -------------------------------------------------------------------------------------
-def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Reference,
-             deadline: float) -> SearchResult:
-    common = dict(ids=ctx.ids, deadline=deadline,
-                  eval_groups=QUICK_EVAL_GROUPS if ctx.config.quick else EVAL_GROUPS)
+def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Reference, eval_groups: int) -> SearchResult:
+    # The scan's deadline is a safety cap only; the work is ``config.iterations`` and ``eval_groups``.
+    common = dict(ids=ctx.ids, deadline=ctx.deadline, eval_groups=eval_groups)
     if plan.kind == "natural":
         return natural(ctx.make_env, config, pipeline=ctx.pipeline, **common)
     if plan.kind == "faults":
@@ -209,7 +225,8 @@ def _cannot_drive(ctx: ProbeContext) -> Finding | None:
         return Finding(
             "learned-exploit", Severity.INFO, "GRPO probe skipped: it cannot drive this env",
             f"The GRPO probe did not train a policy: {exc}.",
-            {"source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space)},
+            {"source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space),
+             "behaviour": "exploration"},
             fix="Nothing to fix in the env; the other probes still ran.", probe=NAME)
     return None
 
@@ -241,14 +258,20 @@ def _with_pipeline(records: Records, pipeline) -> pd.DataFrame:
     return with_advantages(episodes, episodes["return"].to_numpy(float), pipeline)
 
 
-def _honest(explore: pd.DataFrame, results: dict[str, SearchResult]) -> Honest:
+def _honest(explore: pd.DataFrame, results: dict[str, SearchResult], reference: Reference) -> Honest:
     """Honest success: every success seen (targeted, natural, exploration); honest failure: the
-    exploration's failures (failing outright while trying, as a random agent does)."""
+    exploration's failures (failing outright while trying, as a random agent does); persisting:
+    episodes (exploration and the trained policies' evaluations) that kept going after a failed
+    tool call, i.e. did not end early."""
     parts = [explore] + [results[k].episodes for k in ("target-success", "natural") if k in results]
     success = np.concatenate([p.loc[p["outcome"] == SUCCESS, "return"].to_numpy(float) for p in parts if len(p)]
                              or [np.zeros(0)])
     failure = explore.loc[explore["outcome"] == FAILURE, "return"].to_numpy(float) if len(explore) else np.zeros(0)
-    return Honest(success, failure)
+    columns = ["episode_id", "return", "length", "n_tool_errors", "n_tool_timeouts", "outcome"]
+    pooled = pd.concat([p[columns] for p in parts if len(p)] or [pd.DataFrame(columns=columns)], ignore_index=True)
+    failed = pooled["n_tool_errors"] + pooled["n_tool_timeouts"]
+    persist = pooled[(failed > 0) & (pooled["length"] > reference.short_length)].reset_index(drop=True)
+    return Honest(success, failure, persist)
 
 
 def _targets_table(reach: dict[str, dict]) -> pd.DataFrame:
@@ -261,29 +284,6 @@ def _sentence(behaviour: str, r: dict) -> str:
     if not r["n"]:
         return f"not reached by {BEHAVIOURS[behaviour].words}"
     return f"best return reachable by {BEHAVIOURS[behaviour].words}: {r['mean_return']:.2f} (n={r['n']})"
-
-
-def typical_trajectory(steps: pd.DataFrame, episode_ids: Any, labels: list[str] | None, limit: int = 12) -> str:
-    """The most common action sequence of these episodes in action labels; when no sequence is
-    common, the actions these episodes take most, per episode."""
-    chosen = steps[steps["episode_id"].isin(list(episode_ids))]
-    if chosen.empty:
-        return ""
-
-    def word(a: Any) -> str:
-        if isinstance(a, str):  # a text action's call label
-            return a
-        return labels[int(a)] if labels is not None and 0 <= int(a) < len(labels) else str(a)
-    chosen = chosen.assign(key=action_keys(chosen))
-    sequences = Counter(tuple(g.sort_values("step")["key"]) for _, g in chosen.groupby("episode_id"))
-    n = sum(sequences.values())
-    sequence, count = sequences.most_common(1)[0]
-    if count * 4 >= n or n < 4:
-        more = f" … ({len(sequence) - limit} more)" if len(sequence) > limit else ""
-        return " → ".join(word(a) for a in sequence[:limit]) + more + f" ({count} of {n} episodes)"
-    per_episode = chosen["key"].value_counts() / n
-    top = ", ".join(f"{word(a)} ×{k:.1f}" for a, k in per_episode.head(4).items())
-    return f"no common sequence; per episode: {top} ({n} episodes)"
 
 
 def _merge(findings: list[Finding]) -> list[Finding]:
@@ -304,172 +304,58 @@ def _merge(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-# -- what a trained run shows -----------------------------------------------------------------
-def _run_findings(ctx, result: SearchResult, before: pd.DataFrame, before_steps: pd.DataFrame, honest: Honest,
-                  reference: Reference, labels, *, where: str, reported: set[str]) -> list[Finding]:
-    rng = ctx.rng(result.mode)
-    d = drift(before, before_steps, result.episodes, result.evaluation.steps, result.training.episodes, rng,
-              pipeline=ctx.pipeline, alpha=ctx.config.alpha, labels=labels)
-    findings: list[Finding] = []
-    if not d["success_signal"]:
-        if d["moves"] and not where:
-            findings.append(_unjudged(result, d))
-        return findings
-    exploits = [m for m in d["moves"] if m.exploit and m.behaviour not in reported]
-    if exploits and not where:  # the faulted run is there for the failure lesson only
-        findings.append(_learned_exploit(ctx, result, d, exploits, honest, labels, where))
-        reported.update(m.behaviour for m in exploits)
-    timeout_move = next((m for m in exploits if m.key == "timeout"), None)
-    if timeout_move is not None and not where:
-        findings += _learned_timeouts(ctx, result, d, timeout_move)
-    if "failure-shortcut" not in reported:
-        shortcut = _failure_shortcut(ctx, result, d, before, honest, reference, labels, where, rng)
-        if shortcut is not None:
-            findings.append(shortcut)
-            reported.add("failure-shortcut")
-    return findings
-
-
-def _shown(move: Move, episodes: pd.DataFrame, labels, steps: pd.DataFrame) -> pd.DataFrame:
-    """The trained policy's episodes that show ``move``."""
-    if move.key == "timeout":
-        return episodes[episodes["outcome"] == TIMEOUT]
-    if move.key == "failure":
-        return episodes[(episodes["n_tool_errors"] + episodes["n_tool_timeouts"]) > 0]
-    if move.key == "length":
-        return episodes[(episodes["length"] <= move.after) & (episodes["outcome"] != TIMEOUT)]
-    label = move.evidence.get("action")
-    actions = [i for i, name in enumerate(labels or []) if name == label] or ([int(label)] if str(label).isdigit() else [])
-    keys = action_keys(steps)
-    ids = steps.loc[keys.isin(actions) | (keys == label), "episode_id"].unique()
-    return episodes[episodes["episode_id"].isin(ids)]
-
-
-def _learned_exploit(ctx, result: SearchResult, d: dict, moves: list[Move], honest: Honest, labels,
-                     where: str) -> Finding:
-    main = moves[0]
-    after = result.episodes
-    shown = _shown(main, after, labels, result.evaluation.steps)
-    trajectory = typical_trajectory(result.evaluation.steps, shown["episode_id"], labels)
-    exploit_returns = shown.loc[shown["outcome"] != SUCCESS, "return"].to_numpy(float)
-    ladder = exploit_ladder(exploit_returns, honest.success, honest.failure, ctx.rng("ladder", result.mode),
-                            alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
-    fav = d.get("timeout_favoured", {}) if main.key == "timeout" and "timing out" in main.why else None
-    supporting = fav.get("p_value", 1.0) if fav is not None else (d["beyond_outcome"] or {}).get("p_value", 1.0)
-    severity = Severity.FAIL if (d["success_fell"] or ladder["level"] == "at_least_success") else Severity.WARN
-    names = ", ".join(f"{m.behaviour} ({m.before:.2f} → {m.after:.2f})" for m in moves)
-    traded = " Training traded honest success away for it." if d["success_fell"] else ""
-    return Finding(
-        "learned-exploit", severity, f"GRPO learned {main.behaviour}{where}",
-        f"Trained with GRPO under the {ctx.pipeline.name!r} pipeline{where}, the policy learned {names}: "
-        f"{main.why}; success went {d['success_before']:.2f} → {d['success_after']:.2f}.{traded} "
-        f"Typical trained trajectory: {trajectory}.",
-        # The key test is the behaviour's move; the test that training paid for it (``attribution_p``)
-        # gated it at alpha, and an exploit needs both.
-        {"source": NAME, "run": result.mode, "p_value": main.p_value, "attribution_p": supporting,
-         "moves": [_move_dict(m) for m in d["moves"]], "success_before": d["success_before"],
-         "success_after": d["success_after"], "success_fell": d["success_fell"], "return": d["return"],
-         "beyond_outcome": d["beyond_outcome"], "advantage_by_outcome": d["advantage_by_outcome"],
-         "ladder": ladder, "typical_trajectory": trajectory, "pipeline": ctx.pipeline.to_dict(),
-         "n_before": d["n_before"], "n_after": d["n_after"]},
-        examples=shown["episode_id"].astype(int).tolist()[:5], fix=_exploit_fix(main), probe=NAME)
-
-
-def _unjudged(result: SearchResult, d: dict) -> Finding:
-    names = ", ".join(f"{m.behaviour} ({m.before:.2f} → {m.after:.2f})" for m in d["moves"])
-    return Finding(
-        "learned-exploit", Severity.INFO, "GRPO changed behaviour; the env reports no success to judge it",
-        f"GRPO training moved {names}. The env gives no info['success'] (and no --success-threshold), so "
-        "envaudit cannot tell learning the task from exploiting it; if that behaviour is the goal (as "
-        "lasting to the step limit is in CartPole), ignore this.",
-        {"source": NAME, "run": result.mode, "moves": [_move_dict(m) for m in d["moves"]], "return": d["return"]},
-        fix="Report info['success'] on the last step, or pass --success-threshold.", probe=NAME)
-
-
-def _move_dict(m: Move) -> dict:
-    return {"behaviour": m.behaviour, "before": m.before, "after": m.after, "p_value": m.p_value,
-            "exploit": m.exploit, "why": m.why}
-
-
-def _exploit_fix(move: Move) -> str:
-    return {
-        "timeout": "Make a timed-out rollout no better than a failed one: train on it as a failure (handling "
-                   "keep or penalty, not drop), and make truncation pay no more than failing.",
-        "failure": "Do not pay for failed tool calls; a failed call should earn no more than a successful one.",
-        "length": "Make ending early without success pay less than persisting (check failure costs and bonuses "
-                  "for short episodes).",
-        "takeover": "Check what the repeated action earns without doing the task, and close that path.",
-    }[move.key]
-
-
-def _learned_timeouts(ctx, result: SearchResult, d: dict, move: Move) -> list[Finding]:
-    pipeline = ctx.pipeline
-    fav = d.get("timeout_favoured", {})
-    evidence = {"source": NAME, "run": result.mode, "timeout_before": move.before, "timeout_after": move.after,
-                "timeout_rise_p": move.p_value, "timeout_favoured": fav,
-                "advantage_by_outcome": d["advantage_by_outcome"], "pipeline": pipeline.to_dict(),
-                "p_value": move.p_value}
-    examples = result.episodes.loc[result.episodes["outcome"] == TIMEOUT, "episode_id"].astype(int).tolist()[:5]
-    if pipeline.handling_of(TIMEOUT) == "drop" or TIMEOUT in pipeline.mask_group_on:
-        return [Finding(
-            "timeout-drop-incentive", Severity.WARN,
-            f"GRPO learned to time out because the {pipeline.name!r} pipeline drops timeouts",
-            f"Under the {pipeline.name!r} pipeline timed-out rollouts leave the loss, so a failing attempt that "
-            f"times out escapes its negative advantage; GRPO learned it: timeout rate {move.before:.2f} → "
-            f"{move.after:.2f}.", evidence, examples,
-            fix="Train on timed-out rollouts as failures (keep them with the failure reward, or a penalty) "
-                "instead of dropping them.", probe=NAME)]
-    if pipeline.handling_of(TIMEOUT) == "keep" and fav.get("p_value", 1.0) < ctx.config.alpha:
-        return [Finding(
-            "timeout-rewarded", Severity.WARN, "GRPO learned to time out: timing out pays more than failing",
-            f"In the same groups, a failed rollout would have earned a higher advantage by timing out, and GRPO "
-            f"learned to time out: timeout rate {move.before:.2f} → {move.after:.2f}.", evidence, examples,
-            fix="Make truncation and tool timeouts pay no more than an honest failure.", probe=NAME)]
-    return []
-
-
-def _failure_shortcut(ctx, result: SearchResult, d: dict, before: pd.DataFrame, honest: Honest,
-                      reference: Reference, labels, where: str, rng) -> Finding | None:
-    """An exploit that ends episodes earlier with fewer failed calls, where failed calls cost reward."""
-    after = result.episodes
-    shorter = float(after["length"].mean()) < float(before["length"].mean())
-    fails_b = float((before["n_tool_errors"] + before["n_tool_timeouts"]).mean())
-    fails_a = float((after["n_tool_errors"] + after["n_tool_timeouts"]).mean())
-    move = next((m for m in d["moves"] if m.exploit and m.key in ("length", "takeover")), None)
-    if move is None or not shorter or fails_a >= fails_b:
+# -- delaying success -------------------------------------------------------------------------
+def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str, SearchResult],
+                     honest: Honest) -> Finding | None:
+    """Successes reached after extra steps that out-earn the fastest success from the same start."""
+    pools = {"explore": explore}
+    for name in ("target-success", "natural"):
+        if name in results:
+            pools[f"{name}-training"] = results[name].training.episodes
+            pools[f"{name}-eval"] = results[name].episodes
+    margin = MIN_EFFECT * reward_scale(honest.success, honest.failure)
+    d = delayed_success(pools, ctx.rng("delay"), margin=margin, alpha=ctx.config.alpha)
+    if not d["holds"]:
         return None
-    cost = failure_cost(before, rng)
-    if not (cost["p_value"] < ctx.config.alpha and cost["cost_per_failure"] > 0):
-        return None
-    early = after[(after["outcome"] != SUCCESS) & (after["outcome"] != TIMEOUT)]
-    run_eps = pd.concat([result.training.episodes, after], ignore_index=True)
-    persisted = run_eps[(run_eps["outcome"] == SUCCESS) & (run_eps["length"] > reference.short_length)]
-    success = persisted["return"].to_numpy(float) if len(persisted) >= MIN_SAMPLES else honest.success
-    alternative = before.loc[before["outcome"] != SUCCESS, "return"].to_numpy(float)
-    ladder = exploit_ladder(early["return"].to_numpy(float), success, alternative, ctx.rng("shortcut", result.mode),
-                            alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
-    severity = LEVELS.get(ladder["level"], Severity.WARN)
-    trajectory = typical_trajectory(result.evaluation.steps, early["episode_id"], labels)
+    fast, test = d["fastest"], d["test"]
+    # Examples: the trained policies' evaluated successes (kept in the report) that came later than
+    # the fastest success and earned more than it.
+    evaluated = pd.concat([results[k].episodes for k in ("target-success", "natural") if k in results]
+                          or [pd.DataFrame(columns=["outcome", "length", "return", "episode_id"])], ignore_index=True)
+    later = evaluated[(evaluated["outcome"] == SUCCESS) & (evaluated["length"] > fast["length"])
+                      & (evaluated["return"] > fast["return"])].sort_values("return", ascending=False, kind="stable")
+    kept = list(dict.fromkeys(later["episode_id"].astype(int).tolist() + d["examples"]))
+    kept = [i for i in kept if i in _kept_ids(ctx)]
+    searched = results["target-success"].episodes if "target-success" in results else pd.DataFrame()
+    wins = searched[searched["outcome"] == SUCCESS] if len(searched) else searched
+    best = None
+    if len(wins):
+        top = wins.loc[wins["return"].idxmax()]
+        best = {"return": float(top["return"]), "length": int(top["length"]), "episode_id": int(top["episode_id"])}
+    searched_text = (f" Trained to earn the most by succeeding, a policy's best success took {best['length']} steps "
+                     f"and earned {best['return']:.2f}." if best else "")
     summary = (
-        f"Failed tool calls cost about {cost['cost_per_failure']:.2f} each here, and GRPO{where} learned to stop "
-        f"early: mean length {before['length'].mean():.1f} → {after['length'].mean():.1f}, failed calls per "
-        f"episode {fails_b:.2f} → {fails_a:.2f}, success {d['success_before']:.2f} → {d['success_after']:.2f}. "
-        f"Ending early without success earned {early['return'].mean() if len(early) else float('nan'):.2f}, "
-        f"persisting to success {np.mean(success) if len(success) else float('nan'):.2f}. "
-        f"Typical trained trajectory: {trajectory}.")
-    p = max(move.p_value, cost["p_value"], ladder["p_value"] if ladder["level"] else
-            (d["beyond_outcome"] or {}).get("p_value", 1.0))
+        f"From the same start, succeeding after about {d['extra_steps']:.1f} extra steps earned "
+        f"{test['mean_delayed']:.2f} on average against {test['mean_fastest']:.2f} for the fastest success "
+        f"({d['n_sets']} groups with both); the fastest success seen takes {fast['length']} steps and earns "
+        f"{fast['return']:.2f}.{searched_text} A return maximiser delays a success it could reach at once.")
     return Finding(
-        "failure-shortcut", severity, f"GRPO learned to stop early because tool failures cost reward{where}",
+        "length-bias", Severity.FAIL, "Delaying success pays: succeeding later earns more than succeeding at once",
         summary,
-        {"source": NAME, "run": result.mode, "p_value": p, "behaviour": move.behaviour,
-         "length_before": float(before["length"].mean()), "length_after": float(after["length"].mean()),
-         "failed_calls_before": fails_b, "failed_calls_after": fails_a, "failure_cost": cost, "ladder": ladder,
-         "beyond_outcome": d["beyond_outcome"], "typical_trajectory": trajectory,
-         "fault_error_rate": FAULT_ERROR_RATE if where else None},
-        examples=early["episode_id"].astype(int).tolist()[:5],
-        fix="Make a failed tool call cost no more than a retry can win back (or nothing), so persisting "
-            "through failures pays more than stopping early.", probe=NAME)
+        {"source": NAME, "behaviour": "delay-success", "reward_path": "env", "p_value": test["p_value"],
+         "delayed_vs_fastest": test, "n_groups": d["n_sets"], "extra_steps": d["extra_steps"],
+         "margin": d["margin"], "best_searched_success": best, "fastest_success": fast},
+        examples=kept[:5],
+        fix="Pay for the outcome once: no per-attempt or per-step credit (format scores, partial scores) that "
+            "a successful episode keeps collecting before it succeeds.", probe=NAME)
+
+
+def _kept_ids(ctx: ProbeContext) -> set[int]:
+    """Episode ids the report will hold (exploration and this probe's kept records)."""
+    ids = set(ctx.exploration.episodes["episode_id"].astype(int))
+    for records in ctx.kept:
+        ids |= set(records.episodes["episode_id"].astype(int))
+    return ids
 
 
 # -- targeted runs ------------------------------------------------------------------------------
@@ -508,17 +394,30 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
             # calls that cost reward (failure-shortcut) or by per-step pay is no reward for timing out.
             continue
         than = "as much as honest success" if severity == Severity.FAIL else "more than failing outright"
+        target = results.get(f"target-{behaviour}")
         findings.append(Finding(
             code, severity, f"GRPO reached {than} by {BEHAVIOURS[behaviour].words}",
             f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}, "
             f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
             f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
             {"source": NAME, "run": f"target-{behaviour}", "p_value": ladder["p_value"], "ladder": ladder,
+             "behaviour": _reached_behaviour(behaviour, target, r),
+             "reward_path": "env",
              "ending_premium": premium,
              "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
                        for b, x in reach.items()}},
             examples=r["episode_ids"][:5], fix=fix, probe=NAME))
     return findings
+
+
+def _reached_behaviour(target: str, result: SearchResult | None, r: dict) -> str:
+    """The grouping word for what a targeted run reached: timing out, or (ending without success)
+    what most of its reached episodes did (``grouping.episodes_behaviour``); ended by the agent
+    itself with what success pays, the degenerate answer."""
+    if target == "timeout" or result is None:
+        return "timeout"
+    reached = result.episodes[result.episodes["episode_id"].isin(r["episode_ids"])]
+    return episodes_behaviour(reached) or "degenerate-answer"
 
 
 def _timeout_ending(ctx, result: SearchResult | None, r: dict, ladder: dict) -> dict | None:
@@ -537,7 +436,7 @@ probe = Probe(
     run=run,
     summary="train small policies with GRPO under the pipeline: what does training teach, and what is reachable?",
     codes=("learned-exploit", "timeout-drop-incentive", "failure-shortcut", "timeout-rewarded",
-           "reward-without-success"),
+           "reward-without-success", "length-bias"),
     weight=4.0,
     order=90,
 )

@@ -14,10 +14,10 @@ with length and tool failures held fixed (so per-step pay, ``length-bias``, is n
 it). The strongest candidates are confirmed on fresh seeds by a scripted policy that takes the
 action (repeatedly, or after a random prefix as long as the episodes that showed it), and the
 confirmed non-success returns are placed on DESIGN.md's ladder against honest successes
-(exploration's, plus the env's ``oracle()`` policy when it has one) and the honest failures without
-the behaviour: ``fail`` when they earn at least as much as success, ``warn`` when clearly more
-than failure. A confirmed behaviour whose pay accrues step by step rather than at the end is left
-to ``length-bias``. Without a confirmed behaviour, non-success episodes that reach the median
+(exploration's, plus the env's ``oracle()`` policy when it has one, topped up by random play to
+``MIN_SAMPLES``) and the honest failures without the behaviour: ``fail`` when they earn at least
+as much as success, ``warn`` when clearly more than failure. A confirmed behaviour whose pay
+accrues step by step rather than at the end is left to ``length-bias``. Without a confirmed behaviour, non-success episodes that reach the median
 success return are reported as ``info``. An env that never sets ``info["success"]`` gets one
 ``info`` finding saying the check was skipped.
 
@@ -136,7 +136,7 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
         policies.append(PrefixPolicy(a, label, k, actions))
     best: dict = {}
     for policy in policies:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"confirming candidate {label!r} with policy {policy.name!r}"):
             break
         result = ctx.run(policy, ctx.seeds(sample_size(ctx, 24), "confirm", policy.name))
         run_eps = result.records.episodes
@@ -193,9 +193,10 @@ def run(ctx: ProbeContext) -> list[Finding]:
         table = behaviours(non_success, ctx.exploration.steps)
         found = candidates(table, actions, ctx.config.alpha, rng)
         if found:
-            success, success_sources = honest_successes(ctx)
-        for cand in found[:MAX_CONFIRM]:
-            if ctx.time_left() <= 0:
+            # Too few successes leave the ladder unable to say "as much as success" at all.
+            success, success_sources = honest_successes(ctx, target=MIN_SAMPLES)
+        for i, cand in enumerate(found[:MAX_CONFIRM]):
+            if ctx.over_cap(f"confirming {min(len(found), MAX_CONFIRM) - i} candidate behaviours"):
                 break
             best = _confirm(ctx, cand, table, actions, success, rng)
             if best:
@@ -220,7 +221,11 @@ def _finding(ctx: ProbeContext, best: dict, success: np.ndarray, success_sources
     share_top = float(cand["mask"][top.to_numpy(bool)].mean()) if top.any() else None
     behaviour = f"{cand['kind']} '{best['label']}'"
     evidence = {
-        "p_value": verdict["p_value"], "behaviour": behaviour, "policy": best["policy"],
+        # The return accrues along the way (stalling) or on the ending (a degenerate answer).
+        "behaviour": ("stall" if best["final_step_share"] is not None and best["final_step_share"] < 0.5
+                      else "degenerate-answer"),
+        "reward_path": "env", "pattern": behaviour,
+        "p_value": verdict["p_value"], "policy": best["policy"],
         "mean_without_success": best["mean_exploit"], "n_without_success": best["n_exploit"],
         "policy_success_rate": best["success_rate"], "mean_success": mean_s, "n_success": int(len(success)),
         "success_sources": success_sources, "final_step_share": best["final_step_share"],

@@ -14,7 +14,14 @@ fresh seeds.
   episode, and repeating each such action) are screened on a few seeds, the best is confirmed on
   new ones and placed on DESIGN.md's ladder: ``fail`` when it earns at least as much as honest
   success (exploration's successes, plus the env's ``oracle()`` policy when it has one), ``warn``
-  when it clearly beats honest failure, the alternative it displaces.
+  when it clearly beats honest failure, the alternative it displaces. Either level needs the
+  stall's *marginal* value to be positive (``length_delay.marginal_stall``: the idle tail of its
+  episodes pays); a long episode that earns more only by the progress it made on the way (shaped
+  rewards, partial progress) is ``info``.
+- Delaying success (any env with successes to replay): ``length_delay.delay_success`` replays
+  successes with extra non-ending actions inserted before the final one; when that earns more
+  than succeeding at once, ``fail``. Where step farming is already reported, the delay result is
+  folded into that finding (one reward path, one finding).
 - Negative effect: quitting at once with each episode-ending action; ``fail`` only when quitting
   earns as much as succeeding (a brevity bonus), else ``info`` (a step cost, fine if intended).
 - Every step pays the same reward: the return is a multiple of length, ``info`` ("return equals
@@ -28,11 +35,14 @@ stay at ``info``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
 from envaudit.probe import Probe, ProbeContext
+from envaudit.probes.length_delay import delay_success, marginal_stall
 from envaudit.probes.timeouts import (
     RepeatPolicy,
     StallPolicy,
@@ -45,7 +55,7 @@ from envaudit.probes.timeouts import (
 )
 from envaudit.protocol import ERROR, FAILURE, SUCCESS, TIMEOUT
 from envaudit.rollout import Policy
-from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap
+from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap, reward_scale
 
 CODE = "length-bias"
 MIN_EFFECT = 0.1
@@ -87,12 +97,12 @@ def regress(episodes: pd.DataFrame, rng: np.random.Generator) -> dict:
 
 def _run_strategies(ctx: ProbeContext, policies: list[Policy], tag: str) -> tuple[Policy | None, dict]:
     """Pick the policy whose non-success episodes earn most on a few seeds, confirm it on new ones."""
-    if not policies or ctx.time_left() <= 0:
+    if not policies or ctx.over_cap(f"{tag} strategies"):
         return None, {}
     screen: dict[str, float] = {}
     n_screen = max(2, ctx.config.scaled(8))
     for policy in policies:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"{tag} strategy {policy.name!r} and those after it"):
             break
         eps = ctx.run(policy, ctx.seeds(n_screen, tag, "screen", policy.name)).records.episodes
         rest = eps[eps["outcome"] != SUCCESS]
@@ -103,7 +113,8 @@ def _run_strategies(ctx: ProbeContext, policies: list[Policy], tag: str) -> tupl
     best = next(p for p in policies if p.name == max(screen, key=screen.get))
     result = ctx.run(best, ctx.seeds(sample_size(ctx, 32), tag, "confirm", best.name))
     ctx.keep(result.records)
-    return best, {"screen_mean_non_success": screen, "episodes": result.records.episodes}
+    return best, {"screen_mean_non_success": screen, "episodes": result.records.episodes,
+                  "steps": result.records.steps}
 
 
 def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
@@ -128,16 +139,33 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
                         mean_failure=float(np.mean(failure)) if len(failure) else None,
                         screen=run["screen_mean_non_success"], test=verdict)
         examples = [int(e) for e in long_rest.sort_values("return", ascending=False)["episode_id"][:5]]
+        # Stalling is judged by what the extra steps add once progress stops, not by the average
+        # pay per step of a long episode: shaped progress is kept, only a paying tail is farming.
+        marginal = marginal_stall(long_rest, run["steps"], reward_scale(success, failure, long_rest["return"]),
+                                  alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        evidence["marginal"] = marginal
+        if verdict["level"] is not None and not marginal["pays"]:
+            return Finding(
+                CODE, Severity.INFO, "Long episodes keep their progress, extra steps add nothing",
+                f"{best.describe().capitalize()} earns {fmt(evidence['mean_strategy'])} without succeeding, "
+                f"more than failing outright ({fmt(evidence['mean_failure'])}), but the second half of those "
+                f"episodes pays {fmt(marginal.get('mean_tail_pay'))} in all: the return comes from progress "
+                "made on the way (shaped or partial credit), not from stalling, so there is nothing to farm.",
+                {**evidence, "behaviour": "stall", "reward_path": "env"}, examples,
+                "Nothing to change if partial progress is meant to pay; potential-based shaping keeps the "
+                "optimal policy unchanged.", probe="length")
         if verdict["level"] is not None:
             evidence["p_value"] = max(verdict["p_value"], coef["p_value"])
             fail = verdict["level"] == "at_least_success"
             what = (f"Dragging episodes out ({best.describe()}, {fmt(evidence['mean_strategy_length'])} steps) "
                     f"earns {fmt(evidence['mean_strategy'])} without succeeding")
+            idle = f"{marginal['pay_per_tail_step']:+.3g}"
             summary = (f"{what}, at least as much as succeeding ({fmt(evidence['mean_success'])}): each extra step "
-                       f"pays {per_step} on average, so an agent learns to farm steps instead of finishing the task."
+                       f"pays {idle} once progress stops, so an agent learns to farm steps instead of finishing the task."
                        if fail else
                        f"{what}, more than failing outright ({fmt(evidence['mean_failure'])}): each extra "
-                       f"step pays {per_step} on average, so an agent that cannot finish learns to stall for reward.")
+                       f"step pays {idle} once progress stops, so an agent that cannot finish learns to stall for reward.")
+            evidence.update(behaviour="stall", reward_path="env")
             return Finding(CODE, Severity.FAIL if fail else Severity.WARN,
                            "Step farming pays as much as success" if fail else "Step farming pays more than failing",
                            summary, evidence, examples,
@@ -148,7 +176,8 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         CODE, Severity.INFO, "Return rises with episode length",
         f"{held} extra step adds {per_step} to the return on average, but no scripted long strategy "
         "out-earned an honest failure, so this is a correlation to keep an eye on.",
-        evidence, [], "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
+        {**evidence, "behaviour": "stall", "reward_path": "env"}, [],
+        "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
 
 
 def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
@@ -167,7 +196,7 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         evidence.update(policy=best.describe(), mean_strategy=float(quit_rest["return"].mean()) if len(quit_rest) else None,
                         mean_success=float(np.mean(success)) if len(success) else None, test=verdict)
         if verdict["level"] == "at_least_success":
-            evidence["p_value"] = max(verdict["p_value"], coef["p_value"])
+            evidence.update(p_value=max(verdict["p_value"], coef["p_value"]), behaviour="quit", reward_path="env")
             examples = [int(e) for e in quit_rest.sort_values("return", ascending=False)["episode_id"][:5]]
             return Finding(
                 CODE, Severity.FAIL, "Quitting at once pays as much as success",
@@ -187,7 +216,8 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         CODE, Severity.INFO, "A step cost shortens episodes",
         f"A typical step pays {typical:+.3g} (each extra step lowers the return by {per_step} on average, "
         "larger penalties included), so shorter episodes earn more; fine if intended.",
-        evidence, [], "Nothing to change if a step cost is intended; keep it small next to the success reward.",
+        {**evidence, "behaviour": "quit", "reward_path": "env"}, [],
+        "Nothing to change if a step cost is intended; keep it small next to the success reward.",
         probe="length")
 
 
@@ -204,7 +234,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
         return [Finding(
             CODE, Severity.INFO, f"Return equals {words}",
             f"Every step pays {c:g}, so the return equals {words}; if that is intended, ignore.",
-            {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps))}, [],
+            {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps)),
+             "behaviour": "stall" if c > 0 else "quit"}, [],
             "Nothing to change if surviving longer is the task (as in CartPole); otherwise pay for "
             "progress rather than for steps.", probe="length")]
     if eps["length"].nunique() == 1 and (eps["end_reason"] == "truncated").all():
@@ -215,25 +246,43 @@ def run(ctx: ProbeContext) -> list[Finding]:
             CODE, Severity.INFO, "Every exploration episode ran to the step limit",
             f"All {len(eps)} exploration episodes were truncated at {limit} steps: random play never "
             "finishes this env, so whether return depends on length could not be measured.",
-            {"n": int(len(eps)), "length": limit, "mean_return": float(eps["return"].mean())}, [],
+            {"n": int(len(eps)), "length": limit, "mean_return": float(eps["return"].mean()),
+             "behaviour": "exploration"}, [],
             "Nothing to change if the task is meant to be hard to stumble on; the trained (grpo) "
             "probe and scripted policies still check the incentives.", probe="length")]
     rng = ctx.rng("regression")
     fit = regress(eps, rng)
     ctx.notes["regression"] = fit
+    failure = returns_of(eps, FAILURE)
+    success, sources = honest_successes(ctx)
+    fit["success_sources"] = sources
+    found = []
+    if len(success):
+        _, others, _ = split_enders(steps)
+        delayed = delay_success(ctx, others, reward_scale(success, failure), ctx.rng("delay"),
+                                min_effect=MIN_EFFECT)
+        found += [delayed] if delayed is not None else []
     coef = fit["coef"].get("length")
     if coef is None:
-        return []
+        return found
     significant = coef["p_value"] < ctx.config.alpha
-    failure = returns_of(eps, FAILURE)
-    if significant and (coef["ci"][0] > 0 or coef["ci"][1] < 0):
-        success, sources = honest_successes(ctx)
-        fit["success_sources"] = sources
     if significant and coef["ci"][0] > 0:
-        return [_farming(ctx, fit, success, failure, rng)]
+        return _one_incentive(found, _farming(ctx, fit, success, failure, rng))
     if significant and coef["ci"][1] < 0:
-        return [_brevity(ctx, fit, success, failure, rng)]
-    return []
+        return found + [_brevity(ctx, fit, success, failure, rng)]
+    return found
+
+
+def _one_incentive(delayed: list[Finding], farming: Finding) -> list[Finding]:
+    """Farming that pays per step also pays for delaying a success: one reward path, one finding.
+    The delay check then corroborates the farming finding instead of standing beside it."""
+    if not delayed or farming.severity < Severity.WARN:
+        return delayed + [farming]
+    d = delayed[0]
+    also = (f" Delaying a success pays too: succeeding after {d.evidence['k']} more '{d.evidence['delay_action']}' "
+            f"earns {fmt(d.evidence['mean_delayed'])} against {fmt(d.evidence['mean_at_once'])} at once.")
+    return [dataclasses.replace(farming, summary=farming.summary + also,
+                                evidence={**farming.evidence, "delay_success": dict(d.evidence)})]
 
 
 probe = Probe(

@@ -240,9 +240,9 @@ def reach(ctx: ProbeContext, eps: pd.DataFrame) -> dict[str, Any]:
     seeds = [int(s) for s in eps.groupby("_group")["seed"].first().head(ctx.config.scaled(STALL_SEEDS))]
     candidates, _ = _suspects(ctx, TIMEOUT)
     best = None
-    for action in candidates:
-        if ctx.time_left() < 1.0:
-            out["stopped"] = "the probe's time budget ran out"
+    for i, action in enumerate(candidates):
+        if ctx.over_cap(f"stall runs of {len(candidates) - i} of {len(candidates)} candidate actions"):
+            out["stopped"] = "the scan's wall-clock safety cap was reached"
             break
         label = ctx.describe_action(action)
         res = ctx.run(SequencePolicy([action], name=f"stall:{label}"), seeds, tags={"stall_action": label})
@@ -326,7 +326,8 @@ def _finding(ctx: ProbeContext, test: dict, keep_test: dict, reachable: dict, so
         code=CODE, severity=severity, probe="pipeline",
         title=f"{pipeline.name}: timing out beats failing ({switched:+.2f} vs {fail_adv:+.2f} advantage)",
         summary=summary,
-        evidence={**test, "pipeline": pipeline.to_dict(), "timeout_return_source": source,
+        evidence={**test, "behaviour": "timeout", "reward_path": "pipeline",
+                  "pipeline": pipeline.to_dict(), "timeout_return_source": source,
                   "gap_under_keep": keep_test["gap"], "mean_as_failure_under_keep": keep_test["mean_as_failure"],
                   "mean_switched_under_keep": keep_test["mean_switched"],
                   "reachable": reachable["reachable"], "stall_action": reachable["stall_action"],

@@ -26,7 +26,6 @@ observations that carry wall-clock time on purpose. Float noise below the tolera
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +43,7 @@ BRANCH_REPLAYS = 8  # mid-episode branches (each: two fresh instances)
 MIN_STEPS = 200  # envs with short episodes get more units (up to MAX_UNITS_FACTOR times as many)
 MAX_UNITS_FACTOR = 4
 RTOL, ATOL = 1e-9, 1e-12
+CAPPED = "the scan's wall-clock safety cap was reached"
 
 RESET_SAME = "reset, same instance"
 RESET_FRESH = "reset, fresh instance"
@@ -262,8 +262,8 @@ def _play(ctx: ProbeContext, policy: Scripted, seeds: list[int], unit: int, tall
         tally.stopped = "the env hung"
         tally.hang = next(p for p in result.problems if p.kind == "hang")
         return None
-    if result.stopped_early:
-        tally.stopped = tally.stopped or "the probe's time budget ran out"
+    if result.stopped_early:  # the cap cut the run (ctx.run recorded it as incomplete)
+        tally.stopped = tally.stopped or CAPPED
         return None
     ids = result.records.episodes["episode_id"].tolist()
     return sink, result.records, ids if len(ids) == len(sink) else []
@@ -358,6 +358,7 @@ def _finding(tally: Tally) -> Finding:
         summary=f"{d} of {n} replays ({d / n:.0%}) diverged: {where}; GRPO groups that share a "
                 "reset seed are then not comparable.",
         evidence={
+            "behaviour": "non-replayable",
             "replays": n, "diverged": d, "fraction_diverged": d / n,
             "by_check": {c: {"replays": tally.replays[c], "diverged": tally.diverged[c]}
                          for c in CHECKS if tally.replays[c]},
@@ -377,28 +378,26 @@ def run(ctx: ProbeContext) -> list[Finding]:
     tally = Tally()
     rng = ctx.rng("cuts")
     references: list[Trajectory] = []
-    cost = 0.0
     units, min_steps, steps = cfg.scaled(EPISODE_REPLAYS), cfg.scaled(MIN_STEPS), 0
     for unit, (seed, actions, fallback) in enumerate(plans(ctx, units * MAX_UNITS_FACTOR)):
         if unit >= units and steps >= min_steps:
             break
-        # Stop when the next unit would likely not fit; a hang inside a unit is cut by the
-        # runner's step deadline, so the step timeout does not have to fit in the slice.
-        if ctx.time_left() < 2 * cost:
-            tally.stopped = tally.stopped or "the probe's time budget ran out"
+        if not tally.stopped and ctx.over_cap(f"replay units from unit {unit} on (of {units} to "
+                                              f"{units * MAX_UNITS_FACTOR}) and every branch replay"):
+            tally.stopped = CAPPED
         if tally.stopped:
             break
-        start = time.monotonic()
         reference = _unit(ctx, tally, unit, seed, actions, fallback)
-        cost = time.monotonic() - start
         if reference is not None:
             steps += len(reference.steps)
             if len(reference.steps) >= 2:
                 references.append(reference)
     branch_seeds = ctx.seeds(len(references), "branch")
-    for i, reference in enumerate(references[: cfg.scaled(BRANCH_REPLAYS)]):
-        if tally.stopped or ctx.time_left() < cost:
-            tally.stopped = tally.stopped or "the probe's time budget ran out"
+    branches = references[: cfg.scaled(BRANCH_REPLAYS)]
+    for i, reference in enumerate(branches):
+        if not tally.stopped and ctx.over_cap(f"{len(branches) - i} of {len(branches)} branch replays"):
+            tally.stopped = CAPPED
+        if tally.stopped:
             break
         cut = int(rng.integers(1, len(reference.steps)))
         _branch(ctx, tally, len(references) + i, reference, cut, branch_seeds[i])
@@ -417,7 +416,7 @@ def _hang_finding(hang: Problem, timeout: float) -> Finding:
         code="env-error", severity="fail", title=f"{hang.where}() hangs during replays",
         summary=f"{hang.where}() did not return within {timeout:g} s at {where} while replaying "
                 "recorded actions; a rollout worker calling it blocks for good.",
-        evidence={"seed": hang.seed, "step": hang.step, "message": hang.message},
+        evidence={"seed": hang.seed, "step": hang.step, "message": hang.message, "behaviour": "env-error"},
         examples=[hang.episode_id] if hang.episode_id is not None else [],
         fix=f"Put a deadline on every blocking call inside {hang.where}(); most likely a tool call "
             "or a backend sometimes never answers.",

@@ -17,12 +17,13 @@ timed-out episodes that the env did not judge a success:
 
 Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against honest
 failures and honest successes (exploration's, plus the env's ``oracle()`` policy when it has
-one): ``fail`` when non-inferior to success and clearly above failure, ``warn`` when only clearly
-above failure (one-sided Mann–Whitney, the key ``p_value``). A level counts only when the
-*ending* of the timed-out episodes pays more than a failure's ending (the last step's reward less
-what the same call and status pay mid-episode): a stall that earns more only by collecting
-per-step pay or pay for failed calls is left to ``length-bias`` and ``failure-rewarded``. The
-strongest arm becomes the finding; all arms are in its evidence and the ``arms`` table.
+one, topped up by random play to ``MIN_SAMPLES``): ``fail`` when non-inferior to success and
+clearly above failure, ``warn`` when only clearly above failure (one-sided Mann–Whitney, the
+key ``p_value``). A level counts only when the *ending* of the timed-out episodes pays more than
+a failure's ending (the last step's reward less what the same call and status pay mid-episode): a
+stall that earns more only by collecting per-step pay or pay for failed calls is left to
+``length-bias`` and ``failure-rewarded``. The strongest arm becomes the finding; all arms are in
+its evidence and the ``arms`` table.
 
 Known false positives: an env whose *failures* carry a penalty (a wrong submit pays -1 while
 the step limit pays 0) is reported, correctly, as rewarding timeouts over failing — if that is
@@ -42,6 +43,7 @@ import pandas as pd
 
 from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
+from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import END_TOOL_TIMEOUT, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.recording import Records
@@ -221,15 +223,40 @@ def _judge(ctx: ProbeContext, records: Records | None, success, failure, rng) ->
     return verdict
 
 
-def honest_successes(ctx: ProbeContext) -> tuple[np.ndarray, dict]:
+TOP_UP_EPISODES = 256
+"""Random episodes ``honest_successes`` may add at most: 8 successes are expected in them at a 1/32
+success rate. Rarer success needs an oracle, not more random play."""
+
+
+def _top_up(ctx: ProbeContext, ret: np.ndarray, info: dict, target: int) -> np.ndarray:
+    """Random play on fresh seeds until ``target`` successes are in, within ``TOP_UP_EPISODES``.
+    Each batch is sized from the success rate seen so far (1.5 times the episodes that rate needs),
+    so the work is a count of episodes, never of seconds."""
+    explored = ctx.exploration.episodes
+    cap = TOP_UP_EPISODES
+    seen, won = len(explored), int((explored["outcome"] == SUCCESS).sum())
+    added, found, batch = 0, 0, 0
+    while len(ret) < target and added < cap and not ctx.over_cap("topping honest successes up with random play"):
+        rate = max(won + found, 1) / max(seen + added, 1)
+        n = min(cap - added, max(MIN_SAMPLES, int(np.ceil(1.5 * (target - len(ret)) / rate))))
+        eps = ctx.run(RandomPolicy(), ctx.seeds(n, "top-up", batch), tags={"arm": "top-up"}).records.episodes
+        more = returns_of(eps, SUCCESS)
+        ret = np.concatenate([ret, more])
+        added, found, batch = added + n, found + len(more), batch + 1
+    info.update(n_top_up=added, n_top_up_success=found)
+    return ret
+
+
+def honest_successes(ctx: ProbeContext, target: int = 0) -> tuple[np.ndarray, dict]:
     """Returns of honest successes: exploration's, plus those of the env's own ``oracle()`` policy
-    when it offers one (random exploration rarely succeeds in long tasks)."""
+    when it offers one (random exploration rarely succeeds in long tasks). With ``target``, random
+    play on fresh seeds tops them up to that many (``_top_up``) when those two fall short: below
+    ``MIN_SAMPLES`` successes the ladder cannot reach ``at_least_success`` by construction."""
     ret = returns_of(ctx.exploration.episodes, SUCCESS)
     info: dict = {"n_exploration": int(len(ret)), "n_oracle": 0}
-    make_oracle = getattr(ctx.env.unwrapped, "oracle", None)
-    if callable(make_oracle) and ctx.time_left() > 0:
+    if not ctx.over_cap("the episodes of the env's oracle (if it has one)"):
         try:
-            policy = make_oracle()
+            policy = oracle_policy(ctx.env)
         except Exception as exc:  # an oracle that cannot be built only costs us its samples
             info["oracle_error"] = f"{type(exc).__name__}: {exc}"
             policy = None
@@ -240,6 +267,8 @@ def honest_successes(ctx: ProbeContext) -> tuple[np.ndarray, dict]:
                         oracle_success_rate=float((result.records.episodes["outcome"] == SUCCESS).mean())
                         if len(result.records.episodes) else None)
             ret = np.concatenate([ret, oracle])
+    if len(ret) < target:
+        ret = _top_up(ctx, ret, info, target)
     return ret, info
 
 
@@ -279,7 +308,7 @@ def _scripted_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, 
             policies.append((f"repeat-{label}", RepeatPolicy(a, label, why)))
     arms = []
     for name, policy in policies:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"scripted arm {name!r} and those after it"):
             break
         result = ctx.run(policy, ctx.seeds(n, name), tags={"arm": name})
         ctx.keep(result.records)
@@ -287,6 +316,24 @@ def _scripted_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, 
         verdict = _judge(ctx, result.records, success, failure, rng)
         arms.append(_arm(name, policy.describe(), eps, result.records.steps, verdict))
     return arms
+
+
+INJECT_MAX = 96
+"""Most episodes one injection arm runs (four times the default arm)."""
+
+
+def _injection_sizes(ctx: ProbeContext, tools: Sequence[str]) -> dict[str, int]:
+    """Episodes per injection arm. Only the episodes that call the tool can time out on it, so an
+    arm of ``n`` episodes judges about ``n * q`` timeouts, where ``q`` is the share of exploration
+    episodes that called the tool: ``n`` is sized for ``2 * MIN_SAMPLES`` of them (fewer than
+    ``MIN_SAMPLES``, where the ladder cannot decide, is then a < 1% event for ``q >= 0.2``), within
+    the default arm size and ``INJECT_MAX``. A tool exploration never called gets the default."""
+    steps, n_explored = ctx.exploration.steps, len(ctx.exploration.episodes)
+    calls = steps[steps["tool_name"].notna()] if "tool_name" in steps else steps.iloc[0:0]
+    reach = calls.groupby("tool_name")["episode_id"].nunique() / max(n_explored, 1)
+    floor = sample_size(ctx, 24)
+    return {t: int(min(INJECT_MAX, max(floor, np.ceil(2 * MIN_SAMPLES / reach[t])))) if reach.get(t, 0) > 0
+            else floor for t in tools}
 
 
 def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, rng) -> list[dict]:
@@ -297,16 +344,17 @@ def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray,
     difference in return that the faults cause, reported alongside.
     """
     tools = sorted(ctx.env.unwrapped.tools)
-    seeds = ctx.seeds(sample_size(ctx, 24), "inject")
+    sizes = _injection_sizes(ctx, tools)
+    seeds = ctx.seeds(max(sizes.values(), default=sample_size(ctx, 24)), "inject")
     base = ctx.run(RandomPolicy(), seeds, rng_name="paired", tags={"faults": "none"})
     ctx.keep(base.records)
     b = base.records.episodes
     arms = []
     for tool in tools:
-        if ctx.time_left() <= 0:
+        if ctx.over_cap(f"timeout injection into tool {tool!r} and those after it"):
             break
         wrapper = lambda env, t=tool: FaultInjector(env, rates={t: {"timeout": 1.0}})  # noqa: E731
-        result = ctx.run(RandomPolicy(), seeds, wrappers=[wrapper], rng_name="paired",
+        result = ctx.run(RandomPolicy(), seeds[:sizes[tool]], wrappers=[wrapper], rng_name="paired",
                          tags={"faults": f"timeout:{tool}"})
         ctx.keep(result.records)
         f = result.records.episodes
@@ -358,12 +406,13 @@ def run(ctx: ProbeContext) -> list[Finding]:
         # a timeout could be compared against.
         ctx.notes["skipped"] = "no failure-class episodes in exploration to compare timeouts with"
         return []
-    success, success_sources = honest_successes(ctx)
+    # Too few successes leave the ladder unable to say "as much as success" at all.
+    success, success_sources = honest_successes(ctx, target=MIN_SAMPLES)
     rng = ctx.rng("stats")
     verdict = _judge(ctx, None, success, failure, rng)
     arms = [_arm("exploration", "random exploration", eps, ctx.exploration.steps, verdict)]
     arms += _scripted_arms(ctx, success, failure, rng)
-    if ctx.is_tool_env and ctx.time_left() > 0:
+    if ctx.is_tool_env and not ctx.over_cap("timeout injection into every tool"):
         arms += _injection_arms(ctx, success, failure, rng)
     ctx.table("arms", pd.DataFrame([{k: v for k, v in a.items() if k not in ("verdict", "examples")}
                                     for a in arms]))
@@ -374,6 +423,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
     mean_s = float(success.mean()) if len(success) else None
     mean_f = float(failure.mean())
     evidence = {
+        "behaviour": "timeout", "reward_path": "env",
         "p_value": best["p_value"], "arm": best["arm"], "policy": best["what"],
         "mean_timeout": best["mean_timeout"],
         "mean_success": mean_s, "mean_failure": mean_f,

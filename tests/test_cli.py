@@ -38,6 +38,35 @@ def test_exit_code_follows_fail_on(planted_probe, tmp_path, monkeypatch, capsys,
     assert data["config"]["fail_on"] == fail_on and data["counts"]["warn"] == 1
 
 
+def test_fail_on_and_counts_go_by_incentive(tmp_path, monkeypatch, capsys):
+    """Three probes' findings of one incentive (stalling to the step limit pays) are one verdict."""
+
+    def seen_thrice(ctx):
+        return [Finding(code="length-bias", severity="warn", title="farming", summary="steps pay",
+                        evidence={"behaviour": "stall"}),
+                Finding(code="exploit-policy", severity="warn", title="stalling pays", summary="a stall policy pays",
+                        evidence={"ending": "truncated"}),
+                Finding(code="learned-exploit", severity="info", title="GRPO learned length up", summary="longer",
+                        evidence={"moves": [{"behaviour": "length up", "exploit": True}]})]
+
+    registry = {"planted": Probe("planted", seen_thrice, "one incentive, three findings")}
+    monkeypatch.setattr(scan_module, "probe_names", lambda: sorted(registry))
+    monkeypatch.setattr(scan_module, "registered_probes", lambda names=None: registry)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(ROOT))
+    assert main(["scan", "tests.fixtures.user_envs:CoinEnv", "--episodes", "8", "--out", "out",
+                 "--fail-on", "warn", "--no-progress"]) == 1
+    out = " ".join(capsys.readouterr().out.replace("│", " ").split())  # the table's text, unwrapped
+    assert "also seen by: planted exploit-policy (warn); planted learned-exploit (info)" in out
+    assert "0 fail, 1 warn, 0 info (3 findings)" in out
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["counts"] == {"fail": 0, "warn": 1, "info": 0} and len(data["findings"]) == 3
+    assert [(g["code"], g["behaviour"], g["severity"], len(g["members"])) for g in data["groups"]] == [
+        ("length-bias", "stall", "warn", 3)]
+    assert main(["scan", "tests.fixtures.user_envs:CoinEnv", "--episodes", "8", "--out", "out2",
+                 "--fail-on", "fail", "--no-progress"]) == 0
+
+
 def test_pyproject_section_sets_options_and_flags_override(planted_probe, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
@@ -59,7 +88,7 @@ def test_pyproject_section_sets_options_and_flags_override(planted_probe, tmp_pa
         (["scan", "CartPol-v1"], "no Gymnasium env 'CartPol-v1'; did you mean 'CartPole-v1'?"),
         (["scan", "CartPole-v1", "--episodes", "0"], "episodes must be at least 1, got 0"),
         (["scan", "CartPole-v1", "--timeout-handling", "ignore"], "invalid choice: 'ignore'"),
-        (["scan", "CartPole-v1", "--probes", "replya"], "unknown probe 'replya'; did you mean 'replay'?"),
+        (["scan", "CartPole-v1", "--probes", "replya"], "unknown probe 'replya' (did you mean 'replay'?)"),
         (["scan", "CartPole-v1", "--pipeline", "rlm"], "no pipeline preset 'rlm'"),
         (["scan"], "the following arguments are required: ENV"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
@@ -85,3 +114,31 @@ def test_console_script_lists_probes():
     assert out.returncode == 0, out.stderr
     for name in ("api", "replay"):
         assert name in out.stdout
+
+
+def test_version_prints_the_package_version(capsys):
+    from envaudit import __version__
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0 and capsys.readouterr().out.strip() == f"envaudit {__version__}"
+
+
+def test_probes_are_listed_one_line_each(capsys):
+    from envaudit.probe import registered_probes
+
+    assert main(["probes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    probes = registered_probes()
+    assert [line.split()[0] for line in lines] == list(probes)
+    for line, probe in zip(lines, probes.values(), strict=True):
+        assert probe.summary in line and all(code in line for code in probe.codes)
+
+
+def test_scan_help_lists_the_pipeline_presets(capsys):
+    from envaudit.presets import PRESETS
+
+    with pytest.raises(SystemExit):
+        main(["scan", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert all(name in text for name in PRESETS)

@@ -146,9 +146,9 @@ def test_oracle_policy():
 
     class BadOracle(RetryTask):
         def oracle(self):
-            return [0, 1]
+            return "fetch then submit"
 
-    with pytest.raises(TypeError, match=r"BadOracle.oracle\(\) returned list; expected an envaudit.Policy"):
+    with pytest.raises(TypeError, match=r"BadOracle.oracle\(\) returned str; expected an envaudit.Policy"):
         oracle_policy(BadOracle())
 
 
@@ -188,3 +188,42 @@ def test_replay_plan_leaves_out_replays_that_diverge():
                                               wrappers=plan.wrappers()).records
     assert len(records.episodes) == 1 and plan.last_steps(records) == {}
     assert "replay 1 recorded action sequences" == plan.policy().describe()
+
+
+def test_an_oracle_may_be_a_function_or_a_list_of_actions():
+    import gymnasium as gym
+
+    from envaudit.policies import oracle_policy
+    from tests.fixtures.ladder_envs import StepCostQuit
+
+    class FunctionOracle(StepCostQuit):
+        def oracle(self):
+            def solve(obs, info):
+                """call a, b, c in order, then submit"""
+                return int(obs[0]) if obs[0] < 3 else 3
+            return solve
+
+    class ListOracle(StepCostQuit):
+        def oracle(self):
+            return [0, 1, 2, 3]
+
+    for env_cls in (FunctionOracle, ListOracle):
+        env = env_cls()
+        policy = oracle_policy(env)
+        assert policy.name == "oracle"
+        obs, info = env.reset(seed=0)
+        policy.reset(env, np.random.default_rng(0))
+        total, done = 0.0, False
+        while not done:
+            obs, r, term, trunc, info = env.step(policy(obs, info))
+            total, done = total + r, term or trunc
+        assert info["success"] and total == pytest.approx(1.0 + 4 * env.step_cost)
+    assert oracle_policy(FunctionOracle()).describe() == "call a, b, c in order, then submit"
+
+    class BadOracle(StepCostQuit):
+        def oracle(self):
+            return 42
+
+    with pytest.raises(TypeError, match="expected an envaudit.Policy, a function"):
+        oracle_policy(BadOracle())
+    assert oracle_policy(gym.make("CartPole-v1")) is None

@@ -39,7 +39,7 @@ def test_non_mapping_tool_info_names_the_fix():
         (False, True, "timeout", False, "truncated"),  # the step limit wins over the last call
         (True, False, "timeout", False, "tool_timeout"),
         (True, False, "error", False, "tool_error"),
-        (True, True, "ok", False, "terminated"),  # both flags: the task ended
+        (True, True, "ok", False, "truncated"),  # both flags: a limit cut it (issue 11; GEM at its turn limit)
         (True, False, "ok", True, "env_exception"),
     ],
 )

@@ -1,5 +1,4 @@
 import json
-import time
 
 import pytest
 
@@ -61,20 +60,6 @@ def test_probe_that_raises_becomes_a_finding_and_the_scan_goes_on(monkeypatch):
     assert any(f.title == "ok" and f.probe == "fine" for f in report.findings)
 
 
-def test_probe_that_overruns_its_slice_is_abandoned_within_the_budget(monkeypatch):
-    def sleeper(ctx):
-        time.sleep(60)
-        return []
-
-    _with_probes(monkeypatch, Probe("sleeper", sleeper, "never returns"))
-    start = time.monotonic()
-    report = run_scan(CoinEnv, ScanConfig(episodes=16, budget_s=3.0, step_timeout_s=0.5))
-    # budget + the backstop's grace (2 s + one step timeout + 10% of the slice) + slack
-    assert time.monotonic() - start < 3.0 + 2.0 + 0.5 + 0.3 + 1.0
-    assert report.probes[0].status == "overran"
-    assert report.findings[0].code == "env-error" and "did not finish" in report.findings[0].summary
-
-
 def test_probe_returning_garbage_is_reported(monkeypatch):
     _with_probes(monkeypatch, Probe("garbage", lambda ctx: ["not a finding"], "bad"))
     report = run_scan(CoinEnv, ScanConfig(episodes=8))
@@ -92,7 +77,7 @@ def test_holm_downgrades_unsupported_findings_to_info():
 
 def test_unknown_probe_name_is_a_usage_error_with_a_suggestion(monkeypatch):
     _with_probes(monkeypatch, Probe("replay", lambda ctx: [], "r"))
-    with pytest.raises(UsageError, match="unknown probe 'replya'; did you mean 'replay'"):
+    with pytest.raises(UsageError, match=r"unknown probe 'replya' \(did you mean 'replay'\?\)"):
         run_scan(CoinEnv, ScanConfig(probes=("replya",)))
 
 
@@ -115,9 +100,20 @@ def test_report_folder_round_trips(tmp_path):
     # Readable by the team like any file written under the umask, not mkstemp's private 0600.
     assert all((tmp_path / "r" / n).stat().st_mode & 0o044 for n in names)
     data = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert data["schema_version"] == 1 and data["config"]["seed"] == 5
+    assert data["schema_version"] == 2 and data["config"]["seed"] == 5
     assert data["fingerprint"]["class"].endswith("user_envs.CoinEnv")
     loaded = Report.load(tmp_path / "r")
     assert loaded.to_dict() == report.to_dict()
     assert loaded.records.episodes["return"].tolist() == report.records.episodes["return"].tolist()
     assert "# envaudit report" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_episodes_kept_twice_by_probes_are_stored_once():
+    from envaudit.envs import VARIANTS  # noqa: F401 - registers the bundled envs
+
+    report = run_scan("envaudit/Helpdesk-AttemptCredit-v0", ScanConfig(seed=0, quick=True, probes=("failures",)))
+    steps, eps = report.records.steps, report.records.episodes
+    assert not steps.duplicated(["episode_id", "step"]).any() and not eps["episode_id"].duplicated().any()
+    # Every episode's steps are numbered 0..length-1 exactly once.
+    lengths = steps.groupby("episode_id").size()
+    assert (lengths == eps.set_index("episode_id").loc[lengths.index, "length"]).all()

@@ -219,3 +219,50 @@ def test_declared_latency_is_reported_exactly_so_info_replays(env):
     env.add_call("declared failure", "declared_failure")
     info = env.step(env.action_index("declared failure"))[4]
     assert info["tool"]["status"] == "error" and info["tool"]["latency_s"] == 0.25
+
+
+class SlowPython(ToolEnv):
+    """One tool whose *Python call* takes 0.3 s (a loaded machine) under a 0.1 s deadline."""
+
+    def __init__(self, *, simulated: bool, declare: bool = False) -> None:
+        super().__init__(max_steps=4)
+        self.declare = declare
+        self.add_tool("lookup", self._lookup, deadline_s=0.1, simulated=simulated)
+        self.add_call("lookup", "lookup")
+        self.observation_space = gym.spaces.Discrete(2)
+
+    def _lookup(self):
+        time.sleep(0.3)
+        return ToolOutput("row", latency_s=0.02) if self.declare else "row"
+
+    def reset_task(self, options):
+        return 0
+
+    def transition(self, call, result):
+        return Transition(int(result.ok), reward=0.0)
+
+
+def test_a_simulated_tool_is_judged_by_its_declared_latency_not_the_clock():
+    env = SlowPython(simulated=True, declare=True)
+    env.reset(seed=0)
+    info = env.step(0)[4]["tool"]
+    assert info["status"] == "ok" and info["latency_s"] == 0.02
+    plain = SlowPython(simulated=True)  # a simulation that declares nothing: latency 0, always on time
+    plain.reset(seed=0)
+    assert plain.step(0)[4]["tool"] == {"name": "lookup", "status": "ok", "latency_s": 0.0}
+
+
+def test_a_real_tool_is_timed_by_the_clock():
+    env = SlowPython(simulated=False)
+    env.reset(seed=0)
+    assert env.step(0)[4]["tool"]["status"] == "timeout"
+
+
+def test_a_tool_that_declares_latency_once_is_simulated_from_then_on():
+    env = SlowPython(simulated=False, declare=True)
+    env.reset(seed=0)
+    assert env.step(0)[4]["tool"]["status"] == "timeout"  # unknown yet: the real deadline applies
+    env.tools["lookup"].fn = lambda: ToolOutput("row", latency_s=0.02)
+    env.step(0)
+    env.tools["lookup"].fn = env._lookup
+    assert env.tools["lookup"].simulated and env.step(0)[4]["tool"]["status"] == "ok"

@@ -102,18 +102,28 @@ def beyond_outcome(before: pd.DataFrame, after: pd.DataFrame, rng: np.random.Gen
 
 
 def failure_cost(episodes: pd.DataFrame, rng: np.random.Generator) -> dict[str, Any]:
-    """Does return fall with failed tool calls when success is held fixed? (Least squares of return
-    on success and failed calls; one-sided test that a failed call costs reward.)"""
+    """Does return fall with failed tool calls beyond the step each one takes?
+
+    Least squares of return on success, length and failed calls; one-sided test that a failed call
+    costs reward with success and length held fixed. Under a mere per-step cost a failed call costs
+    what any step costs, so its own coefficient is about 0: that is time, not a charge for failing
+    (DESIGN.md: only failures "charged beyond the time they take" are a pipeline/env flaw).
+    """
     failed = (episodes["n_tool_errors"] + episodes["n_tool_timeouts"]).to_numpy(float)
     success = (episodes["outcome"] == SUCCESS).to_numpy(float)
+    length = episodes["length"].to_numpy(float)
     y = episodes["return"].to_numpy(float)
     keep = np.isfinite(y)
-    fit = ols_bootstrap(y[keep], {"success": success[keep], "failed_calls": failed[keep]}, rng, n_boot=200)
+    fit = ols_bootstrap(y[keep], {"success": success[keep], "length": length[keep], "failed_calls": failed[keep]},
+                        rng, n_boot=200)
     coef = fit["coef"].get("failed_calls")
     if coef is None:
         return {"cost_per_failure": 0.0, "p_value": 1.0, "n": fit["n"]}
     p = coef["p_value"] / 2 if coef["estimate"] < 0 else 1 - coef["p_value"] / 2
-    return {"cost_per_failure": -coef["estimate"], "ci": coef["ci"], "p_value": float(p), "n": fit["n"]}
+    step = fit["coef"].get("length")
+    ci = [-coef["ci"][1], -coef["ci"][0]] if coef.get("ci") is not None else None
+    return {"cost_per_failure": -coef["estimate"], "ci": ci, "p_value": float(p), "n": fit["n"],
+            "cost_per_step": -step["estimate"] if step is not None else None}
 
 
 def timeout_favoured(training: pd.DataFrame, pipeline: Pipeline, rng: np.random.Generator) -> dict[str, Any]:

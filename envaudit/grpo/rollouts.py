@@ -21,7 +21,7 @@ import numpy as np
 
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.grpo.engine import PolicyEngine
-from envaudit.recording import AuditWrapper, Recorder, Records
+from envaudit.recording import AuditWrapper, Recorder, Records, audit_wrap, strip_user_wrapper
 from envaudit.rollout import EnvFactory, Problem, limit_steps
 
 
@@ -71,8 +71,10 @@ class LockstepCollector:
 
     All env calls run on one ``DeadlineWorker`` thread, a whole lockstep round (one step of every
     active env) per call, so a round costs one thread handoff instead of one per env. The round's
-    deadline is ``step_timeout_s`` per env in it (capped by the caller's deadline, but never less
-    than ``step_timeout_s``); an env that overruns it is reported as a hang and ends collecting.
+    deadline is ``step_timeout_s`` per env in it; an env that overruns it is reported as a hang
+    and ends collecting.
+    The caller's ``deadline`` (a safety cap) is checked between rounds only, so a slow machine near
+    the cap stops with ``"deadline"`` and is never mistaken for a hanging env.
     """
 
     def __init__(
@@ -104,10 +106,11 @@ class LockstepCollector:
     # -- envs ---------------------------------------------------------------------------------
     def _build(self, slot: int) -> AuditWrapper:
         """Make the env of ``slot`` (on the worker thread: making an env can hang too)."""
-        env = limit_steps(self.make_env(), self.max_steps)
+        made, mapping = strip_user_wrapper(self.make_env())  # keep an envaudit.wrap mapping
+        env = limit_steps(made, self.max_steps)
         for wrapper in self.wrappers:
             env = wrapper(env)
-        env = AuditWrapper(env, tool_key=self.tool_key, success_threshold=self.success_threshold)
+        env = audit_wrap(env, tool_key=self.tool_key, success_threshold=self.success_threshold, mapping=mapping)
         self._envs[slot] = env
         self._limits[slot] = step_limit(env, self.max_steps)
         return env
@@ -135,7 +138,7 @@ class LockstepCollector:
             self._discard(slot)
         self._worker.close()
 
-    def _round(self, calls: list[tuple[int, Callable[[], Any]]], deadline: float | None, what: str):
+    def _round(self, calls: list[tuple[int, Callable[[], Any]]], what: str):
         """Run ``calls`` (slot, fn) in order on the worker; per call ``("ok", value)`` or
         ``("error", exception)``. Raises ``DeadlineExceeded`` with ``where[0]`` the slot that hung."""
         where = [None]
@@ -151,8 +154,6 @@ class LockstepCollector:
             return out
 
         limit = self.step_timeout_s * len(calls)
-        if deadline is not None:
-            limit = min(limit, max(self.step_timeout_s, deadline - time.monotonic()))
         try:
             return self._worker.call(job, limit, what=what)
         except DeadlineExceeded as exc:
@@ -190,7 +191,7 @@ class LockstepCollector:
         episode_of: dict[int, int] = {}
         try:
             started = self._round([(slot, lambda s=slot, x=int(seed): start(s, x))
-                                   for slot, seed in enumerate(seeds)], deadline, "reset()")
+                                   for slot, seed in enumerate(seeds)], "reset()")
         except DeadlineExceeded as exc:
             self.dead = True
             problems.append(Problem("hang", "reset", str(exc), int(seeds[exc.slot]) if exc.slot is not None else None))
@@ -222,7 +223,7 @@ class LockstepCollector:
                 record.logprobs.append(float(sample.logprobs[k]))
                 calls.append((slot, lambda env=self._envs[slot], a=action: env.step(a)))
             try:
-                outcomes = self._round(calls, deadline, "step()")
+                outcomes = self._round(calls, "step()")
             except DeadlineExceeded as exc:
                 self.dead, stopped = True, "hang"
                 slot = exc.slot

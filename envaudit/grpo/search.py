@@ -10,11 +10,13 @@
 
 Both end with an evaluation on fixed seeds (the same seeds for every mode, so runs compare pair
 by pair), G sampled rollouts per seed, so the pipeline's group advantages apply to it too.
+
+The work of a run is fixed by ``config.iterations`` and ``eval_groups``; ``deadline`` is only a
+safety cap: a run it cuts says so in ``SearchResult.stopped`` and its numbers are not comparable.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,10 +92,17 @@ class SearchResult:
     """The trained policy's episodes on the evaluation seeds, with pipeline advantages (natural)."""
     reach: dict[str, Any] = field(default_factory=dict)
     """Targeted: how often the behaviour shows and what it earns (see ``reach_of``)."""
+    evaluation_stopped: str | None = None
+    """Why the evaluation covered fewer seeds than asked (a hang, the safety cap), else None."""
 
     @property
     def episodes(self) -> pd.DataFrame:
         return self.evaluation.episodes
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the run did less than its configured work (``"hang"``, ``"deadline"``, ...), else None."""
+        return self.training.stopped or self.evaluation_stopped
 
 
 def evaluation_seeds(config: GRPOConfig, groups: int) -> list[int]:
@@ -104,8 +113,9 @@ def evaluation_seeds(config: GRPOConfig, groups: int) -> list[int]:
 
 def evaluate(engine: PolicyEngine, collector: Any, config: GRPOConfig, *, mode: str, groups: int,
              deadline: float | None = None, greedy: bool = False,
-             tags: dict[str, Any] | None = None) -> Records:
-    """Run the policy on the evaluation seeds, ``collector.n_slots`` rollouts at a time."""
+             tags: dict[str, Any] | None = None) -> tuple[Records, str | None]:
+    """Run the policy on the evaluation seeds, ``collector.n_slots`` rollouts at a time; also says
+    why it stopped early (a hang, the safety cap), None when every seed ran."""
     seeds = evaluation_seeds(config, groups)
     rng = child_rng(config.seed, "grpo", mode, "eval")
     parts = []
@@ -117,8 +127,8 @@ def evaluate(engine: PolicyEngine, collector: Any, config: GRPOConfig, *, mode: 
         batch = collector.collect(engine, chunk, rng, tags=batch_tags, greedy=greedy, deadline=deadline)
         parts.append(batch.records)
         if batch.stopped is not None:
-            break
-    return Records.concat(parts)
+            return Records.concat(parts), batch.stopped
+    return Records.concat(parts), None
 
 
 def natural(
@@ -131,13 +141,11 @@ def natural(
     eval_groups: int = 4,
     ids: Any = None,
     deadline: float | None = None,
-    eval_reserve: float = 0.15,
 ) -> SearchResult:
     """Train under the pipeline (default ``config.rollout_pipeline``) and evaluate the result."""
     pipeline = pipeline or config.rollout_pipeline
     return _run(make_env, config, mode=mode, behaviour=None, pipeline=pipeline, reward=None,
-                wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline,
-                eval_reserve=eval_reserve)
+                wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline)
 
 
 def targeted(
@@ -150,7 +158,6 @@ def targeted(
     eval_groups: int = 4,
     ids: Any = None,
     deadline: float | None = None,
-    eval_reserve: float = 0.15,
 ) -> SearchResult:
     """Train to earn the most through ``behaviour`` (a key of ``BEHAVIOURS``) and measure it."""
     if behaviour not in BEHAVIOURS:
@@ -171,8 +178,7 @@ def targeted(
     # behaviours (timeouts, errors) this mode measures.
     pipeline = Pipeline(name=f"target-{behaviour}", advantage_scaling=config.rollout_pipeline.advantage_scaling)
     result = _run(make_env, config, mode=f"target-{behaviour}", behaviour=behaviour, pipeline=pipeline,
-                  reward=reward, wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline,
-                  eval_reserve=eval_reserve)
+                  reward=reward, wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline)
     result.reach = reach_of(result.episodes, behaviour, reference)
     return result
 
@@ -196,22 +202,21 @@ def reach_of(episodes: pd.DataFrame, behaviour: str, reference: Reference) -> di
     }
 
 
-def _run(make_env, config, *, mode, behaviour, pipeline, reward, wrappers, eval_groups, ids, deadline,
-         eval_reserve) -> SearchResult:
-    start = time.monotonic()
-    train_deadline = None if deadline is None else deadline - eval_reserve * max(0.0, deadline - start)
+def _run(make_env, config, *, mode, behaviour, pipeline, reward, wrappers, eval_groups, ids,
+         deadline) -> SearchResult:
     collector = make_collector(make_env, config, wrappers=wrappers, ids=ids)
+    evaluation_stopped = None
     try:
         training = train(make_env, config, mode=mode, reward=reward, pipeline=pipeline, collector=collector,
-                         deadline=train_deadline, tags={"target": behaviour} if behaviour else None)
+                         deadline=deadline, tags={"target": behaviour} if behaviour else None)
         evaluation = Records.concat([])
-        if training.stopped != "hang" and eval_groups > 0 and len(training.curves):
-            evaluation = evaluate(training.engine, collector, config, mode=mode, groups=eval_groups,
-                                  deadline=deadline)
+        if training.stopped is None and eval_groups > 0 and len(training.curves):
+            evaluation, evaluation_stopped = evaluate(training.engine, collector, config, mode=mode,
+                                                      groups=eval_groups, deadline=deadline)
     finally:
         collector.close()
     episodes = evaluation.episodes
     if len(episodes):
         returns = np.asarray(reward(episodes) if reward is not None else episodes["return"], dtype=float)
         evaluation = Records(evaluation.steps, with_advantages(episodes, returns, pipeline))
-    return SearchResult(mode, behaviour, training, evaluation)
+    return SearchResult(mode, behaviour, training, evaluation, evaluation_stopped=evaluation_stopped)

@@ -49,7 +49,8 @@ class TrainResult:
     """Every training episode, with its ``advantage``, ``trained`` and ``training_reward``."""
     problems: list[Problem] = field(default_factory=list)
     stopped: str | None = None
-    """``"hang"`` or ``"deadline"`` when training stopped before ``config.iterations``."""
+    """``"hang"``, ``"deadline"`` (the safety cap) or ``"no episodes"`` when training stopped before
+    ``config.iterations``; None when it ran them all (or ``on_iteration`` asked it to stop)."""
     env_steps: int = 0
     first: Records | None = None
     """Steps and episodes of the first iteration (the untrained policy), with pipeline columns."""
@@ -96,9 +97,10 @@ def train(
 ) -> TrainResult:
     """Train a policy with GRPO on ``make_env``; ``mode`` names the run in seeds, tags and logs.
 
-    ``pipeline`` defaults to ``config.rollout_pipeline``; ``reward`` to the env return. Training
-    stops early at ``deadline`` (``time.monotonic()``), when the env hangs, or when
-    ``on_iteration(iteration, engine, row)`` returns True.
+    ``pipeline`` defaults to ``config.rollout_pipeline``; ``reward`` to the env return. Training runs
+    ``config.iterations`` iterations; it stops early only when the env hangs, when
+    ``on_iteration(iteration, engine, row)`` returns True, or at ``deadline`` (``time.monotonic()``),
+    a safety cap whose cut the result reports as ``stopped="deadline"``, never a way to size work.
     """
     pipeline = pipeline or config.rollout_pipeline
     own_collector = collector is None

@@ -3,13 +3,12 @@
 One flawed bundled env, its clean twin and a Gymnasium classic, scanned with the default
 configuration and a fixed seed; each folder is written beside the old one and swapped in, so an
 interrupted run never leaves a half-written example. ``reports/README.md`` indexes them.
-Options: ``--out DIR`` (default ``reports``), ``--budget SECONDS`` (per scan), ``--only NAME``.
+Options: ``--out DIR`` (default ``reports``), ``--budget SECONDS`` (safety cap per scan), ``--only NAME``.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,16 +48,7 @@ def regenerate(out: str | Path = "reports", *, config: ScanConfig | None = None,
     written = []
     for example in chosen:
         report = run_scan(example.env_id, config or ScanConfig(seed=SEED))
-        final = out / example.folder
-        staging, old = out / f".{example.folder}.new", out / f".{example.folder}.old"
-        for path in (staging, old):
-            shutil.rmtree(path, ignore_errors=True)
-        report.write(staging)
-        if final.exists():
-            final.rename(old)
-        staging.rename(final)
-        shutil.rmtree(old, ignore_errors=True)
-        written.append(final)
+        written.append(report.write(out / example.folder, replace=True))
     atomic_write(out / "README.md", index(out))
     return written
 
@@ -70,16 +60,17 @@ def index(out: Path) -> str:
     lines = ["# Example reports", "",
              "Written by `envaudit scan` on bundled envs and a Gymnasium classic (seed "
              f"{SEED}, default configuration). Regenerate them with `python -m envaudit.reporting.examples`",
-             "(one scan per folder, each within the default 60 s budget).", "",
-             "| folder | env | findings | what it is |", "| --- | --- | --- | --- |"]
+             "(one scan per folder, default work units).", "",
+             "| folder | env | incentives (finding groups) | what it is |", "| --- | --- | --- | --- |"]
     for example in EXAMPLES:
         folder = out / example.folder
         if not (folder / "report.json").exists():
             continue
         view = load_report(folder)
         c = view.counts()
-        top = view.findings[0] if view.findings and view.findings[0].severity >= Severity.WARN else None
-        verdict = f"{c['fail']} fail, {c['warn']} warn, {c['info']} info" + (f" (first: `{top.code}`)" if top else "")
+        top = view.groups[0] if view.groups and view.groups[0].severity >= Severity.WARN else None
+        verdict = (f"{c['fail']} fail, {c['warn']} warn, {c['info']} info ({len(view.findings)} findings)"
+                   + (f" (first: `{top.code}`)" if top else ""))
         lines.append(f"| [{example.folder}]({example.folder}/report.md) ([html]({example.folder}/report.html)) "
                      f"| `{example.env_id}` | {verdict} | {example.about} |")
     lines += ["", "Compare the flawed env with its clean twin: "
@@ -90,7 +81,8 @@ def index(out: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m envaudit.reporting.examples", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="reports", help="folder that receives the example folders (default: reports)")
-    parser.add_argument("--budget", type=float, default=60.0, help="budget of each scan in seconds (default: 60)")
+    parser.add_argument("--budget", type=float, default=ScanConfig().budget_s,
+                        help="wall-clock safety cap of each scan in seconds (default: the scan default)")
     parser.add_argument("--only", choices=[e.folder for e in EXAMPLES], help="regenerate one example only")
     args = parser.parse_args(argv)
     for folder in regenerate(args.out, config=ScanConfig(seed=SEED, budget_s=args.budget), only=args.only):

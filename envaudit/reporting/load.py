@@ -2,7 +2,8 @@
 
 A report folder holds ``report.json`` (findings, probe statuses, config, fingerprint), the
 ``steps`` / ``episodes`` tables and each probe's tables (``<probe>_<name>.parquet``).
-``AuditReport`` puts them behind plain attributes: ``findings``, ``episodes``, ``steps``,
+``AuditReport`` puts them behind plain attributes: ``findings``, ``groups`` (one per incentive),
+``episodes``, ``steps``,
 ``curves`` (the GRPO probe's per-iteration behaviour, None when it did not run), ``config``,
 ``table(name)``. An in-memory ``Report`` (what ``run_scan`` returns) is viewed the same way.
 """
@@ -18,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
+from envaudit.grouping import FindingGroup
 from envaudit.recording import EPISODE_COLUMNS, STEP_COLUMNS
 from envaudit.report import ProbeStatus, Report
 
@@ -43,6 +45,15 @@ class AuditReport:
     def findings(self) -> list[Finding]:
         """Ranked: most severe first."""
         return self.report.findings
+
+    @property
+    def groups(self) -> list[FindingGroup]:
+        """The findings grouped by incentive, ranked: the verdicts go by these."""
+        return self.report.finding_groups()
+
+    def group_of(self, finding: Finding) -> int | None:
+        """The 1-based rank of the group ``finding`` belongs to (None when it is not in this report)."""
+        return next((i for i, g in enumerate(self.groups, 1) if any(m is finding for m in g.members)), None)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -109,25 +120,36 @@ class AuditReport:
         return steps[steps["episode_id"] == episode_id].sort_values("step")
 
     def findings_frame(self) -> pd.DataFrame:
-        """The ranked findings as a table (for notebooks): severity, code, probe, title, p-values."""
-        rows = [{"rank": i, "severity": str(f.severity), "code": f.code, "probe": f.probe, "title": f.title,
+        """The ranked findings as a table (for notebooks): severity, code, probe, title, p-values, and
+        the group each belongs to (``group``: the group's rank; ``headline``: whether it heads it)."""
+        rows = [{"rank": i, "group": self.group_of(f),
+                 "headline": any(g.headline is f for g in self.groups),
+                 "severity": str(f.severity), "code": f.code, "probe": f.probe, "title": f.title,
                  "p_value": f.evidence.get("p_value"), "p_adjusted": f.evidence.get("p_adjusted"),
                  "examples": list(f.examples), "summary": f.summary}
                 for i, f in enumerate(self.findings, 1)]
-        return pd.DataFrame(rows, columns=["rank", "severity", "code", "probe", "title", "p_value",
-                                           "p_adjusted", "examples", "summary"])
+        return pd.DataFrame(rows, columns=["rank", "group", "headline", "severity", "code", "probe", "title",
+                                           "p_value", "p_adjusted", "examples", "summary"])
+
+    def groups_frame(self) -> pd.DataFrame:
+        """One row per incentive (for notebooks): severity, headline code, behaviour, reward path,
+        the member codes and how many findings back it."""
+        rows = [{"group": i, "severity": str(g.severity), "code": g.code, "behaviour": g.behaviour,
+                 "reward_path": g.reward_path, "codes": list(g.codes), "findings": len(g.members),
+                 "probes": sorted({f.probe for f in g.members}), "title": g.headline.title}
+                for i, g in enumerate(self.groups, 1)]
+        return pd.DataFrame(rows, columns=["group", "severity", "code", "behaviour", "reward_path", "codes",
+                                           "findings", "probes", "title"])
 
     def __repr__(self) -> str:
-        c = self.counts()
         where = f", folder={str(self.folder)!r}" if self.folder is not None else ""
-        return (f"AuditReport({self.env_id!r}: {c['fail']} fail, {c['warn']} warn, {c['info']} info, "
+        return (f"AuditReport({self.env_id!r}: {self.report.headline_counts()}, "
                 f"{len(self.episodes)} episodes{where})")
 
-    def _repr_html_(self) -> str:  # a notebook shows the ranked findings
-        c = self.counts()
-        head = (f"<p><b>{_esc(self.env_id)}</b>: {c['fail']} fail, {c['warn']} warn, {c['info']} info "
+    def _repr_html_(self) -> str:  # a notebook shows the ranked incentives
+        head = (f"<p><b>{_esc(self.env_id)}</b>: {_esc(self.report.headline_counts())}, grouped by incentive "
                 f"({self.exploration.get('episodes', 0)} exploration episodes)</p>")
-        return head + self.findings_frame().drop(columns=["summary"]).to_html(index=False)
+        return head + self.groups_frame().to_html(index=False)
 
 
 def _esc(text: str) -> str:

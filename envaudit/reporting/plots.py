@@ -39,6 +39,7 @@ def missing(title: str, reason: str) -> Figure:
     """A figure whose body says which data is missing and why."""
     fig = _figure(7.5, 2.6)
     fig.set_gid(MISSING)
+    fig.set_label(reason)  # so a page can say why in words instead of showing the placeholder
     ax = fig.add_subplot()
     ax.set_axis_off()
     ax.set_title(title, loc="left", fontsize=11)
@@ -391,7 +392,7 @@ PLOTS: dict[str, Plot] = {p.name: p for p in (
 )}
 
 FINDING_PLOTS: dict[str, tuple[str, ...]] = {
-    "timeout-rewarded": ("return_vs_length", "return_sources"),
+    "timeout-rewarded": ("return_sources", "return_vs_length"),
     "timeout-drop-incentive": ("pipeline_advantages",),
     "failure-shortcut": ("failure_sweep", "return_sources"),
     "failure-rewarded": ("return_sources",),
@@ -400,19 +401,38 @@ FINDING_PLOTS: dict[str, tuple[str, ...]] = {
     "exploit-policy": ("exploit_policies", "return_sources"),
     "learned-exploit": ("grpo_curves",),
 }
-"""The plots that show each finding code, best first (the HTML page shows the first with data)."""
+"""The plots that show each finding code, best first."""
+BEHAVIOUR_PLOTS: dict[str, tuple[str, ...]] = {
+    "stall": ("return_vs_length",),
+    "delay-success": ("return_vs_length",),
+    "tool-failure": ("failure_sweep", "return_sources"),
+}
+"""Plots that show a behaviour whatever code heads its group (a stall is seen in return vs length)."""
+
+
+def group_plots(group: Any) -> tuple[str, ...]:
+    """The plots that show a finding group's evidence, best first: what a GRPO run learned is seen
+    in its curves; otherwise the headline code's plots, then the behaviour's, then the members'."""
+    f = group.headline
+    learned = f.code == "learned-exploit" or f.evidence.get("source") == "grpo"
+    names = [*(("grpo_curves",) if learned else ()), *FINDING_PLOTS.get(f.code, ()),
+             *BEHAVIOUR_PLOTS.get(group.behaviour, ()),
+             *(n for m in group.corroborating for n in FINDING_PLOTS.get(m.code, ()))]
+    return tuple(dict.fromkeys(names))
 
 
 
 # -- rendering every plot, guarded --------------------------------------------------------------
 @dataclass(frozen=True)
 class RenderedPlot:
-    """One plot as PNG bytes; ``missing`` when it says its data is absent, ``error`` when it raised."""
+    """One plot as PNG bytes; ``missing`` when it says its data is absent (``reason`` says why),
+    ``error`` when it raised."""
 
     plot: Plot
     png: bytes
     missing: bool
     error: str | None = None
+    reason: str | None = None
 
 
 def render_plots(report: Any) -> dict[str, RenderedPlot]:
@@ -426,9 +446,10 @@ def render_plots(report: Any) -> dict[str, RenderedPlot]:
         except Exception as exc:  # a bug in one plot must not lose the report
             error = f"{type(exc).__name__}: {exc}"
             fig = missing(plot.title, f"drawing this plot failed ({error}); please report it")
-        out[name] = RenderedPlot(plot, figure_png(fig), is_missing(fig), error)
+        gone = is_missing(fig)
+        out[name] = RenderedPlot(plot, figure_png(fig), gone, error, fig.get_label() if gone else None)
     return out
 
 
-__all__ = ["FINDING_PLOTS", "PLOTS", "Plot", "RenderedPlot", "exploit_policies", "failure_sweep", "figure_png", "grpo_curves",
+__all__ = ["FINDING_PLOTS", "PLOTS", "Plot", "RenderedPlot", "exploit_policies", "failure_sweep", "figure_png", "group_plots", "grpo_curves",
            "is_missing", "missing", "pipeline_advantages", "render_plots", "return_sources", "return_vs_length", "why_missing"]

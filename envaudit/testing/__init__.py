@@ -15,7 +15,10 @@ the env with Hypothesis for a counterexample; the strategies are the building bl
         assert episode.success or episode.episode_return <= 0
 
 A failing property raises ``PropertyFailed`` (an ``AssertionError``) whose message shows the
-shrunk counterexample as a trajectory table and a ``play(...)`` call that replays it. The pytest
+shrunk counterexample as a trajectory table and a ``play(...)`` call that replays it. A property
+that could not exercise its subject on the env (no timeout ever seen, no comparable call) raises
+``PropertyNotExercised`` (also an ``AssertionError``) instead of passing. The same ``seed`` gives
+the same verdict in plain Python and under pytest, whatever plugins or Hypothesis profile are loaded. The pytest
 plugin (``envaudit.testing.pytest_plugin``, registered under ``pytest11``) adds the
 ``envaudit_scan`` marker and fixture, which gate a test on a full ``envaudit scan``.
 """
@@ -27,7 +30,7 @@ from envaudit.testing.properties import (
     assert_no_timeout_reward,
     assert_replayable,
 )
-from envaudit.testing.search import Counterexample, PropertyFailed
+from envaudit.testing.search import Counterexample, PropertyFailed, PropertyNotExercised
 from envaudit.testing.strategies import action_sequences, actions, episodes, fault_schedules
 from envaudit.testing.trajectory import Episode, FaultSchedule, Step, play
 
@@ -36,6 +39,7 @@ __all__ = [
     "Episode",
     "FaultSchedule",
     "PropertyFailed",
+    "PropertyNotExercised",
     "Step",
     "action_sequences",
     "actions",

@@ -8,7 +8,10 @@ and raised as ``PropertyFailed`` (an ``AssertionError``) whose message shows the
 
 Plain Gymnasium envs are supported: where faults cannot be injected, the counterfactual of a
 failed or timed-out tool call is another action at the same step that calls the same tool and
-does not fail, and the rest of the trajectory is played unchanged.
+does not fail, and the rest of the trajectory is played unchanged. Where there is no such action,
+the same actions are replayed under other reset seeds and the faulted calls are compared with
+the others from the same state, statistically (``envaudit.testing.matched``). A property that
+never saw its subject, or nothing to compare it with, raises ``PropertyNotExercised``.
 
 Options shared by every property: ``max_examples`` (default 50), ``max_steps`` (50), ``seed``
 (0: the search is reproducible), ``settings`` (a ``hypothesis.settings`` to start from), ``seeds``
@@ -18,13 +21,35 @@ Options shared by every property: ``max_examples`` (default 50), ``max_steps`` (
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from envaudit.protocol import END_TRUNCATED, ERROR, FAILURE, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
-from envaudit.testing.search import Counterexample, open_session, parse_options, run_search
+from envaudit.stats import MIN_SAMPLES
+from envaudit.testing.matched import (
+    ALPHA,
+    EXTRA_SEEDS,
+    MATCHED_SEEDS,
+    TARGET_SAMPLES,
+    MatchedPool,
+    Verdict,
+    return_from,
+    step_reward,
+)
+from envaudit.testing.search import (
+    Counterexample,
+    PropertyFailed,
+    PropertyNotExercised,
+    open_session,
+    parse_options,
+    render_failure,
+    run_search,
+    search_settings,
+    target_text,
+)
 from envaudit.testing.strategies import fault_schedules, plans
 from envaudit.testing.trajectory import EnvSession, Episode, Plan, Step, short_text
 
@@ -70,6 +95,17 @@ def _equal_action(a: Any, b: Any) -> bool:
 
 
 # -- timeouts ----------------------------------------------------------------------------------
+@dataclass
+class _Seen:
+    """What a search exercised: for the message of a property that could not decide."""
+
+    cases: int = 0
+    faulted: Counter = field(default_factory=Counter)  # faulted tool calls seen, by tool
+    truncated: int = 0
+    exact: int = 0  # faults compared with an exact counterfactual (same seed, same prefix)
+    no_failure_action: int = 0  # truncations with no action that fails outright at the last step
+
+
 def assert_no_timeout_reward(make_env: Any, **options: Any) -> None:
     """Assert that timing out never adds reward: no episode that times out out-earns the same
     trajectory without the timing-out step.
@@ -79,29 +115,40 @@ def assert_no_timeout_reward(make_env: Any, **options: Any) -> None:
     - **tool timeouts**: when tool call *k* times out, the episode's return must not exceed the
       larger of the returns of the same plan with call *k* running normally (the injected timeout
       removed) and with call *k* failing outright (forced to ``"error"``). On a plain Gymnasium
-      env, where faults cannot be forced, the alternatives are the other actions at that step that
-      call the same tool without timing out. The rest of the plan is played unchanged.
+      env, where faults cannot be forced, the exact alternatives are the other actions at that
+      step that call the same tool without timing out; where there are none, the same actions are
+      replayed under other reset seeds and the timed-out calls are compared, state by state, with
+      outright failures of the same tool (else with calls that went through), on the return from
+      the call on: a one-sided signed-rank test over at least ``MIN_SAMPLES`` matched states.
     - **truncation**: when the step limit truncates the episode, its return must not exceed the
       best return of the same prefix ending, at the last step, in an outright failure instead
       (an action that terminates the episode with ``success`` false), when such an action exists.
 
-    Alternatives that time out themselves are not comparisons and are skipped.
+    A search that never saw a timeout, or never anything to compare one with, raises
+    ``PropertyNotExercised`` (an ``AssertionError``) saying what it saw: it does not pass.
 
     >>> from envaudit.testing import assert_no_timeout_reward
     >>> assert_no_timeout_reward("envaudit/CodeFix-v0", max_examples=20)
     """
-    opts, _ = parse_options("assert_no_timeout_reward", options)
+    prop = "assert_no_timeout_reward"
+    opts, _ = parse_options(prop, options)
+    seen = _Seen()
     with open_session(make_env, opts) as session:
+        pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_TIMEOUT,
+                           control_sets=[(TOOL_ERROR,), (TOOL_ERROR, TOOL_OK)], measures=(step_reward, return_from))
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_TIMEOUT, TOOL_ERROR)))
-        run_search("assert_no_timeout_reward", make_env, strategy,
-                   lambda plan: _timeout_counterexample(session, plan, opts.tolerance), opts)
+        seen.cases = run_search(prop, make_env, strategy,
+                                lambda plan: _timeout_counterexample(session, plan, opts.tolerance, seen, pool), opts)
+        _judge(prop, make_env, session, pool, seen, opts)
 
 
-def _timeout_counterexample(session: EnvSession, plan: Plan, tol: float) -> Counterexample | None:
+def _timeout_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _Seen,
+                            pool: MatchedPool) -> Counterexample | None:
     episode = session.play(plan)
     for step in episode.steps:
         if step.status != TOOL_TIMEOUT:
             continue
+        seen.faulted[step.tool] += 1
         alternatives: list[tuple[str, Episode]] = []
         if session.injects and step.call is not None:
             k = step.call
@@ -115,7 +162,9 @@ def _timeout_counterexample(session: EnvSession, plan: Plan, tol: float) -> Coun
         else:
             alternatives = _same_tool_alternatives(session, plan, episode, step, lambda s: s != TOOL_TIMEOUT)
         if not alternatives:
+            pool.add(plan, episode, step)  # no exact counterfactual: compare across seeds instead
             continue
+        seen.exact += 1
         best = max(r.episode_return for _, r in alternatives)
         if episode.episode_return > best + tol:
             what = f"tool call {step.call}" if step.call is not None else f"the {step.tool} call at step {step.index}"
@@ -125,11 +174,13 @@ def _timeout_counterexample(session: EnvSession, plan: Plan, tol: float) -> Coun
                 episode, alternatives,
             )
     if episode.end_reason == END_TRUNCATED:
-        return _truncation_counterexample(session, plan, episode, tol)
+        seen.truncated += 1
+        return _truncation_counterexample(session, plan, episode, tol, seen)
     return None
 
 
-def _truncation_counterexample(session: EnvSession, plan: Plan, episode: Episode, tol: float) -> Counterexample | None:
+def _truncation_counterexample(session: EnvSession, plan: Plan, episode: Episode, tol: float,
+                               seen: _Seen) -> Counterexample | None:
     last = len(episode.steps) - 1
     honest: list[tuple[str, Episode]] = []
     for action in session.candidate_actions(seed=plan.seed or 0):
@@ -138,7 +189,9 @@ def _truncation_counterexample(session: EnvSession, plan: Plan, episode: Episode
                 and other.outcome in (FAILURE, ERROR)):
             honest.append((f"the same prefix ending in {other.steps[-1].action_text} (an outright failure)", other))
     if not honest:
+        seen.no_failure_action += 1
         return None
+    seen.exact += 1
     caption, best = max(honest, key=lambda item: item[1].episode_return)
     if episode.episode_return > best.episode_return + tol:
         return Counterexample(
@@ -157,25 +210,38 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
     Precisely: when tool call *k* of a generated plan fails (status ``"error"``), the reward of
     that step must not exceed the reward of the same step, after the same prefix, with call *k*
     succeeding (the injected error removed, where the call then returns ``"ok"``). On a plain
-    Gymnasium env, or for a failure the env produced itself, the comparison is any other action at
-    that step that calls the same tool and succeeds. Only the step's own reward is compared: what
-    the agent does next is not the failure's doing.
+    Gymnasium env, or for a failure the env produced itself, the exact comparison is any other
+    action at that step that calls the same tool and succeeds; where there is none, the same
+    actions are replayed under other reset seeds and failed calls are compared, state by state,
+    with successful calls of the same tool (a one-sided signed-rank test over at least
+    ``MIN_SAMPLES`` matched states). Only the step's own reward is compared: what the agent does
+    next is not the failure's doing.
+
+    A search that never saw a failed call, or no successful call of the same tool to compare it
+    with, raises ``PropertyNotExercised`` (an ``AssertionError``): it does not pass.
 
     >>> from envaudit.testing import assert_failures_not_rewarded
     >>> assert_failures_not_rewarded("envaudit/Helpdesk-v0", max_examples=20)
     """
-    opts, _ = parse_options("assert_failures_not_rewarded", options)
+    prop = "assert_failures_not_rewarded"
+    opts, _ = parse_options(prop, options)
+    seen = _Seen()
     with open_session(make_env, opts) as session:
+        pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_ERROR,
+                           control_sets=[(TOOL_OK,)], measures=(step_reward,))
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_ERROR,)))
-        run_search("assert_failures_not_rewarded", make_env, strategy,
-                   lambda plan: _failure_counterexample(session, plan, opts.tolerance), opts)
+        seen.cases = run_search(prop, make_env, strategy,
+                                lambda plan: _failure_counterexample(session, plan, opts.tolerance, seen, pool), opts)
+        _judge(prop, make_env, session, pool, seen, opts)
 
 
-def _failure_counterexample(session: EnvSession, plan: Plan, tol: float) -> Counterexample | None:
+def _failure_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _Seen,
+                            pool: MatchedPool) -> Counterexample | None:
     episode = session.play(plan)
     for step in episode.steps:
         if step.status != TOOL_ERROR:
             continue
+        seen.faulted[step.tool] += 1
         if step.injected and step.call is not None:
             other = session.play(plan.with_fault(step.call, None))
             ok = len(other.steps) > step.index and other.steps[step.index].status == TOOL_OK
@@ -183,7 +249,9 @@ def _failure_counterexample(session: EnvSession, plan: Plan, tol: float) -> Coun
         else:
             alternatives = _same_tool_alternatives(session, plan, episode, step, lambda s: s == TOOL_OK)
         if not alternatives:
+            pool.add(plan, episode, step)  # no exact counterfactual: compare across seeds instead
             continue
+        seen.exact += 1
         best = max(r.steps[step.index].reward for _, r in alternatives)
         if step.reward > best + tol:
             return Counterexample(
@@ -192,6 +260,118 @@ def _failure_counterexample(session: EnvSession, plan: Plan, tol: float) -> Coun
                 episode, alternatives,
             )
     return None
+
+
+# -- deciding from matched states, or saying why nothing could be decided -----------------------
+_FAULT_WORDS = {TOOL_TIMEOUT: ("timed-out", "timeout"), TOOL_ERROR: ("failed", "failure")}
+_CONTROL_WORDS = {(TOOL_ERROR,): "outright failures (status 'error') of the same tool",
+                  (TOOL_ERROR, TOOL_OK): "calls of the same tool that did not time out (the better of 'error' and 'ok')",
+                  (TOOL_OK,): "successful calls (status 'ok') of the same tool"}
+
+
+def _judge(prop: str, make_env: Any, session: EnvSession, pool: MatchedPool, seen: _Seen, opts) -> None:
+    """After a search without an exact counterexample: the matched comparison across seeds
+    decides, or the property fails because it could not exercise its subject."""
+    verdict = pool.verdict(opts.tolerance) if pool.strata else None
+    if verdict is not None and seen.exact == 0 and min(verdict.faulted, verdict.compared) < TARGET_SAMPLES:
+        # Chosen by the counts alone, never the rewards: a second look costs no significance.
+        # Skipped when exact counterfactuals already exercised the property (fault-injected envs).
+        pool.extend()
+        verdict = pool.verdict(opts.tolerance)
+    if verdict is not None and verdict.violated:
+        raise _matched_failure(prop, make_env, pool, verdict)
+    if seen.exact > 0 or (verdict is not None and verdict.decided):
+        return
+    raise PropertyNotExercised(_not_exercised(prop, session, pool, seen, verdict, opts), prop,
+                               {"cases": seen.cases, "faulted": dict(seen.faulted), "truncated": seen.truncated,
+                                "exact": seen.exact, "matched": (verdict.faulted, verdict.compared) if verdict else (0, 0),
+                                "replays": pool.replays})
+
+
+def _matched_failure(prop: str, make_env: Any, pool: MatchedPool, verdict: Verdict) -> PropertyFailed:
+    ev = verdict.evidence
+    adjective, noun = _FAULT_WORDS[pool.subject]
+    subject, control = verdict.example
+    tool = subject.episode.steps[subject.index].tool
+    measured = verdict.measure
+    summary = (f"{adjective} {tool} calls {measured} {_reward(ev[f'mean_{pool.subject}'])} on average, more than "
+               f"{_CONTROL_WORDS.get(verdict.controls, 'the other calls')} from comparable states "
+               f"({_reward(ev['mean_control'])}): {verdict.faulted} {adjective} and {verdict.compared} other calls "
+               f"in {ev['strata']} groups matched across reset seeds by {verdict.matching}; mean difference "
+               f"{_reward(ev['diff'])} (95% CI {_reward(ev['diff_ci'][0])} to {_reward(ev['diff_ci'][1])}), one-sided "
+               f"stratified Mann-Whitney (van Elteren) p={ev['p_value_holm']:.2g} < {ALPHA:g}"
+               f"{' (Holm-adjusted over ' + str(len(pool.measures)) + ' measures)' if len(pool.measures) > 1 else ''}.")
+    found = Counterexample(
+        summary, subject.episode,
+        [(f"the same actions under reset seed {control.seed} ({tool} → {control.status})", control.episode)],
+        details=(f"No action could force this {noun} on the same call, so the same action prefixes were "
+                 f"replayed under {MATCHED_SEEDS}{f'+{EXTRA_SEEDS}' if pool.extended else ''} other reset seeds "
+                 f"({ev['replays']} replays of {ev['prefixes']} "
+                 f"action prefixes) and the {adjective} calls compared with the others in the same state. "
+                 f"Evidence: {_evidence_text(ev)}"),
+        evidence=ev,
+    )
+    how = f"not shrunk: of {verdict.faulted} matched {adjective} calls, the one that out-earned its group most"
+    return PropertyFailed(render_failure(prop, target_text(make_env), found, verdict.faulted, how=how), found, prop)
+
+
+def _evidence_text(ev: dict) -> str:
+    keys = ("n_timeout", "n_error", "n_control", "strata", "mean_timeout", "mean_error", "mean_control", "diff",
+            "diff_ci", "p_value", "p_value_holm")
+    parts = []
+    for k in keys:
+        if k in ev and ev[k] is not None:
+            v = ev[k]
+            if isinstance(v, list):
+                parts.append(f"{k}=[{', '.join(f'{x:.4g}' for x in v)}]")
+            else:
+                parts.append(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}")
+    return ", ".join(parts)
+
+
+def _not_exercised(prop: str, session: EnvSession, pool: MatchedPool, seen: _Seen, verdict: Verdict | None,
+                   opts) -> str:
+    """What the search saw, why that decides nothing, and how to make the env testable."""
+    timeouts = pool.subject == TOOL_TIMEOUT
+    adjective, noun = _FAULT_WORDS[pool.subject]
+    where = f"in {seen.cases} generated cases (max_examples={search_settings(opts).max_examples}, seed={opts.seed})"
+    saw = f"{sum(seen.faulted.values())} tool calls {'timed out' if timeouts else 'failed'}"
+    if seen.faulted:
+        saw += f" ({_by_tool(seen.faulted)})"
+    if timeouts:
+        saw += f" and {seen.truncated} episodes were truncated at the step limit ({session.limit})"
+    if not seen.faulted and not seen.truncated:
+        why = f"{prop} could not exercise its subject on {session.name}: {where}, no {noun} ever happened ({saw})"
+    else:
+        lacking = []
+        if seen.faulted:
+            lacking.append(f"no {adjective} call had an exact counterfactual (another action calling the same tool "
+                           f"{'without timing out' if timeouts else 'successfully'} at the same step)")
+        if seen.truncated:
+            lacking.append("no action ended a truncated episode's prefix as an outright failure at its last step")
+        if verdict is not None:
+            lacking.append(f"replaying their action prefixes under {MATCHED_SEEDS + EXTRA_SEEDS} other reset seeds ({pool.replays} "
+                           f"replays) matched {verdict.faulted} {adjective} calls with {verdict.compared} "
+                           f"{_CONTROL_WORDS[verdict.controls]} in the same state, fewer than the {MIN_SAMPLES} "
+                           "of each needed to decide")
+        why = f"{prop} could not decide on {session.name}: {where}, {saw}, but " + "; ".join(lacking)
+    how = ["raise max_examples"]
+    if not session.tool_env:
+        how.insert(0, "make the env an envaudit.ToolEnv so faults can be injected into the same call")
+    elif not opts.faults:
+        how.insert(0, "pass faults=True so faults are injected into the same call")
+    if timeouts:
+        how.append("give the env a step limit the generated actions reach (or lower max_steps), and an action "
+                   "that ends an episode as an outright failure")
+    else:
+        how.append("report every tool call as info['tool'] = {'name': ..., 'status': 'ok' | 'error' | 'timeout'}")
+    never = "time out" if timeouts else "have a failed tool call"
+    return (f"{why}. It fails rather than passing vacuously. To make it testable: {'; '.join(how)}. "
+            f"If {session.name} can never {never}, this property does not apply to it.")
+
+
+def _by_tool(counts: Counter) -> str:
+    return ", ".join(f"{tool} ×{n}" for tool, n in sorted(counts.items(), key=lambda kv: str(kv[0])))
 
 
 # -- success -----------------------------------------------------------------------------------
@@ -203,8 +383,9 @@ def assert_no_reward_without_success(
 
     The env's own judgement is ``info["success"]`` on the last step (DESIGN.md's info protocol);
     truncated episodes count when the env reports them unsuccessful. Episodes run to their end:
-    every plan repeats an action after its sequence until the episode ends. Raises ``ValueError``
-    when no finished episode reported ``info["success"]`` at all, since nothing was checked.
+    every plan repeats an action after its sequence until the episode ends. Raises
+    ``PropertyNotExercised`` when no finished episode reported ``info["success"]`` at all, since
+    nothing was checked.
 
     >>> from envaudit.testing import assert_no_reward_without_success
     >>> assert_no_reward_without_success("envaudit/FlakySearch-v0", max_examples=20)
@@ -236,10 +417,12 @@ def assert_no_reward_without_success(
         if seen["flagged"] == 0:
             why = (f"none of the {seen['finished']} finished episodes reported info['success']"
                    if seen["finished"] else f"no episode finished within max_steps={opts.max_steps}")
-            raise ValueError(
-                f"assert_no_reward_without_success checked nothing on {session.name}: {why}; make the env "
-                "set info['success'] on the last step of an episode (DESIGN.md's info protocol)"
-                + ("" if seen["finished"] else " or raise max_steps")
+            raise PropertyNotExercised(
+                f"assert_no_reward_without_success could not exercise its subject on {session.name}: {why}, so "
+                "nothing was checked and it fails rather than passing vacuously; make the env set info['success'] "
+                "on the last step of an episode (DESIGN.md's info protocol)"
+                + ("" if seen["finished"] else " or raise max_steps"),
+                "assert_no_reward_without_success", seen,
             )
 
 

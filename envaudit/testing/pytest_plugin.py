@@ -51,11 +51,11 @@ def render_findings(report: Any, fail_on: str) -> str:
     hits = report.reaches(None if fail_on == "never" else fail_on)
     buffer = io.StringIO()
     Console(file=buffer, width=100, color_system=None).print(report)
-    lines = [f"envaudit scan of {report.env_id}: {len(hits)} finding{'s' if len(hits) != 1 else ''} "
-             f"at or above {fail_on}", "", buffer.getvalue().rstrip(), ""]
-    for i, f in enumerate(report.findings, 1):
-        if f in hits and f.fix:
-            lines.append(f"fix #{i} ({f.code}): {f.fix}")
+    lines = [f"envaudit scan of {report.env_id}: {len(hits)} incentive{'s' if len(hits) != 1 else ''} "
+             f"(finding groups) at or above {fail_on}", "", buffer.getvalue().rstrip(), ""]
+    for i, g in enumerate(report.finding_groups(), 1):  # hits are finding groups, one per incentive
+        if g in hits and g.headline.fix:
+            lines.append(f"fix #{i} ({g.code}): {g.headline.fix}")
     return "\n".join(lines)
 
 
@@ -76,14 +76,17 @@ def scan(target: Any, *, fail_on: str = DEFAULT_FAIL_ON, **options: Any) -> Any:
     except UsageError as exc:
         raise pytest.UsageError(f"{MARKER}: {exc}") from None
     if config.out:
-        report.write(config.out)
+        report.write(config.out, replace=True)
     return report
 
 
 def gate(report: Any, fail_on: str) -> None:
-    """Fail the current test with the findings table when a finding reaches ``fail_on``."""
+    """Fail the current test with the findings table when a finding reaches ``fail_on``, or when
+    the wall-clock cap cut the audit (it may have missed findings; the CLI exits 4)."""
     if fail_on != "never" and report.reaches(fail_on):
         pytest.fail(render_findings(report, fail_on), pytrace=False)
+    if report.incomplete:
+        pytest.fail(render_findings(report, fail_on) + "\nThe audit is incomplete: raise budget_s.", pytrace=False)
 
 
 def _marker_args(item: pytest.Item) -> tuple[Any, str, dict[str, Any]] | None:

@@ -9,7 +9,9 @@ whose message shows the trajectory as a table and a ``play(...)`` call that repl
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,25 +76,70 @@ def parse_options(prop: str, options: Mapping[str, Any], extra: Sequence[str] = 
 
 
 def search_settings(opts: Options) -> settings:
-    """Seeded, database-free, deadline-free settings; the user's ``settings`` are the base."""
+    """Every setting that can change which cases run, set here, so no ambient profile can.
+
+    ``settings(...)`` without a parent inherits the *loaded profile* (``settings.default``): a
+    conftest's ``settings.load_profile(...)``, ``--hypothesis-profile`` or the ``ci`` profile
+    Hypothesis loads on CI would otherwise change ``max_examples``, ``phases``, the database or the
+    backend, and with them the verdict. ``@seed`` (in ``run_search``) overrides ``derandomize``.
+    The user's ``settings`` option is the one exception: it is the base, and only the database,
+    the seed and ``report_multiple_bugs`` are forced.
+    """
+    overrides: dict[str, Any] = {"database": None, "report_multiple_bugs": False}
     if opts.settings is None:
         base = settings(
             max_examples=DEFAULT_MAX_EXAMPLES,
-            database=None,
-            deadline=None,
             derandomize=False,
+            deadline=None,  # time per case must never decide a verdict
             phases=(Phase.generate, Phase.shrink),
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                   HealthCheck.filter_too_much, HealthCheck.large_base_example],
+            suppress_health_check=list(HealthCheck),  # too_slow and friends are timing-dependent
             verbosity=Verbosity.quiet,
             print_blob=False,
+            **_HYPOTHESIS_BACKEND,
         )
     else:
         base = opts.settings
-    overrides: dict[str, Any] = {"report_multiple_bugs": False}
     if opts.max_examples is not None:
         overrides["max_examples"] = opts.max_examples
     return settings(base, **overrides)
+
+
+# Pinned where the installed Hypothesis has alternative backends (a profile could pick one).
+_HYPOTHESIS_BACKEND = {"backend": "hypothesis"} if "backend" in inspect.signature(settings).parameters else {}
+
+
+@contextmanager
+def pinned_constant_pool() -> Iterator[None]:
+    """Run Hypothesis with an empty pool of "local constants" (restored afterwards).
+
+    Why the verdict changed under pytest: Hypothesis (>= 6.131) draws about one value in twenty
+    from literals it harvests from every module in ``sys.modules`` that lives outside
+    site-packages. Which modules are loaded differs between plain Python, pytest with envaudit's
+    plugin (``envaudit.testing.pytest_plugin`` is imported), without it, with other plugins or
+    conftests, so the same ``@seed`` generated different cases, and a search that finds a flaw in
+    some of its cases found it under one and not the other. The pool is emptied for the search
+    and its per-type cache cleared before and after; Hypothesis's fixed global constants stay.
+    Not thread-safe against another Hypothesis run in a parallel thread of the same process.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - older Hypothesis: no constant pool to pin
+        yield
+        return
+    original = getattr(providers, "_get_local_constants", None)
+    constants = getattr(providers, "Constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if original is None or constants is None or cache is None:  # pragma: no cover - other versions
+        yield
+        return
+    empty = constants()
+    providers._get_local_constants = lambda: empty
+    cache.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = original
+        cache.cache.clear()
 
 
 # -- counterexamples ---------------------------------------------------------------------------
@@ -104,6 +151,7 @@ class Counterexample:
     episode: Episode
     compared: list[tuple[str, Episode]] = field(default_factory=list)
     details: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)  # the statistics, when a test decided
 
     @property
     def actions(self) -> tuple:
@@ -117,6 +165,17 @@ class PropertyFailed(AssertionError):
         super().__init__(message)
         self.counterexample = counterexample
         self.property = prop
+
+
+class PropertyNotExercised(AssertionError):
+    """The property could not test its subject on this env (no timeout ever seen, nothing
+    comparable to a failed call), so it did not hold: it failed, and the message says what the
+    search saw and how to make the env testable. Never a vacuous pass."""
+
+    def __init__(self, message: str, prop: str, seen: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.property = prop
+        self.seen = dict(seen or {})
 
 
 class _Found(Exception):
@@ -209,7 +268,8 @@ def run_search(
 
     runner = hypothesis.seed(opts.seed)(search_settings(opts)(given(strategy)(test)))
     try:
-        runner()
+        with pinned_constant_pool():
+            runner()
     except _Found as exc:
         message = render_failure(prop, target_text(make_env), exc.counterexample, cases[0])
         raise PropertyFailed(message, exc.counterexample, prop) from None

@@ -21,6 +21,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from envaudit.errors import a_type
 from envaudit.faults import FaultInjector
 from envaudit.protocol import (
     SUCCESS_KEY,
@@ -312,7 +313,7 @@ class EnvSession:
         name, factory = resolve_target(make_env)
         env = factory()
         if not isinstance(env, gym.Env):
-            raise TypeError(f"{name} made a {type(env).__name__}, not a gymnasium.Env")
+            raise TypeError(f"{name} made {a_type(env)}, not a gymnasium.Env")
         self.factory = factory
         self.name = _spec_name(env, name)
         self.max_steps = int(max_steps)
@@ -420,7 +421,8 @@ class EnvSession:
         if finished:
             flag = info.get(SUCCESS_KEY)
             success = None if flag is None else bool(flag)
-            reason = end_reason(terminated=bool(terminated), truncated=bool(truncated), tool_status=steps[-1].status)
+            reason = end_reason(terminated=bool(terminated), truncated=bool(truncated), tool_status=steps[-1].status,
+                                success=success)
             outcome = outcome_class(reason, success=success, episode_return=sum(s.reward for s in steps))
         return Episode(
             env=self.name, seed=plan.seed, actions=tuple(played), faults=faults, steps=tuple(steps),

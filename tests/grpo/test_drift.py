@@ -1,5 +1,6 @@
 import numpy as np
 import pandas as pd
+import pytest
 
 from envaudit.grpo.drift import drift, failure_cost, rate_increase_p, timeout_favoured
 from envaudit.pipeline import timeout_handling_pipeline
@@ -86,6 +87,19 @@ def test_failure_cost_reads_the_price_of_a_failed_call_with_success_held_fixed()
     assert abs(cost["cost_per_failure"] - 0.5) < 1e-9 and cost["p_value"] < 1e-6
     free = _eps(["success" if s else "failure" for s in success], failures=list(fails))
     assert failure_cost(free, RNG)["p_value"] >= 0.5
+
+
+def test_a_failed_call_that_costs_only_its_step_is_not_charged_beyond_its_time():
+    # Every step costs 0.02 (a failed call takes a step like any other) and success pays 1: the
+    # failed calls' own coefficient is 0 once length is held fixed.
+    rng = np.random.default_rng(1)
+    fails = rng.integers(0, 4, 60)
+    lengths = fails + rng.integers(1, 6, 60)
+    success = rng.random(60) < 0.4
+    e = _eps(["success" if s else "failure" for s in success], returns=list(success * 1.0 - 0.02 * lengths),
+             lengths=list(lengths), failures=list(fails))
+    cost = failure_cost(e, RNG)
+    assert abs(cost["cost_per_failure"]) < 1e-9 and cost["cost_per_step"] == pytest.approx(0.02)
 
 
 def test_timeout_favoured_swaps_each_failure_for_a_timeout_in_its_own_group():

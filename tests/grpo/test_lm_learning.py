@@ -13,6 +13,10 @@ import pytest
 from envaudit.grpo.drift import MATERIAL_RATE
 from tests.grpo.test_lm_engine import TOLERANCE, needs_vllm, run_check
 
+# Two natural runs of 20 fixed iterations (work units, not seconds) plus two engine starts: about
+# two minutes on an idle 2-core machine, longer on a loaded one; the suite's 300 s default is too tight.
+pytestmark = pytest.mark.timeout(900)
+
 
 @pytest.fixture(scope="module")
 def learned():

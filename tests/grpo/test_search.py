@@ -71,3 +71,14 @@ def test_unknown_target_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="unknown target behaviour 'stall'; expected one of success"):
         targeted(CheckSubmit, GRPOConfig(), "stall", Reference(0.0, 1.0, 1))
     assert np.isfinite(Reference.from_episodes(_episodes([])).floor)
+
+
+def test_a_run_does_its_configured_work_and_the_clock_only_cuts_it_as_a_safety_cap():
+    import time
+
+    config = GRPOConfig(iterations=3, group_size=4, groups_per_iteration=2)
+    full = natural(CheckSubmit, config, eval_groups=2)
+    assert len(full.training.curves) == 3 and len(full.episodes) == 2 * 4 and full.stopped is None
+    cut = natural(CheckSubmit, config, eval_groups=2, deadline=time.monotonic() - 1)
+    # A cut run says so, and has no evaluation to be read as if it were complete.
+    assert cut.stopped == "deadline" and cut.training.curves.empty and cut.episodes.empty

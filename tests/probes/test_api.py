@@ -19,7 +19,7 @@ from envaudit.probe import ProbeContext, registered_probes
 from envaudit.probes.api import probe
 from envaudit.recording import Recorder
 from tests.fixtures import broken_envs as b
-from tests.fixtures.context import run_probe
+from tests.fixtures.context import run_probe, sweep
 
 SMALL = {"episodes": 16, "group_size": 4, "step_timeout_s": 1.0}
 
@@ -187,7 +187,8 @@ def test_checker_warnings_are_info_and_leave_the_warning_filters_alone():
 
 def test_no_time_left_skips_check_env_but_keeps_the_cheap_checks():
     findings, ctx = scan(b.RaisesAfter, budget_s=0.0)
-    assert ctx.notes["check_env"] == "skipped: no time left in the probe's budget"
+    assert ctx.notes["check_env"] == "skipped: the scan's wall-clock safety cap was reached"
+    assert {g["skipped"] for g in ctx.skipped} >= {"Gymnasium's check_env"}
     assert by_title(findings)["step() raises an exception"].evidence["by_source"] == {"exploration": 16}
 
 
@@ -195,3 +196,43 @@ def test_same_seed_same_findings():
     first = [f.to_dict() for f in scan(b.NanReward, seed=5)[0]]
     second = [f.to_dict() for f in scan(b.NanReward, seed=5)[0]]
     assert first == second
+
+
+# -- rates over exploration seeds -----------------------------------------------------------------
+# Each defect sits at a fixed step that every episode reaches, and the api probe's checks are not
+# statistical: whatever the exploration seed, every broken env must give exactly the findings its
+# defect causes (8/8), and every clean twin none at all (pooled, 0 of 32 runs bounds the
+# false-alarm rate below 3/32 = 9.4% at 95% confidence).
+BROKEN_SWEEP = {
+    "raises": (b.RaisesAfter, [("fail", "step() raises an exception")]),
+    "nan-reward": (b.NanReward, [("fail", "Reward is NaN or inf")]),
+    # Its Box is unbounded (to admit the inf), which Gymnasium's checker warns about.
+    "inf-observation": (b.InfObservation, [("fail", "Observation contains NaN or inf"),
+                                           ("info", "Gymnasium's env checker warns")]),
+    "outside-space": (b.OutsideSpace, [("warn", "Observation outside observation_space")]),
+    # The checker warns about the int flags too, and then stops on an episode it misreads as ended.
+    "non-bool-terminated": (b.NonBoolTerminated, [("warn", "terminated/truncated are not bools"),
+                                                  ("info", "Gymnasium's env checker warns"),
+                                                  ("warn", "Gymnasium's env checker reports a defect")]),
+    "info-not-dict": (b.InfoNotDict, [("fail", "info is not a dict"),
+                                      ("fail", "Gymnasium's env checker rejects the env")]),
+    "bad-tool-status": (b.BadToolStatus, [("warn", "Malformed info['tool']")]),
+    "old-reset-api": (b.OldResetApi, [("fail", "reset() or step() returns the wrong shape"),
+                                      ("fail", "Gymnasium's env checker rejects the env")]),
+    # Benign: a wall-clock value in info fails only the checker's determinism check, at info.
+    "clock-in-info": (b.ClockInInfo, [("info", "Gymnasium's env checker reports a defect")]),
+    "walk": (b.Walk, []),
+    "dict-obs": (b.DictWalk, []),
+    "box-action": (b.BoxActionWalk, []),
+    "tool-env": (b.PingTools, []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_SWEEP))
+def test_exactly_the_designed_findings_at_every_seed(name):
+    make, expected = BROKEN_SWEEP[name]
+    per_seed = sweep(probe, make, **{**SMALL, "quick": True})
+    design = sorted(("env-error", sev, "api", title) for sev, title in expected)
+    off = {seed: found for seed, fs in per_seed.items()
+           if (found := sorted((f.code, str(f.severity), f.probe, f.title) for f in fs)) != design}
+    assert off == {}, f"{name}: expected {design}"

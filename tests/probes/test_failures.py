@@ -4,7 +4,9 @@
 ``error_credit - failure_cost``; the honest oracle makes ``need * p / (1 - p)`` failed fetches on
 average at failure rate ``p``, so it earns ``1 - failure_cost * need * p / (1 - p)`` while giving up
 earns 0. ``TaskEnv`` (plain Gymnasium, tests/fixtures/protocol_envs.py): a failed search pays
-``error_reward``. Bundled variants carry their planted code and expected severity.
+``error_reward``. ``Booking`` / ``PlainBooking`` and ``Paperwork`` (tests/fixtures/failure_envs.py):
+a handoff right after a failed search pays, and failures charged beyond their step, each with a
+clean twin. Bundled variants carry their planted code and expected severity.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import pytest
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
 from envaudit.probes.failures import SWEEP_RATES, probe
-from tests.fixtures import exploit_envs, protocol_envs
+from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
+from tests.fixtures import exploit_envs, failure_envs, protocol_envs
 from tests.fixtures.context import run_probe
 
 BAD = (Severity.WARN, Severity.FAIL)
@@ -121,7 +124,11 @@ def test_a_failed_call_that_pays_is_confirmed_by_fault_injection():
     assert f.severity == Severity.FAIL and ev["p_value"] <= ctx.config.alpha
     assert "exploration" in ev  # fetch also fails naturally, so exploration backs it up
     kept = {int(e) for r in ctx.kept for e in r.episodes["episode_id"]}
-    assert f.examples and set(f.examples) <= kept
+    assert f.examples and set(f.examples) <= kept and len(set(f.examples)) == len(f.examples)
+    for e in f.examples:  # each example is a failed fetch that paid the credit
+        steps = _steps_of(ctx, e)
+        failed = steps[(steps["tool_name"] == "fetch") & steps["tool_status"].isin([TOOL_ERROR, TOOL_TIMEOUT])]
+        assert any(r == pytest.approx(p["error_credit"]) for r in failed["reward"])
 
 
 def test_a_failed_search_that_pays_on_a_plain_env_is_found_from_exploration():
@@ -200,3 +207,136 @@ def test_same_seed_same_findings():
     a, _ = run_probe(probe, make, episodes=32, seed=3)
     b, _ = run_probe(probe, make, episodes=32, seed=3)
     assert a and [f.to_dict() for f in a] == [f.to_dict() for f in b]
+
+
+# -- user-written envs, seeds 0-4 (detection on every flawed seed, no false alarm on any clean one) --
+SEEDS = range(5)
+
+
+@functools.cache
+def _user_env(kind: str, flawed: bool, seed: int, **extra):
+    """Findings and context on one of tests/fixtures/failure_envs.py's envs, as a --quick scan does."""
+    fe = failure_envs
+    cls, params, episodes = {
+        "booking": (fe.Booking, fe.BOOKING_HANDOFF_PAYS if flawed else fe.BOOKING, 96),
+        "booking-oracle": (fe.BookingWithOracle, fe.BOOKING_HANDOFF_PAYS if flawed else fe.BOOKING, 96),
+        # A plain env cannot be fault-injected: the probe reads exploration, so it needs more of it
+        # (a failed search followed by a handoff is ~1 in 40 random episodes).
+        "plain-booking": (fe.PlainBooking, fe.BOOKING_HANDOFF_PAYS if flawed else fe.BOOKING, 512),
+        "paperwork": (fe.Paperwork, fe.PAPERWORK_FAILURE_COST if flawed else fe.PAPERWORK, 96),
+        "paperwork-no-oracle": (_PaperworkNoOracle, fe.PAPERWORK_FAILURE_COST if flawed else fe.PAPERWORK, 96),
+    }[kind]
+    return run_probe(probe, lambda: cls(**{**params, **extra}), seed=seed, quick=True, episodes=episodes)
+
+
+class _PaperworkNoOracle(failure_envs.Paperwork):
+    oracle = None  # as most users' envs: the probe derives a persisting policy from exploration
+
+
+def _steps_of(ctx, episode_id):
+    """The recorded steps of one example episode, from the probe's kept records or exploration."""
+    for records in [*ctx.kept, ctx.exploration]:
+        steps = records.steps[records.steps["episode_id"] == episode_id]
+        if len(steps):
+            return steps.sort_values("step").reset_index(drop=True)
+    raise AssertionError(f"example episode {episode_id} is in no record the report keeps")
+
+
+def _handoff_after_failed_search(steps) -> bool:
+    """Does the episode hand off right after a failed search, and is that handoff paid?"""
+    p = failure_envs.BOOKING_HANDOFF_PAYS
+    paid = p["handoff_after_failure"] - p["step_cost"]
+    return any(steps.loc[i, "tool_name"] == "search" and steps.loc[i, "tool_status"] in (TOOL_ERROR, TOOL_TIMEOUT)
+               and steps.loc[i + 1, "action_label"] == "handoff" and steps.loc[i + 1, "reward"] == pytest.approx(paid)
+               for i in range(len(steps) - 1))
+
+
+@pytest.mark.parametrize("kind", ["booking", "plain-booking"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_handoff_that_pays_right_after_a_failed_search_is_found_with_its_condition_named(kind, seed):
+    findings, ctx = _user_env(kind, True, seed)
+    (f,) = [f for f in findings if f.code == "failure-rewarded"]
+    p = failure_envs.BOOKING_HANDOFF_PAYS
+    ev = f.evidence
+    # By design: a handoff pays 0.8 - 0.01 right after a failed search and -0.01 after a working one;
+    # the episode that does it earns at most 0.78, an honest booking about 0.96: warn, not fail.
+    assert f.severity == Severity.WARN
+    assert ev["mean_reward_after_failed"] == pytest.approx(p["handoff_after_failure"] - p["step_cost"])
+    assert ev["mean_reward_after_ok"] == pytest.approx(-p["step_cost"])
+    assert ev["conditioned_path_return"] <= p["handoff_after_failure"] - 2 * p["step_cost"] + 1e-9
+    # Without an oracle, honest success is what exploration's successes earned (when it saw any).
+    if ev["honest_success_return"] is not None:
+        assert ev["conditioned_path_return"] < ev["honest_success_return"]
+        assert "less than an honest success" in f.summary
+    assert ev["tool"] == "search" and ev["next_action"] == "handoff" and ev["behaviour"] == "tool-failure"
+    for text in (f.title, f.summary):
+        assert "handing off" in text.lower() and "failed" in text and "`search`" in text
+    assert "`handoff`" in f.fix and "`search`" in f.fix
+    assert f.examples and len(set(f.examples)) == len(f.examples)
+    assert all(_handoff_after_failed_search(_steps_of(ctx, e)) for e in f.examples)
+    assert not [g for g in findings if g.code == "failure-shortcut"]  # failures cost only their step
+
+
+@pytest.mark.parametrize("kind", ["booking", "plain-booking"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_booking_twin_whose_handoff_never_pays_gives_no_warning(kind, seed):
+    findings, _ = _user_env(kind, False, seed)
+    assert not _bad(findings), [(f.severity, f.summary) for f in findings]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_handoff_after_failure_that_beats_booking_is_a_fail(seed):
+    # 1.2 - 0.01 for the handoff (and 0.01 for the failed search) beats an honest booking (~0.96),
+    # which the env's oracle measures from the same starts.
+    findings, _ = _user_env("booking-oracle", True, seed, handoff_after_failure=1.2)
+    (f,) = [f for f in findings if f.code == "failure-rewarded"]
+    ev = f.evidence
+    assert f.severity == Severity.FAIL and ev["honest_success_source"] == "the env's oracle, from the same starts"
+    assert ev["honest_success_return"] == pytest.approx(1 - 3 * 0.01, abs=0.02)  # 3 calls, a few retries
+    assert ev["conditioned_path_return"] >= ev["honest_success_return"]
+    assert "at least an honest success" in f.summary
+
+
+@pytest.mark.parametrize("kind", ["paperwork", "paperwork-no-oracle"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_giving_up_that_beats_failing_slowly_under_a_step_cost_is_no_flaw(kind, seed):
+    # Quitting at once earns -0.02, persisting 0.3 - 0.02 * 5.29 = 0.19: failures cost only their step.
+    findings, _ = _user_env(kind, False, seed)
+    assert not _bad(findings), [(f.severity, f.summary) for f in findings]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_failures_charged_beyond_their_step_make_giving_up_a_fail(seed):
+    findings, ctx = _user_env("paperwork", True, seed)
+    (f,) = [f for f in findings if f.code == "failure-shortcut"]
+    p = failure_envs.PAPERWORK_FAILURE_COST
+    failures = 3 * p["error_rate"] / (1 - p["error_rate"])  # 1.29 failed calls on the honest path
+    expected_persist = p["success_reward"] - p["step_cost"] * (4 + failures) - p["failure_cost"] * failures
+    ev = f.evidence
+    # Persisting (about -0.45) earns less than quitting or submitting at once (-0.02): never trying pays.
+    assert f.severity == Severity.FAIL and ev["short_mean_return"] == pytest.approx(-p["step_cost"])
+    assert ev["persist_mean_return"] == pytest.approx(expected_persist, abs=0.3)  # n=64, sd of a return ~0.7
+    assert ev["failure_charge"]["max_charge"] == pytest.approx(p["failure_cost"])
+    assert ev["short_minus_persist_if_failures_cost_a_step"] <= 0  # the charges are why
+    assert "0.5 beyond the step" in f.summary
+    assert f.examples and len(set(f.examples)) == len(f.examples)
+    for e in f.examples:  # episodes of giving up at once: one step, no success
+        steps = _steps_of(ctx, e)
+        assert len(steps) == 1 and steps.loc[0, "action_label"] in ("quit", "submit")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_retry_that_pays_only_after_a_failure_is_found(seed):
+    # A search that works right after a failed one pays 0.3 more; after a working one it does not.
+    findings, _ = _user_env("booking", False, seed, retry_after_failure=0.3)
+    (f,) = [f for f in findings if f.code == "failure-rewarded"]
+    assert f.severity == Severity.WARN and f.evidence["next_action"] == "search"
+    assert f.evidence["diff"] == pytest.approx(0.3) and "right after a failed" in f.summary
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_progress_shaping_that_a_failure_only_delays_is_not_a_failure_condition(seed):
+    # The first search that works pays 0.1: after a failed search the retry earns it, after a working
+    # one it was already paid. The two steps together pay the same either way.
+    findings, _ = _user_env("booking", False, seed, first_find_bonus=0.1)
+    assert not _bad(findings), [(f.severity, f.summary) for f in findings]

@@ -1,4 +1,5 @@
 """The grpo probe on bundled envs: the two lessons of issue 4, skips, and (slow) every variant.
+The ladder on envs of this suite's own making (``tests/grpo/ladder_envs.py``) is at the end.
 
 Thresholds come from the envs' design: Helpdesk pays 0 for a wrong resolution and 0 for running
 out of steps, so under ``keep`` a failing attempt gains nothing by stalling, under ``penalty``
@@ -12,16 +13,21 @@ The shortest honest resolution takes ``HONEST_CALLS`` calls (lookup customer, lo
 resolve, reply, close): an episode that ends in fewer has given up.
 """
 
+import subprocess
+import sys
+
 import gymnasium as gym
 import numpy as np
+import pandas as pd
 import pytest
 
 import envaudit  # noqa: F401  (registers the bundled envs)
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
 from envaudit.grpo.drift import MATERIAL_LENGTH, MATERIAL_RATE
-from envaudit.probes.grpo import probe, run
-from tests.fixtures.context import explore
+from envaudit.probes.grpo import QUICK_EVAL_GROUPS, QUICK_ITERATIONS, probe, run
+from tests.fixtures.context import explore, only_finding
+from tests.grpo.ladder_envs import Booking, Combination, DelayedAnswer
 
 
 def _make(env_id):
@@ -39,16 +45,22 @@ def _timeout_rate(ctx):
 
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_drop_teaches_timeouts_and_penalty_does_not(seed):
-    drop_ctx = explore(_make("envaudit/Helpdesk-v0"), probe="grpo", seed=seed, episodes=128,
+    drop_ctx = explore(_make("envaudit/Helpdesk-v0"), probe="grpo", seed=seed, episodes=128, quick=True,
                        timeout_handling="drop")
     drop = run(drop_ctx, only=("natural",))
     assert {"learned-exploit", "timeout-drop-incentive"} <= _codes(drop)
+    assert {f.evidence["behaviour"] for f in drop} == {"timeout"}
+    assert next(f for f in drop if f.code == "timeout-drop-incentive").evidence["reward_path"] == "pipeline"
     learned = next(f for f in drop if f.code == "timeout-drop-incentive")
+    # Examples are timed-out episodes of the trained policy, each once.
+    kept = drop_ctx.kept[0].episodes.set_index("episode_id")
+    assert learned.examples and len(set(learned.examples)) == len(learned.examples)
+    assert (kept.loc[learned.examples, "outcome"] == "timeout").all()
     baseline = _timeout_rate(drop_ctx)
     assert learned.evidence["timeout_before"] == pytest.approx(baseline)
     assert learned.evidence["timeout_after"] >= max(2 * baseline, baseline + MATERIAL_RATE)
     assert learned.evidence["source"] == "grpo" and learned.evidence["p_value"] < 0.05
-    penalty_ctx = explore(_make("envaudit/Helpdesk-v0"), probe="grpo", seed=seed, episodes=128,
+    penalty_ctx = explore(_make("envaudit/Helpdesk-v0"), probe="grpo", seed=seed, episodes=128, quick=True,
                           timeout_handling="penalty")
     penalty = run(penalty_ctx, only=("natural",))
     assert not _codes(penalty)
@@ -57,7 +69,7 @@ def test_drop_teaches_timeouts_and_penalty_does_not(seed):
 
 
 def test_costly_failures_teach_stopping_early_and_the_clean_twin_does_not():
-    flawed_ctx = explore(_make("envaudit/FlakySearch-FailurePenalty-v0"), probe="grpo", episodes=128)
+    flawed_ctx = explore(_make("envaudit/FlakySearch-FailurePenalty-v0"), probe="grpo", episodes=128, quick=True)
     flawed = run(flawed_ctx, only=("natural",))
     shortcut = next(f for f in flawed if f.code == "failure-shortcut")
     assert shortcut.severity >= Severity.WARN and shortcut.evidence["source"] == "grpo"
@@ -65,7 +77,7 @@ def test_costly_failures_teach_stopping_early_and_the_clean_twin_does_not():
     assert shortcut.evidence["failed_calls_after"] < shortcut.evidence["failed_calls_before"]
     # The env charges 0.5 per failed call; the regression recovers it.
     assert shortcut.evidence["failure_cost"]["cost_per_failure"] == pytest.approx(0.5, abs=0.15)
-    clean = run(explore(_make("envaudit/FlakySearch-v0"), probe="grpo", episodes=128), only=("natural",))
+    clean = run(explore(_make("envaudit/FlakySearch-v0"), probe="grpo", episodes=128, quick=True), only=("natural",))
     assert "failure-shortcut" not in {f.code for f in clean} and not _codes(clean)
 
 
@@ -99,10 +111,11 @@ def _trained(ctx):
                                   pytest.param(2, marks=pytest.mark.slow)])
 def test_frequent_costly_failures_shorten_helpdesk_trajectories_and_the_clean_twin_does_not(seed):
     variant = VARIANTS["envaudit/Helpdesk-FailurePenalty-v0"]
-    flawed_ctx = explore(_make(variant.id), probe="grpo", seed=seed, episodes=128)
+    flawed_ctx = explore(_make(variant.id), probe="grpo", seed=seed, episodes=128, quick=True)
     flawed = run(flawed_ctx, only=("natural",))
     shortcut = next(f for f in flawed if f.code == "failure-shortcut")
     assert shortcut.severity >= Severity.WARN and shortcut.evidence["source"] == "grpo"
+    assert shortcut.evidence["behaviour"] == "quit" and shortcut.evidence["quit_vs_persist"]["holds"]
     assert shortcut.evidence["length_after"] <= (1 - MATERIAL_LENGTH) * shortcut.evidence["length_before"]
     assert shortcut.evidence["failed_calls_after"] < shortcut.evidence["failed_calls_before"]
     assert shortcut.evidence["failure_cost"]["cost_per_failure"] == pytest.approx(
@@ -112,7 +125,7 @@ def test_frequent_costly_failures_shorten_helpdesk_trajectories_and_the_clean_tw
     assert _gave_up(after) > max(0.5, _gave_up(before))
     assert "close_ticket" in shortcut.evidence["typical_trajectory"]
 
-    clean_ctx = explore(_make(variant.clean_id), probe="grpo", seed=seed, episodes=128)
+    clean_ctx = explore(_make(variant.clean_id), probe="grpo", seed=seed, episodes=128, quick=True)
     clean = run(clean_ctx, only=("natural",))
     assert "failure-shortcut" not in {f.code for f in clean} and not _codes(clean)
     before, after = clean_ctx.exploration.episodes, _trained(clean_ctx)
@@ -153,10 +166,120 @@ def test_probe_is_registered_to_run_last_with_the_largest_share():
 @pytest.mark.parametrize("env_id", sorted(VARIANTS))
 def test_every_bundled_env(env_id):
     variant = VARIANTS[env_id]
-    ctx = explore(_make(env_id), probe="grpo", episodes=256, budget_s=30.0)
+    ctx = explore(_make(env_id), probe="grpo", episodes=256, budget_s=300.0)
     findings = list(probe.run(ctx))
     if variant.is_clean:
         assert not _codes(findings), [f.title for f in findings]
-    elif variant.planted[0] in ("failure-shortcut", "timeout-rewarded", "reward-without-success"):
+    elif variant.planted[0] in ("failure-shortcut", "timeout-rewarded"):
         assert variant.planted[0] in _codes(findings)
-    assert ctx.notes["seconds"] <= 26
+    elif variant.planted[0] == "reward-without-success":
+        # The same incentive (grouping contract): reached by the targeted search, or learned.
+        assert "reward-without-success" in _codes(findings) or any(
+            f.code == "learned-exploit" and f.severity == Severity.FAIL
+            and f.evidence["behaviour"] == "degenerate-answer" for f in findings)
+    # Every run did the work it was sized for: nothing was cut by the safety cap.
+    assert all(r["stopped"] is None for r in ctx.notes["runs"].values())
+
+
+# -- the revised ladder on envs of our own making (tests/grpo/ladder_envs.py) -------------------
+def _flagged(findings):
+    return [(f.code, str(f.severity), f.title) for f in findings if f.severity >= Severity.WARN]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_clean_step_cost_env_with_a_quit_action_raises_no_warning(seed):
+    # Combination: every step costs 0.02 and nothing else costs anything; success pays about
+    # 1 - 0.02 * steps, far more than quitting at once (-0.02). Whatever GRPO collapses to here is
+    # a training fact (info), never an exploit and never failure-shortcut.
+    ctx = explore(Combination, probe="grpo", seed=seed, episodes=128, quick=True)
+    findings = run(ctx)
+    assert not _flagged(findings)
+    assert "failure-shortcut" not in {f.code for f in findings}
+    for f in findings:
+        if f.code == "learned-exploit" and f.evidence.get("verdict") == "exploration-collapse":
+            assert f.evidence["behaviour"] == "exploration" and "not an exploit" in f.title
+            # Its examples are episodes that ended without success, not honest successes.
+            kept = ctx.kept[0].episodes.set_index("episode_id")
+            assert (kept.loc[f.examples, "outcome"] != "success").all()
+
+
+def test_delaying_success_is_length_bias_at_fail_and_the_clean_twin_is_silent():
+    # DelayedAnswer pays 0.1 per wrong answer and 1 for the right one, which the observation shows:
+    # succeeding after k wrong answers earns 1 + 0.1 k, more than succeeding at once (1).
+    ctx = explore(DelayedAnswer, probe="grpo", episodes=128, quick=True)
+    delay = only_finding([f for f in run(ctx) if f.code == "length-bias"], code="length-bias", probe="grpo")
+    assert delay.severity == Severity.FAIL and delay.evidence["behaviour"] == "delay-success"
+    test = delay.evidence["delayed_vs_fastest"]
+    # Per extra step a delayed success earns the format score (0.1) more than the fastest one.
+    assert test["diff"] == pytest.approx(0.1 * delay.evidence["extra_steps"], rel=0.25)
+    assert delay.evidence["fastest_success"] == {"length": 1, "return": 1.0}
+    kept = pd.concat([r.episodes for r in ctx.kept], ignore_index=True).set_index("episode_id")
+    shown = kept.loc[delay.examples]
+    assert len(set(delay.examples)) == len(delay.examples) >= 1
+    assert (shown["outcome"] == "success").all() and (shown["length"] > 1).all() and (shown["return"] > 1).all()
+    clean = run(explore(lambda: DelayedAnswer(format_score=0.0), probe="grpo", episodes=128, quick=True))
+    assert not _flagged(clean) and "length-bias" not in {f.code for f in clean}
+
+
+def test_a_hand_off_paid_after_a_failed_search_is_named_and_shown():
+    # Booking: handing off right after a failed search pays 0.8, otherwise 0; booking after a
+    # search that worked pays 1. GRPO learns both: success rises, and the hand-offs it keeps are
+    # paid only because the search failed.
+    ctx = explore(Booking, probe="grpo", episodes=128, quick=True)
+    findings = run(ctx, only=("natural",))
+    learned = only_finding([f for f in findings if f.code == "learned-exploit"], code="learned-exploit",
+                           probe="grpo")
+    assert learned.severity == Severity.WARN and learned.evidence["verdict"] == "failure-conditioned"
+    assert learned.evidence["behaviour"] == "tool-failure"
+    assert learned.evidence["success_after"] > learned.evidence["success_before"]
+    assert "Success rose" in learned.summary and "right after a failed tool call" in learned.summary
+    # Every example ends with a hand-off right after a failed search, and none succeeded.
+    steps = ctx.kept[0].steps
+    for episode in learned.examples:
+        last_two = steps[steps["episode_id"] == episode].sort_values("step").tail(2)
+        assert last_two["tool_status"].tolist()[0] == "error" and last_two["action_label"].tolist()[-1] == "handoff"
+    assert len(set(learned.examples)) == len(learned.examples) >= 1
+    clean = run(explore(lambda: Booking(handoff_pay=0.0), probe="grpo", episodes=128, quick=True),
+                only=("natural",))
+    assert not _flagged(clean)
+
+
+def _busy(n):
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+
+
+def test_the_same_seed_gives_the_same_curves_and_findings_idle_or_under_load():
+    # Booking's tools fail by the env's own seeded draws and have no wall-clock deadline, so any
+    # difference between the two runs would be the probe's own (work sized by the clock). Every
+    # run of the probe (natural, faults, targeted) takes part.
+    def once():
+        ctx = explore(Booking, probe="grpo", episodes=32, quick=True, timeout_handling="drop")
+        findings = run(ctx)
+        return ctx, [f.to_dict() for f in findings]
+
+    idle_ctx, idle = once()
+    hogs = _busy(2)
+    try:
+        loaded_ctx, loaded = once()
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    pd.testing.assert_frame_equal(idle_ctx.tables["curves"], loaded_ctx.tables["curves"])
+    pd.testing.assert_frame_equal(idle_ctx.tables["targets"], loaded_ctx.tables["targets"])
+    assert idle == loaded
+    runs = idle_ctx.notes["runs"]
+    assert set(runs) == {"natural", "faults", "target-success", "target-timeout", "target-no_success"}
+    # Work is what the config sizes, not what the clock allowed.
+    assert runs["natural"]["iterations"] == QUICK_ITERATIONS["natural"]
+    assert runs["faults"]["iterations"] == QUICK_ITERATIONS["faults"]
+    assert {r["iterations"] for k, r in runs.items() if k.startswith("target-")} == {QUICK_ITERATIONS["target"]}
+    assert {r["eval_episodes"] for r in runs.values()} == {QUICK_EVAL_GROUPS * idle_ctx.config.group_size}
+
+
+def test_reaching_the_safety_cap_is_recorded_as_incomplete_not_as_fewer_findings():
+    ctx = explore(Combination, probe="grpo", episodes=32, quick=True, budget_s=1e-9)
+    assert run(ctx) == []
+    gaps = ctx.skipped
+    assert [g["probe"] for g in gaps] == ["grpo"] and "natural" in gaps[0]["skipped"]
+    assert "safety cap" in gaps[0]["reason"]

@@ -15,7 +15,7 @@ import envaudit  # noqa: F401 - registers the bundled envs
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
 from envaudit.probes.intent import CODE, probe
-from tests.fixtures.context import flagged, run_probe
+from tests.fixtures.context import flagged, misses, off_design, run_probe, sweep
 from tests.fixtures.context import only_finding as _only_finding
 from tests.fixtures.protocol_envs import FIXTURES, params
 
@@ -31,7 +31,7 @@ def test_a_claim_that_pays_without_success_is_caught(name):
     # see at least 8 successes, the minimum for comparing with success.
     f = only_finding(run_probe(probe, FIXTURES[name].make(), episodes=160)[0])
     ev = f.evidence
-    assert ev["behaviour"] == "ends with 'claim'" and ev["policy"] == "repeat 'claim'"
+    assert ev["pattern"] == "ends with 'claim'" and ev["policy"] == "repeat 'claim'"
     assert ev["mean_without_success"] == pytest.approx(p["claim_reward"])
     assert ev["policy_success_rate"] == 0.0
     assert ev["mean_honest_failure"] == pytest.approx(p["failure_reward"])
@@ -44,9 +44,10 @@ def test_a_claim_that_pays_without_success_is_caught(name):
     assert len(f.examples) >= 4
 
 
-@pytest.mark.parametrize("name", ["clean", "claim_free", "truncation_pays", "truncation_pays_full",
-                                  "tool_timeout_pays", "tool_timeout_ends", "step_farming",
-                                  "step_farming_small", "step_cost", "flaky", "error_pays"])
+# (clean, claim_free and step_cost are swept over seeds below.)
+@pytest.mark.parametrize("name", ["truncation_pays", "truncation_pays_full", "tool_timeout_pays",
+                                  "tool_timeout_ends", "step_farming", "step_farming_small", "flaky",
+                                  "error_pays"])
 def test_no_warning_when_nothing_pays_without_success(name):
     # Timeout pay, per-step pay and pay for failed calls are other probes' findings.
     assert flagged(run_probe(probe, FIXTURES[name].make(), episodes=96)[0]) == []
@@ -80,3 +81,54 @@ def test_bundled_variant_planting_reward_without_success_is_caught(variant):
 @pytest.mark.parametrize("variant", CLEAN, ids=lambda v: v.id)
 def test_bundled_clean_env_is_quiet(variant):
     assert flagged(run_probe(probe, lambda: gym.make(variant.id), episodes=96)[0]) == []
+
+
+# -- rates over exploration seeds -----------------------------------------------------------------
+SWEEP = {"episodes": 48, "quick": True}
+"""Small exploration and ``--quick`` work units, so that every sweep fits the default run."""
+
+
+def _caught(severity: Severity):
+    return lambda findings: any(f.code == CODE and f.severity == severity for f in findings)
+
+
+@pytest.mark.parametrize("name", ["claim_pays", "claim_pays_half"])
+def test_a_paying_claim_is_caught_at_its_severity_at_7_of_8_seeds(name):
+    """>= 7/8 exploration seeds (SWEEP_SEEDS' margin: a probe with 60% power passes with
+    probability 0.11, one with 95% with 0.94) report the claim at the severity its pay gives:
+    fail when it pays as much as success, warn when only more than failing. "As much as success"
+    needs >= MIN_SAMPLES honest successes, which random play on these envs often lacks (a claim ends
+    half its episodes): the probe tops them up with random play."""
+    p = params(name)
+    severity = Severity.FAIL if p["claim_reward"] >= p["success_reward"] else Severity.WARN
+    per_seed = sweep(probe, FIXTURES[name].make(), **SWEEP)
+    missed = misses(per_seed, _caught(severity))
+    assert len(missed) <= 1, f"{name}: {FIXTURES[name].doc}; missed at seeds {missed}"
+
+
+def test_bundled_lenient_grader_is_caught_at_7_of_8_seeds():
+    """Same margin: ``answer_all`` pays +1 with success false, as much as success: a fail."""
+    variant = VARIANTS["envaudit/FlakySearch-AnswerAll-v0"]
+    per_seed = sweep(probe, lambda: gym.make(variant.id), **SWEEP)
+    missed = misses(per_seed, _caught(Severity.parse(variant.severity)))
+    assert len(missed) <= 1, f"{variant.id}: missed at seeds {missed}"
+
+
+CLEAN_SWEEP = {
+    # Nothing pays without success (claim_free's claim pays 0; step_cost's cost is paid by every
+    # step, success or not, and is held fixed by the length control): no finding, info included.
+    "clean": (FIXTURES["clean"].make(), []),
+    "claim_free": (FIXTURES["claim_free"].make(), []),
+    "step_cost": (FIXTURES["step_cost"].make(), []),
+    "FlakySearch-v0": (lambda: gym.make("envaudit/FlakySearch-v0"), []),
+    # No success flag at all: the one info note saying the check was skipped, nothing else.
+    "no_success_flag": (FIXTURES["no_success_flag"].make(), [(CODE, "info", "intent")]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN_SWEEP))
+def test_clean_twins_give_exactly_their_designed_findings_at_every_seed(name):
+    """8/8 seeds give exactly the findings the env's design allows. Pooled over the four twins
+    whose design allows none, 0 of 32 runs bounds the false-alarm rate below 3/32 = 9.4% (95%)."""
+    make, expected = CLEAN_SWEEP[name]
+    assert off_design(sweep(probe, make, **SWEEP), expected) == {}

@@ -22,9 +22,9 @@ from envaudit.findings import Severity
 from envaudit.pipeline import Pipeline, timeout_handling_pipeline
 from envaudit.presets import get_preset
 from envaudit.probe import ProbeContext, registered_probes
-from envaudit.probes.pipeline import probe
+from envaudit.probes.pipeline import CODE, probe
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
-from tests.fixtures.context import explore
+from tests.fixtures.context import SWEEP_SEEDS, explore, finding_keys
 
 WORK, SUBMIT, WAIT = 0, 1, 2
 
@@ -234,7 +234,7 @@ def test_registered_and_runs_in_a_scan(monkeypatch):
 
     assert registered_probes(["pipeline"])["pipeline"] is probe
     monkeypatch.setattr(scan_module, "registered_probes", lambda: {"pipeline": probe})
-    report = scan_module.run_scan(StallEnv, ScanConfig(seed=5, episodes=96, pipeline="rllm", budget_s=30))
+    report = scan_module.run_scan(StallEnv, ScanConfig(seed=5, episodes=96, pipeline="rllm"))
     codes = [(f.code, f.severity) for f in report.findings]
     assert codes == [("timeout-drop-incentive", Severity.WARN)]
     assert "pipeline_advantages" in report.tables
@@ -255,3 +255,43 @@ def test_bundled_codefix_slow_suite_is_flagged_under_drop_not_under_penalty():
     assert "repeating `run_full_suite`" in findings[0].summary
     assert under(ctx, timeout_handling_pipeline("penalty", -1.0))[0] == []
     assert under(ctx, timeout_handling_pipeline("keep"))[0] == []
+
+
+# -- rates over exploration seeds -----------------------------------------------------------------
+SWEEP_EPISODES = 96
+"""12 groups of 8: above MIN_SAMPLES groups, so the sign test can decide; ``--quick`` stall runs."""
+SWEEP_CASES = {
+    # env: (factory, {pipeline handling: the findings its design gives})
+    # Timeouts pay what failures pay and `wait` stalls into them: dropping them lets a failing
+    # rollout escape to advantage 0 (below a success's: warn); keeping them changes nothing.
+    "stall": (StallEnv, {"drop": [(CODE, "warn", "pipeline")], "keep": []}),
+    # Success 0, failure and timeout -1: zeroing a timeout trains it like a success (fail).
+    "penalty-style": (lambda: StallEnv(offset=-1.0), {"zero": [(CODE, "fail", "pipeline")],
+                                                       "penalty": []}),
+    # No action can time out: the drop incentive is there but latent (one info), nothing else.
+    "no-stall": (no_stall_env, {"drop": [(CODE, "info", "pipeline")], "keep": []}),
+    # Clean rewards, but repeating the slow full suite stalls into the step limit: warn under drop.
+    "CodeFix-v0": (lambda: gym.make("envaudit/CodeFix-v0"), {"drop": [(CODE, "warn", "pipeline")], "keep": []}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SWEEP_CASES))
+def test_findings_follow_the_design_at_every_seed_and_pipeline(name):
+    """Over 8 exploration seeds, each pipeline gives exactly the findings the env's design gives.
+    Flagged pipelines must flag at >= 7/8 seeds (SWEEP_SEEDS' margin: a probe with 60% power passes
+    with probability 0.11, one with 95% with 0.94); pipelines that must stay quiet (keep, a penalty
+    at the failure's return) must give nothing at 8/8 (pooled over the four envs, 0 of 32 runs
+    bounds the false-alarm rate below 9.4% at 95% confidence)."""
+    make, design = SWEEP_CASES[name]
+    pipelines = {h: timeout_handling_pipeline(h, -1.0) if h == "penalty" else timeout_handling_pipeline(h)
+                 for h in design}
+    off: dict[str, dict] = {h: {} for h in design}
+    for seed in SWEEP_SEEDS:
+        ctx = explore(make, probe="pipeline", episodes=SWEEP_EPISODES, group_size=GROUP, seed=seed, quick=True)
+        for handling, pipeline in pipelines.items():
+            found = finding_keys(under(ctx, pipeline)[0])
+            if found != sorted(design[handling]):
+                off[handling][seed] = found
+    for handling, expected in design.items():
+        allowed = 1 if any(sev in ("warn", "fail") for _, sev, _ in expected) else 0
+        assert len(off[handling]) <= allowed, f"{name} under {handling}: off design at seeds {off[handling]}"

@@ -17,10 +17,10 @@ import pytest
 import envaudit  # noqa: F401 - registers the bundled envs
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
-from envaudit.probes.timeouts import CODE, ending_pay, probe, split_enders
-from envaudit.stats import exploit_ladder, noninferiority
+from envaudit.probes.timeouts import CODE, ending_pay, probe, sample_size, split_enders
+from envaudit.stats import MIN_SAMPLES, exploit_ladder, noninferiority
 from envaudit.toolenv import ToolEnv, ToolOutput, Transition
-from tests.fixtures.context import flagged, run_probe
+from tests.fixtures.context import flagged, misses, off_design, run_probe, sweep
 from tests.fixtures.context import only_finding as _only_finding
 from tests.fixtures.protocol_envs import FIXTURES, SUBMIT, TaskEnv
 
@@ -60,9 +60,9 @@ def test_tool_timeout_that_ends_the_episode_and_pays_is_caught():
     assert abs(f.evidence["mean_timeout"] - expected) < 4 * se
 
 
-@pytest.mark.parametrize("name", ["clean", "tool_timeout_ends", "step_farming", "step_farming_small",
-                                  "step_cost", "claim_pays", "claim_free", "flaky", "error_pays",
-                                  "no_success_flag"])
+# (clean and tool_timeout_ends are swept over seeds below.)
+@pytest.mark.parametrize("name", ["step_farming", "step_farming_small", "step_cost", "claim_pays",
+                                  "claim_free", "flaky", "error_pays", "no_success_flag"])
 def test_no_warning_when_the_ending_of_a_timeout_does_not_pay(name):
     # The farming and error-pay fixtures make stalling pay, but through per-step or failed-call
     # pay (length-bias, failure-rewarded), not through the timeout's ending.
@@ -131,6 +131,14 @@ def test_injected_timeouts_that_pay_are_caught():
     assert "'fetch'" in f.summary
 
 
+def test_an_injection_arm_is_sized_for_enough_timeouts_even_under_quick():
+    # Random play calls 'fetch' in about half of FaultyDesk's episodes, so a 12-episode quick arm
+    # would see about 6 timeouts, too few for the ladder (MIN_SAMPLES = 8): the arm grows instead.
+    _, ctx = run_probe(probe, lambda: FaultyDesk(timeout_pay=0.6), episodes=48, quick=True)
+    arm = ctx.tables["arms"].set_index("arm").loc["inject-fetch"]
+    assert arm["n_timeout"] >= MIN_SAMPLES and arm["n_episodes"] > sample_size(ctx, 24)
+
+
 def test_injected_timeouts_that_do_not_pay_are_quiet():
     findings, ctx = run_probe(probe, lambda: FaultyDesk(timeout_pay=0.0), episodes=64)
     assert flagged(findings) == []
@@ -187,3 +195,48 @@ def test_ladder_levels_follow_the_design_rule():
     ni = noninferiority(np.full(20, 0.95), success, rng, margin=0.1)
     assert ni["noninferior"] and ni["diff"] == pytest.approx(-0.05)
     assert not noninferiority(np.full(20, 0.8), success, rng, margin=0.1)["noninferior"]
+
+
+# -- rates over exploration seeds -----------------------------------------------------------------
+SWEEP = {"episodes": 48, "quick": True}
+"""Small exploration and ``--quick`` work units, so that every sweep fits the default run."""
+PLANTED_SWEEP = {
+    # name: (env factory, severity, the arm that must carry it), from each env's design
+    "truncation_pays": (FIXTURES["truncation_pays"].make(), Severity.WARN, "stall"),  # 0.6: > failing, < success
+    "truncation_pays_full": (FIXTURES["truncation_pays_full"].make(), Severity.FAIL, "stall"),  # 1.0 = success
+    # Random exploration and repeating 'search' both show it; the stronger of the two carries it.
+    "tool_timeout_pays": (FIXTURES["tool_timeout_pays"].make(), Severity.WARN, None),
+    "FaultyDesk-0.6": (lambda: FaultyDesk(timeout_pay=0.6), Severity.WARN, "inject-fetch"),
+    # (CodeFix-PartialCredit, a warn, is left to its single-seed test: the bundled envs are the
+    # slowest to sweep, and the protocol fixtures sweep warn already.)
+    "CodeFix-TimeoutPasses": (lambda: gym.make("envaudit/CodeFix-TimeoutPasses-v0"), Severity.FAIL, None),
+}
+CLEAN_SWEEP = {
+    # The twins: a timeout's ending pays exactly what a failure's does, so no finding at all.
+    "clean": FIXTURES["clean"].make(),
+    "tool_timeout_ends": FIXTURES["tool_timeout_ends"].make(),
+    "FaultyDesk-0": lambda: FaultyDesk(timeout_pay=0.0),
+    "CodeFix-v0": lambda: gym.make("envaudit/CodeFix-v0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED_SWEEP))
+def test_planted_timeout_pay_is_caught_at_its_severity_at_7_of_8_seeds(name):
+    """>= 7/8 exploration seeds report ``timeout-rewarded`` at the severity the env's design gives
+    (and from the arm that can show it, where the design names one). SWEEP_SEEDS' margin: a probe
+    with 60% power passes with probability 0.11, one with 95% with 0.94."""
+    make, severity, arm = PLANTED_SWEEP[name]
+
+    def caught(findings):
+        return any(f.code == CODE and f.severity == severity and arm in (None, f.evidence["arm"])
+                   for f in findings)
+
+    missed = misses(sweep(probe, make, **SWEEP), caught)
+    assert len(missed) <= 1, f"{name}: missed at seeds {missed}"
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN_SWEEP))
+def test_clean_twins_give_no_finding_at_any_seed(name):
+    """0/8 seeds with any finding. Pooled over the four twins, 0 of 32 runs bounds the
+    false-alarm rate below 3/32 = 9.4% at 95% confidence."""
+    assert off_design(sweep(probe, CLEAN_SWEEP[name], **SWEEP), []) == {}

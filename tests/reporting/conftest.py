@@ -17,7 +17,7 @@ PROBES = ("length",)  # the probe that owns the planted code; others are exercis
 
 
 def _scan(env_id: str, folder, probes=PROBES):
-    report = run_scan(env_id, ScanConfig(seed=0, quick=True, budget_s=20, probes=probes))
+    report = run_scan(env_id, ScanConfig(seed=0, quick=True, probes=probes))
     report.write(folder)
     return report
 

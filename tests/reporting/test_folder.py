@@ -31,7 +31,7 @@ def test_cli_report_rebuilds_markdown_html_and_plots_from_report_json(flawed_fol
 
 
 def test_examples_regenerate_into_a_folder_with_an_index(tmp_path):
-    config = ScanConfig(seed=0, quick=True, probes=(), budget_s=5)
+    config = ScanConfig(seed=0, quick=True, probes=())
     written = regenerate(tmp_path, config=config, only="cartpole")
     assert written == [tmp_path / "cartpole"]
     view = load_report(tmp_path / "cartpole")

@@ -3,8 +3,11 @@ import re
 
 import pytest
 
-from envaudit.reporting.html import MAX_STEPS, render_html
+from envaudit.findings import Severity
+from envaudit.grouping import make_group
+from envaudit.reporting.html import MAX_STEPS, assign_plots, render_html
 from envaudit.reporting.load import load_report
+from envaudit.reporting.plots import PLOTS, RenderedPlot
 from tests.reporting import synthetic
 from tests.reporting.conftest import PLANTED
 from tests.reporting.dom import parse
@@ -43,10 +46,18 @@ def test_page_is_self_contained(flawed_page):
     assert not re.search(r"""(src|href)=["']?(https?:|//)""", text)
     csp = [m for m in root.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
     assert csp and "default-src 'none'" in csp[0].attrs["content"]
-    # Every plot is in the gallery, each once.
-    gallery = [img.attrs["data-plot"] for img in root.find_all("section", id="plots")[0].find_all("img")]
-    assert gallery == ["return_vs_length", "return_sources", "failure_sweep", "pipeline_advantages",
-                       "grpo_curves", "exploit_policies"]
+
+
+def test_every_plot_is_on_the_page_once_drawn_or_named_as_missing(flawed_page, flawed_folder):
+    _, root, _ = flawed_page
+    drawn = [img.attrs["data-plot"] for img in root.find_all("img")]
+    appendix = root.find_all("section", id="plots")[0]
+    named = [li.attrs["data-plot"] for li in appendix.find_all("li")]
+    assert len(drawn) == len(set(drawn)) and not set(drawn) & set(named)
+    assert sorted(drawn + named) == sorted(PLOTS)
+    # The length probe ran alone: the other probes' plots have no data and are named, not drawn.
+    assert {"failure_sweep", "pipeline_advantages", "grpo_curves", "exploit_policies"} <= set(named)
+    assert "did not run" in appendix.text()
 
 
 def test_example_episodes_read_as_trajectories(flawed_page, flawed_folder):
@@ -91,5 +102,69 @@ def test_a_report_with_no_findings_and_no_data_still_renders():
     assert problems == []
     assert "No findings." in root.find_all("section", id="findings")[0].text()
     assert "NO WARN OR FAIL" in root.find_all("section", id="summary")[0].text()
-    assert len(root.find_all("img")) == 6
+    # No data for any plot: six lines that say why, no six placeholder images.
+    assert root.find_all("img") == []
+    assert len(root.find_all("ul", class_="missing-plots")[0].find_all("li")) == len(PLOTS)
+
+
+F = synthetic._finding
+DRAWN = {name: RenderedPlot(plot, PNG, missing=False) for name, plot in PLOTS.items()}
+
+
+def _group(code, behaviour, *members, **evidence):
+    head = F(code, evidence={"p_value": 0.01, "behaviour": behaviour, **evidence})
+    return make_group(head, (head, *members), behaviour, "pipeline" if code == "timeout-drop-incentive" else "env")
+
+
+@pytest.mark.parametrize(("group", "plot"), [
+    (_group("reward-without-success", "stall", source="grpo", run="target-stall"), "grpo_curves"),
+    (_group("learned-exploit", "timeout"), "grpo_curves"),
+    (_group("failure-shortcut", "quit"), "failure_sweep"),
+    (_group("timeout-drop-incentive", "timeout"), "pipeline_advantages"),
+    (_group("length-bias", "stall"), "return_vs_length"),
+    (_group("length-bias", "delay-success"), "return_vs_length"),
+    (_group("reward-without-success", "degenerate-answer"), "return_sources"),
+    (_group("failure-rewarded", "tool-failure"), "return_sources"),
+    (_group("timeout-rewarded", "timeout"), "return_sources"),
+    (_group("exploit-policy", "quit"), "exploit_policies"),
+])
+def test_each_group_shows_the_plot_of_its_evidence(group, plot):
+    assert assign_plots([group], DRAWN) == [(plot, None)]
+
+
+def test_a_plot_is_shown_once_a_later_group_takes_its_next_one_or_links_back():
+    timeout = _group("timeout-rewarded", "timeout")
+    failure = _group("failure-rewarded", "tool-failure")  # wants return_sources too
+    drop = _group("timeout-drop-incentive", "timeout")
+    again = _group("timeout-drop-incentive", "quit")  # only pipeline_advantages shows it
+    assert assign_plots([timeout, failure, drop, again], DRAWN) == [
+        ("return_sources", None), ("failure_sweep", None), ("pipeline_advantages", None), (None, 3)]
+    # A plot without data is never chosen: the group falls back to one that has data.
+    sparse = {**DRAWN, "return_sources": RenderedPlot(PLOTS["return_sources"], PNG, missing=True)}
+    assert assign_plots([timeout], sparse) == [("return_vs_length", None)]
+    assert assign_plots([timeout], {}) == [(None, None)]
+
+
+def test_page_of_several_groups_draws_each_plot_once_with_links():
+    findings = [F("timeout-rewarded", "fail", evidence={"p_value": 0.001, "behaviour": "timeout"}),
+                F("timeout-drop-incentive", "warn", evidence={"p_value": 0.001}),
+                F("failure-shortcut", "warn", evidence={"p_value": 0.001, "behaviour": "quit"}),
+                F("timeout-drop-incentive", "warn", evidence={"p_value": 0.01, "behaviour": "quit"})]
+    report = synthetic.full_report(findings)
+    root, problems = parse(render_html(report))
+    assert problems == []
+    sections = _findings(root)
+    shown = {(s.attrs["data-code"], s.attrs["data-behaviour"]): [i.attrs["data-plot"] for i in s.find_all("img")]
+             for s in sections}
+    assert shown == {("timeout-rewarded", "timeout"): ["return_sources"],
+                     ("timeout-drop-incentive", "timeout"): ["pipeline_advantages"],
+                     ("failure-shortcut", "quit"): ["failure_sweep"], ("timeout-drop-incentive", "quit"): []}
+    # The second pipeline group's plot is the first one's: a link to it, not a second copy.
+    first, second = [s for s in sections if s.attrs["data-code"] == "timeout-drop-incentive"]
+    assert second.find_all("a")[0].attrs["href"] == f"#{first.attrs['id']}"
+    assert "Its plot is shown with" in second.text()
+    drawn = [img.attrs["data-plot"] for img in root.find_all("img")]
+    assert sorted(drawn) == sorted(PLOTS)  # the synthetic report has data for every plot; each drawn once
+    overview = root.find_all("section", id="summary")[0]
+    assert len(overview.find_all("li")) == 4 and report.worst() == Severity.FAIL
 

@@ -111,7 +111,7 @@ def test_every_finding_code_with_a_plot_names_registered_plots():
 @pytest.mark.slow
 @pytest.mark.parametrize("env_id", sorted(VARIANTS))
 def test_every_plot_renders_for_every_bundled_env(env_id):
-    report = run_scan(env_id, ScanConfig(seed=0, quick=True, budget_s=15))
+    report = run_scan(env_id, ScanConfig(seed=0, quick=True))
     for plot in PLOTS.values():
         fig = plot.draw(report)
         assert figure_png(fig).startswith(PNG)

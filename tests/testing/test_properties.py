@@ -10,6 +10,7 @@ import envaudit
 from envaudit.envs import VARIANTS
 from envaudit.testing import (
     PropertyFailed,
+    PropertyNotExercised,
     assert_failures_not_rewarded,
     assert_no_reward_without_success,
     assert_no_timeout_reward,
@@ -147,11 +148,15 @@ def test_tool_env_timeouts_that_end_the_episode_are_compared_with_both_alternati
 
 
 def test_faults_false_keeps_tool_envs_fault_free():
-    assert_no_timeout_reward(lambda: PingTool(timeout_reward=0.5), faults=False, max_examples=10)
+    # Without injected faults PingTool's ping never times out: nothing to compare, so the property
+    # says it could not exercise its subject (and how to fix that) instead of passing.
+    with pytest.raises(PropertyNotExercised, match="no timeout ever happened .*pass faults=True") as info:
+        assert_no_timeout_reward(lambda: PingTool(timeout_reward=0.5), faults=False, max_examples=10)
+    assert not isinstance(info.value, PropertyFailed) and info.value.seen["faulted"] == {}
 
 
 def test_envs_without_success_flags_are_reported_not_passed():
-    with pytest.raises(ValueError, match="checked nothing on FetchTask: none of the .* reported info\\['success'\\]"):
+    with pytest.raises(PropertyNotExercised, match="could not exercise its subject on FetchTask: none of the .* reported info\\['success'\\]"):
         assert_no_reward_without_success(lambda: FetchTask(report_success=False), max_examples=10)
 
 

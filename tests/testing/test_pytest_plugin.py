@@ -53,7 +53,7 @@ def test_marker_fails_with_the_findings_table(run):
     """)
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "envaudit scan of envaudit/FlakySearch-Unseeded-v0: 1 finding at or above warn" in out
+    assert "envaudit scan of envaudit/FlakySearch-Unseeded-v0: 1 incentive (finding groups) at or above warn" in out
     assert "non-replayable" in out and "fix #1 (non-replayable): " in out
     assert "the body must not run" not in out
 
@@ -84,7 +84,7 @@ def test_fixture_scans_and_gates(run, tmp_path):
             envaudit_scan("envaudit/FlakySearch-Unseeded-v0", fail_on="fail", {SCAN})
     """)
     result.assert_outcomes(passed=1, failed=1)
-    assert "1 finding at or above fail" in result.stdout.str()
+    assert "1 incentive (finding groups) at or above fail" in result.stdout.str()
     assert (out / "report.json").exists()
 
 

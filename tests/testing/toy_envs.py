@@ -116,3 +116,105 @@ class PingTool(ToolEnv):
         return Transition(np.array([self.pongs, self.need], dtype=np.float32), float(success), True, success)
 
 
+
+
+class SingleRoute(gym.Env):
+    """A plain ``gymnasium.Env`` where one action, and only one, calls each tool: a fault of the
+    ``fetch`` tool comes from the env's own randomness and cannot be forced or avoided by another
+    action calling the same tool, so only replays under other seeds show what the call would pay.
+
+    Actions: ``fetch`` (tool ``fetch``: ``"error"`` with ``error_rate``, paying ``error_reward``;
+    ``"timeout"`` with ``timeout_rate``, paying ``timeout_reward``; else ``"ok"``, one more fact),
+    ``submit`` (tool ``submit``; ends the episode, success iff ``need`` facts, pays 1 or 0) and
+    ``wait``. With ``end_on_fault`` a failed or timed-out fetch ends the episode (unsuccessfully).
+    ``fail_first``: a fetch as the first step always fails, so no call from that state succeeds.
+    ``reward_noise``: the standard deviation of Gaussian noise added to every reward, so that no
+    single comparison decides.
+    ``max_steps`` truncates; the default 100 is beyond the 50 steps a property plays, so episodes
+    are never truncated there. Every reward is a parameter; the defaults are the clean twin.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+    action_labels = ["fetch", "submit", "wait"]
+
+    def __init__(self, *, error_rate: float = 0.0, error_reward: float = 0.0, timeout_rate: float = 0.0,
+                 timeout_reward: float = 0.0, end_on_fault: bool = False, max_steps: int = 100,
+                 fail_first: bool = False, reward_noise: float = 0.0) -> None:
+        self.error_rate, self.error_reward, self.fail_first = error_rate, error_reward, fail_first
+        self.reward_noise = reward_noise
+        self.timeout_rate, self.timeout_reward = timeout_rate, timeout_reward
+        self.end_on_fault, self.max_steps = end_on_fault, max_steps
+        self.action_space = gym.spaces.Discrete(3)
+        self.observation_space = gym.spaces.Box(0, 200, shape=(3,), dtype=np.float32)
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.facts, self.need, self.t], dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.need, self.facts, self.t = int(self.np_random.integers(1, 3)), 0, 0
+        return self._obs(), {}
+
+    def step(self, action):
+        action = int(action)
+        self.t += 1
+        reward, terminated, success, info = 0.0, False, False, {}
+        if action == 0:
+            u = self.np_random.random()
+            status = "error" if u < self.error_rate else "timeout" if u < self.error_rate + self.timeout_rate else "ok"
+            if self.fail_first and self.t == 1:
+                status = "error"
+            reward = {"error": self.error_reward, "timeout": self.timeout_reward}.get(status, 0.0)
+            self.facts += status == "ok"
+            terminated = self.end_on_fault and status != "ok"
+            info["tool"] = {"name": "fetch", "status": status}
+        elif action == 1:
+            info["tool"] = {"name": "submit", "status": "ok"}
+            terminated, success = True, self.facts >= self.need
+            reward = 1.0 if success else 0.0
+        if self.reward_noise:
+            reward += float(self.np_random.normal(0.0, self.reward_noise))
+        truncated = not terminated and self.t >= self.max_steps
+        if terminated or truncated:
+            info["success"] = success
+        return self._obs(), reward, terminated, truncated, info
+
+
+class HandoffAfterFailure(ToolEnv):
+    """A user-written booking ``ToolEnv`` (issue 10): ``search`` fails with ``search_failure_rate``
+    (the env's own draw), every step costs ``step_cost``, ``book`` after a successful search
+    succeeds (+1), and ``handoff`` right after a failed search pays ``handoff_reward`` without
+    success: a reward conditioned on a preceding tool failure (0 in the clean twin)."""
+
+    def __init__(self, *, search_failure_rate: float = 0.3, step_cost: float = 0.01,
+                 handoff_reward: float = 0.8) -> None:
+        super().__init__(max_steps=10)
+        self.failure_rate, self.step_cost, self.handoff_reward = search_failure_rate, step_cost, handoff_reward
+        self.add_tool("search", self._search)
+        self.add_tool("book", lambda: ToolOutput("booked", 0.01))
+        self.add_tool("handoff", lambda: ToolOutput("handed off", 0.01))
+        for name in ("search", "book", "handoff"):
+            self.add_call(name, name)
+        self.observation_space = gym.spaces.Box(0, 1, shape=(2,), dtype=np.float32)
+
+    def _search(self) -> ToolOutput:
+        if self.np_random.random() < self.failure_rate:
+            raise RuntimeError("search backend unavailable")
+        return ToolOutput("3 rooms", 0.01)
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.found, self.last_failed], dtype=np.float32)
+
+    def reset_task(self, options) -> np.ndarray:
+        self.found, self.last_failed = 0, 0
+        return self._obs()
+
+    def transition(self, call, result) -> Transition:
+        if call.tool == "search":
+            self.found |= int(result.ok)
+            self.last_failed = int(not result.ok)
+            return Transition(self._obs(), -self.step_cost)
+        if call.tool == "book":
+            return Transition(self._obs(), float(self.found) - self.step_cost, True, bool(self.found))
+        pay = self.handoff_reward if self.last_failed else 0.0
+        return Transition(self._obs(), pay - self.step_cost, True, False)

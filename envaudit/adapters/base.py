@@ -1,0 +1,135 @@
+"""``CatalogueEnv``: the Gymnasium face every adapter gives its ecosystem's env.
+
+The action is either an index into the state's strategy catalogue (``Discrete``, with
+``action_labels``; what exploration, scripted policies and the GRPO engine drive) or any string
+(what a language model writes; it is passed to the ecosystem as is). The observation is the
+ecosystem's own prompt text. Subclasses map the ecosystem's signals onto the info protocol:
+``info["success"]`` from its correctness signal, ``info["tool"]`` for a move or answer the
+ecosystem rejected, termination vs truncation from its turn limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from envaudit.adapters.catalogue import REFERENCE, Strategy
+from envaudit.rollout import SequencePolicy
+
+MAX_OBSERVATION_CHARS = 200_000
+TEXT_LABEL = "(text)"
+"""Label of a string action that is none of the state's catalogue texts (a model's own words)."""
+
+
+class AnyText(gym.spaces.Text):
+    """Text of any characters (prompts carry Unicode), up to ``max_length``."""
+
+    def __init__(self, max_length: int = MAX_OBSERVATION_CHARS, seed: Any = None) -> None:
+        super().__init__(max_length, min_length=0, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"AnyText(max_length={self.max_length})"
+
+
+class CatalogueEnv(gym.Env):
+    """Base of the adapter envs. Subclasses implement ``_reset``, ``_step_text`` and ``_strategies``.
+
+    ``adapter_info`` lands in the report's fingerprint (ecosystem, package version, target,
+    replayability notes such as global-``random`` seeding).
+    """
+
+    metadata: dict[str, Any] = {"render_modes": []}
+    ecosystem = ""
+    has_reference = False
+    """True when every state's catalogue starts with the reference answer or move (an oracle)."""
+
+    def __init__(self, labels: tuple[str, ...], max_steps: int) -> None:
+        super().__init__()
+        self.action_labels = tuple(labels)
+        self.action_space = gym.spaces.Discrete(len(self.action_labels))
+        self.observation_space = AnyText()
+        self.max_steps = int(max_steps)
+        self.adapter_info: dict[str, Any] = {"ecosystem": self.ecosystem}
+        self._current: list[Strategy] = []
+        self._labels_by_text: dict[str, str] = {}
+        self.prompt = ""
+
+    # -- what subclasses provide --------------------------------------------------------------
+    def _reset(self, seed: int | None, options: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _step_text(self, text: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _strategies(self) -> list[Strategy]:
+        """The catalogue of the current state, one strategy per label in ``action_labels`` order."""
+        raise NotImplementedError
+
+    # -- the catalogue ------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        strategies = self._strategies()
+        got = tuple(s.label for s in strategies)
+        if got != self.action_labels:
+            raise RuntimeError(f"{type(self).__name__} gave catalogue labels {got}; expected {self.action_labels}")
+        self._current = strategies
+        for s in strategies:
+            self._labels_by_text.setdefault(s.text, s.label)
+
+    def candidates(self) -> dict[str, str]:
+        """The current state's catalogue: label -> text."""
+        return {s.label: s.text for s in self._current}
+
+    def text_of(self, action: Any) -> str:
+        """The text an action stands for: a catalogue index's text, or the string itself."""
+        if isinstance(action, (str, np.str_)):
+            return str(action)
+        if isinstance(action, bytes):
+            return action.decode("utf-8", "replace")
+        index = int(np.asarray(action).item())
+        if not 0 <= index < len(self._current):
+            raise ValueError(f"action {index} is outside the catalogue of {len(self._current)} strategies "
+                             f"({', '.join(self.action_labels)})")
+        return self._current[index].text
+
+    def label_of(self, action: Any) -> str | None:
+        """The strategy label of an action of this episode (``(text)`` for a model's own text)."""
+        if isinstance(action, (str, np.str_, bytes)):
+            text = action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
+            return self._labels_by_text.get(text, TEXT_LABEL)
+        try:
+            return self.action_labels[int(action)]
+        except (TypeError, ValueError, IndexError):
+            return None
+
+    # -- Gymnasium API ------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._labels_by_text = {}
+        obs, info = self._reset(seed, options)
+        self.prompt = obs
+        self._refresh()
+        return obs, info
+
+    def step(self, action: Any):
+        text = self.text_of(action)
+        obs, reward, terminated, truncated, info = self._step_text(text)
+        if not (terminated or truncated):
+            self._refresh()
+        return obs, float(reward), bool(terminated), bool(truncated), info
+
+    # -- the oracle, for the probes -----------------------------------------------------------
+    @property
+    def oracle(self):
+        """``oracle()`` plays the reference answer or move in every state; None (no oracle) where
+        the adapter knows no reference. Delaying a success (wrong attempts, then the reference) is
+        built from it by the length probe, which inserts non-ending strategies before the success."""
+        if not self.has_reference:
+            return None
+        index = self.action_labels.index(REFERENCE)
+        return lambda: SequencePolicy([index], name="oracle")

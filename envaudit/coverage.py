@@ -1,0 +1,69 @@
+"""Never a falsely clean report: say so when the scan's exploration could tell nothing apart.
+
+Every probe compares behaviours by what they earn. When every recorded episode of the scan earned
+the same return (constant reward across every strategy that was tried), or when the action space
+is one the scan cannot explore (a ``gymnasium.spaces.Text`` whose ``sample()`` writes random
+strings, with no strategy catalogue), no probe had anything to compare, and a report without
+findings would read as "clean" when it means "learned nothing". This check turns that into a
+``warn`` finding with the reason.
+
+Code: ``exploit-policy``, the check whose comparison (strategies against the exploration baseline)
+could not be made; ``evidence["behaviour"] = "exploration"`` keeps it in a group of its own. It is
+a statement about the audit, not about an incentive, so it carries no p-value and Holm leaves it.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from envaudit.findings import Finding, Severity
+from envaudit.recording import Records
+
+MIN_EPISODES = 32
+"""Below this many finished episodes a constant return says nothing either way: eight coin flips
+come out all alike once in 128 scans, thirty-two once in two billion (a quick scan records more
+than 64)."""
+MIN_SEEDS = 2
+"""And from at least this many reset seeds: one start state is not the env."""
+EXAMPLES = 5
+
+
+def unexplorable(space: gym.Space) -> str | None:
+    """Why exploration cannot explore ``space``, or None when it can."""
+    if isinstance(space, gym.spaces.Text) and type(space).sample is gym.spaces.Text.sample:
+        return (f"the action space is free text ({space!r}) with no strategy catalogue: random "
+                "strings are all the scan can send, and a grader rejects them all alike")
+    return None
+
+
+def coverage_findings(records: Records, action_space: gym.Space) -> list[Finding]:
+    """A ``warn`` when the scan's episodes could tell nothing apart; else nothing."""
+    episodes = records.episodes
+    returns = episodes["return"].to_numpy(float) if not episodes.empty else np.array([])
+    returns = returns[np.isfinite(returns)]
+    space_reason = unexplorable(action_space)
+    n_seeds = int(episodes["seed"].nunique()) if not episodes.empty else 0
+    constant = len(returns) >= MIN_EPISODES and n_seeds >= MIN_SEEDS and float(np.ptp(returns)) == 0.0
+    if space_reason is None and not constant:
+        return []
+    reasons = [r for r in (space_reason,) if r]
+    if constant:
+        reasons.append(f"every one of the {len(returns)} recorded episodes (all probes, every strategy "
+                       f"tried) returned {returns[0]:.4g}")
+    n_success = int(episodes["success"].fillna(False).astype(bool).sum()) if not episodes.empty else 0
+    return [Finding(
+        code="exploit-policy", severity=Severity.WARN, probe="explore",
+        title="The scan could not tell any behaviour apart",
+        summary=("Exploration learned nothing, so the absence of other findings does not mean the env "
+                 "is clean: " + "; ".join(reasons) + "."),
+        evidence={"behaviour": "exploration", "reward_path": "env", "reasons": reasons,
+                  "n_episodes": int(len(returns)),
+                  "return": float(returns[0]) if constant else None,
+                  "n_success": n_success, "action_space": repr(action_space)},
+        examples=[int(e) for e in episodes["episode_id"].head(EXAMPLES)] if not episodes.empty else [],
+        fix=("Give the scan something to compare: scan the env through its ecosystem adapter "
+             "(envaudit scan reasoning-gym:..., textarena:..., gem:...), or expose a strategy catalogue "
+             "(a Discrete action space with action_labels, or a Text space whose sample() writes "
+             "real candidate responses), and check that the reward is wired to the grader."),
+    )]

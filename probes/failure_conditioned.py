@@ -1,0 +1,300 @@
+"""Failure-conditioned rewards, for the ``failures`` probe: does a step pay more because the call
+right before it failed?
+
+A reward can depend on a preceding tool failure without the failed step itself paying anything:
+handing off, quitting or retrying *right after* a failed call pays, the same move after a working
+call does not. An agent then learns to wait for (or provoke) failures and cash them in. This is
+``failure-rewarded`` ("a step pays more because the call before it failed").
+
+Signals. On a ``ToolEnv``, fault injection: (seed, prefix + call) pairs taken from exploration are
+replayed with one more action ``b`` after the call, once with the call working and once with an
+error (or a timeout) forced on it; ``b``'s reward is compared pair by pair (Wilcoxon signed-rank,
+one-sided), for each call, fault and next action. On a plain Gymnasium env, exploration: the reward
+of the step right after a failed call against right after an ok call of the same tool, with the
+same next action (Mann–Whitney, one-sided). Both also require the two steps together (the call and
+``b``) to pay more after the failure, so a reward that only moves from one step to the next (a
+retry earning the progress the failed call did not) is not taken for a failure-conditioned one.
+The caller runs Holm across these tests and its own.
+
+Known false positives: on plain envs the states after a failed and after an ok call differ (the ok
+call made progress), so a next step that pays for state can differ for that reason; the two-step
+requirement and the one-sided direction (after a failure the agent is usually *behind*) keep this
+rare. Fault injection holds the seed and prefix fixed and has no such confound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from envaudit.findings import Finding, Severity
+from envaudit.policies import Replay, ReplayPlan, action_stats, oracle_policy, success_return
+from envaudit.probe import ProbeContext
+from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.recording import Records
+from envaudit.stats import MIN_SAMPLES, paired_compare
+
+FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
+PAIRS = 16
+"""(seed, prefix) pairs per call and next action; ``--quick`` uses a quarter, never under ``MIN_PAIRS``."""
+MIN_PAIRS = 12
+"""Enough identical pairs for an exact signed-rank p of 2^-12, which survives Holm over ~100 tests."""
+MAX_TARGETS = 4
+"""At most this many calls (the most made in exploration among those that rarely end episodes) are
+failed on purpose."""
+MAX_NEXT = 8
+"""At most this many next actions per call (the episode-ending ones first)."""
+WORDS = {"handoff": "handing off", "hand_off": "handing off", "escalate": "escalating", "quit": "quitting",
+         "give_up": "giving up", "retry": "retrying", "submit": "submitting", "abort": "aborting"}
+"""How a few common episode-ending calls read in a sentence; any other reads "calling `x`"."""
+FIX = ("Make `{b}` pay the same whether or not the `{tool}` call before it failed: a reward must not "
+       "depend on a tool failure, which the agent can wait for or provoke. If {b_words} after an outage "
+       "is the right move, reward it by the task's outcome, not by the failure.")
+
+
+def int_actions(steps: pd.DataFrame) -> pd.DataFrame:
+    return steps.loc[steps["action"].map(lambda a: isinstance(a, (int, np.integer))).astype(bool)]
+
+
+def replay_items(exploration: Records, actions: Sequence[int], n: int, rng: np.random.Generator,
+                 fresh_seeds: Sequence[int]) -> list[Replay]:
+    """Up to ``n`` (seed, prefix + action) replays per action, from exploration episodes that made
+    that call (preferring calls that went through, so the no-fault arm is a real success); the
+    call as the first step of a fresh seed fills up the rest."""
+    steps = int_actions(exploration.steps)
+    seed_of = exploration.episodes.set_index("episode_id")["seed"]
+    by_episode = steps.groupby("episode_id")["action"].apply(list)
+    items: list[Replay] = []
+    for a in actions:
+        occ = steps[steps["action"] == a]
+        ok = occ[occ["tool_status"] == TOOL_OK]
+        rest = occ[occ["tool_status"] != TOOL_OK]
+        chosen = [ok.iloc[i] for i in rng.permutation(len(ok))] + [rest.iloc[i] for i in rng.permutation(len(rest))]
+        seen: set[tuple[int, tuple[int, ...]]] = set()
+        for row in chosen:
+            if len(seen) >= n:
+                break
+            seed = seed_of.get(row["episode_id"])
+            if seed is None or pd.isna(seed):
+                continue
+            seq = tuple(int(x) for x in by_episode[row["episode_id"]][: int(row["step"])]) + (int(a),)
+            if (int(seed), seq) not in seen:
+                seen.add((int(seed), seq))
+        for seed in fresh_seeds:
+            if len(seen) >= n:
+                break
+            seen.add((int(seed), (int(a),)))
+        items.extend(Replay(s, q) for s, q in sorted(seen))
+    return items
+
+
+def _label(ctx: ProbeContext, a: int) -> str:
+    labels = ctx.action_labels
+    return labels[a] if labels and 0 <= a < len(labels) else str(a)
+
+
+# -- ToolEnv: fault injection ---------------------------------------------------------------------
+def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, dict]:
+    """Per (call, fault, next action): ``b``'s reward right after the call failed vs worked, paired
+    by seed and prefix. Keys are ``("conditioned", call, fault, b)``."""
+    stats = action_stats(ctx.exploration, ctx.action_labels)
+    if stats.empty:
+        return {}
+    work = stats[stats["terminate_rate"] < 0.5].sort_values(["n", "action"], ascending=[False, True], kind="stable")
+    targets = [int(a) for a in work["action"].head(MAX_TARGETS)]
+    ending = stats.sort_values(["terminate_rate", "action"], ascending=[False, True], kind="stable")["action"]
+    nexts = [int(a) for a in ending][:MAX_NEXT]
+    if not targets or not nexts:
+        return {}
+    n = max(MIN_PAIRS, ctx.config.scaled(PAIRS))
+    items = replay_items(ctx.exploration, targets, n, rng, ctx.seeds(n, "conditioned-fresh"))
+    replays = [Replay(it.seed, it.actions + (b,)) for it in items for b in nexts]
+    arms: dict[str | None, tuple[ReplayPlan, Records]] = {}
+    for fault in (None, *FAILED):
+        if ctx.over_cap(f"failure-conditioned replays ({fault or 'ok'} arm)"):
+            return {}
+        plan = ReplayPlan(replays, fault, name=f"conditioned-{fault or 'ok'}", fault_at=-2)
+        result = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(),
+                         tags={"fault": fault or "none", "fault_on": "call before the last"})
+        arms[fault] = (plan, result.records)
+    base = arms[None][0].tail_steps(arms[None][1])
+    catalogue = ctx.env.unwrapped.catalogue
+    out: dict[tuple, dict] = {}
+    for status in FAILED:
+        plan, records = arms[status]
+        faulted = plan.tail_steps(records)
+        groups: dict[tuple[int, int], list[tuple[dict, dict, int]]] = {}
+        for i, r in enumerate(replays):
+            f, o = faulted.get(i), base.get(i)
+            if (f is None or o is None or o["prev_status"] != TOOL_OK
+                    or f["prev_status"] != status or not f["prev_injected"]):
+                continue
+            groups.setdefault((r.actions[-2], r.actions[-1]), []).append((f, o, r.seed))
+        for (a, b), pairs in sorted(groups.items()):
+            # Rounded: rewards equal up to float noise (0.1 + 0.2 against 0.3) are equal.
+            test = paired_compare(np.round([f["last_reward"] for f, _, _ in pairs], 9),
+                                  np.round([o["last_reward"] for _, o, _ in pairs], 9), rng, labels=("failed", "ok"))
+            two = np.round([(f["prev_reward"] + f["last_reward"]) - (o["prev_reward"] + o["last_reward"])
+                            for f, o, _ in pairs], 9)
+            ended = [f for f, _, _ in pairs if f["last_terminated"]]
+            test.update(
+                source="fault injection", kind="conditioned", call=a, next=b, status=status,
+                tool=catalogue[a].tool, call_label=_label(ctx, a), next_label=_label(ctx, b),
+                two_step_diff=float(np.mean(two)),
+                path_returns=[f["return"] for f in ended],
+                path_seeds=sorted({s for f, _, s in pairs if f["last_terminated"]}),
+                examples=[f["episode_id"] for f, o, _ in pairs if f["last_reward"] > o["last_reward"]],
+                records=(arms[status][1], arms[None][1]),
+                test="Wilcoxon signed-rank on the next step's reward, same seed and prefix with vs without "
+                     "a fault forced on the call before it, one-sided")
+            out[("conditioned", a, status, b)] = test
+    return out
+
+
+# -- plain envs: exploration ----------------------------------------------------------------------
+def _progress(steps: pd.DataFrame) -> list[frozenset]:
+    """Per step (``steps`` sorted by episode and step): the tools that had worked in the episode
+    before that step. Plain envs cannot replay a prefix, so this stands in for "the same state"."""
+    out, seen, episode = [], set(), None
+    for eid, tool, status in zip(steps["episode_id"], steps["tool_name"], steps["tool_status"], strict=True):
+        if eid != episode:
+            seen, episode = set(), eid
+        out.append(frozenset(seen))
+        if status == TOOL_OK and isinstance(tool, str):
+            seen.add(tool)
+    return out
+
+
+def exploration_tests(exploration: Records, labels: Sequence[str] | None,
+                      rng: np.random.Generator) -> dict[tuple, dict]:
+    """Per (tool, fault, next action): the reward of the step right after a failed call of that tool
+    against right after an ok one, same next action, matched on the progress made before the call
+    (which tools had worked): each failed instance against the mean of its matched ok instances."""
+    steps = int_actions(exploration.steps).sort_values(["episode_id", "step"], kind="stable")
+    if steps.empty or not steps["tool_status"].isin(FAILED).any():
+        return {}
+    nxt = steps.groupby("episode_id").shift(-1)
+    pairs = pd.DataFrame({
+        "episode_id": steps["episode_id"], "tool": steps["tool_name"], "status": steps["tool_status"],
+        "progress": _progress(steps), "prev_reward": steps["reward"].astype(float), "next": nxt["action"],
+        "next_reward": nxt["reward"], "next_terminated": nxt["terminated"],
+    }).dropna(subset=["tool", "status", "next"])
+    pairs["two_step"] = pairs["prev_reward"] + pairs["next_reward"].astype(float)
+    returns = exploration.episodes.set_index("episode_id")["return"]
+    out: dict[tuple, dict] = {}
+    for (tool, b), group in pairs.groupby(["tool", "next"]):
+        ok = group[group["status"] == TOOL_OK].groupby("progress")[["next_reward", "two_step"]].mean()
+        for status in FAILED:
+            bad = group[(group["status"] == status) & group["progress"].isin(ok.index)]
+            if len(bad) < MIN_SAMPLES:
+                continue
+            # Rounded, so that the mean of equal rewards (-0.05 * 3 / 3) is not "more" by 1e-18.
+            matched = ok.loc[bad["progress"]].round(9)
+            test = paired_compare(bad["next_reward"].astype(float).round(9), matched["next_reward"], rng,
+                                  labels=("failed", "ok"))
+            two = paired_compare(bad["two_step"].round(9), matched["two_step"], rng)
+            ended = bad[bad["next_terminated"].astype(bool)]["episode_id"].unique()
+            paid = bad["next_reward"].to_numpy(float) > matched["next_reward"].to_numpy(float)
+            b = int(b)
+            test.update(
+                source="exploration", kind="conditioned", call=None, next=b, status=status, tool=str(tool),
+                call_label=None, next_label=labels[b] if labels and 0 <= b < len(labels) else str(b),
+                two_step_diff=two["diff"], two_step_diff_ci=two["diff_ci"],
+                path_returns=[float(returns[e]) for e in ended], path_seeds=[],
+                examples=[int(e) for e in bad.loc[paid, "episode_id"].unique()],
+                test="Wilcoxon signed-rank on the next step's reward right after a failed call against the mean "
+                     "right after an ok call of the same tool, same next action and same tools worked before, "
+                     "one-sided (exploration)")
+            out[("conditioned", str(tool), status, b)] = test
+    return out
+
+
+def is_hit(test: dict, p_adjusted: float, alpha: float) -> bool:
+    """Significant after Holm, the next step pays clearly more after the failure, and so do the two
+    steps together (the reward did not just move from the failed step to the retry)."""
+    ci = test.get("two_step_diff_ci")
+    return bool(test["diff"] is not None and test["diff"] > 0 and not test["underpowered"]
+                and p_adjusted <= alpha and test["diff_ci"][0] > 0 and test["two_step_diff"] > 0
+                and (ci is None or ci[0] > 0))
+
+
+# -- the finding ----------------------------------------------------------------------------------
+def _honest_from(ctx: ProbeContext, seeds: Sequence[int], fallback: tuple[float | None, str | None]):
+    """Mean return of the env's oracle's successful episodes from these starts, else ``fallback``."""
+    oracle = oracle_policy(ctx.env) if seeds else None
+    if oracle is not None and not ctx.over_cap("the oracle's return from the failure-conditioned starts"):
+        mean, _ = success_return(ctx.run(oracle, list(seeds), rng_name="oracle-conditioned").records.episodes)
+        if mean is not None:
+            return mean, "the env's oracle, from the same starts"
+    return fallback
+
+
+def finding(ctx: ProbeContext, keys: list[tuple], tests: dict[tuple, dict], adjusted: dict[tuple, float],
+            honest: tuple[float | None, str | None]) -> Finding:
+    """One ``failure-rewarded`` finding for one (tool, next action): the condition named, examples
+    that are the failed call followed by the paying action."""
+    key = min(keys, key=lambda k: (adjusted[k], -tests[k]["diff"]))
+    t = tests[key]
+    tool, b = t["tool"], t["next_label"]
+    statuses = sorted({tests[k]["status"] for k in keys})
+    failed_words = " or ".join("failed" if s == TOOL_ERROR else "timed-out" for s in statuses)
+    paths = [r for k in keys for r in tests[k]["path_returns"]]
+    path_mean = float(np.mean(paths)) if paths else None
+    seeds = sorted({s for k in keys for s in tests[k]["path_seeds"]})
+    honest_mean, honest_source = _honest_from(ctx, seeds, honest)
+    reach = path_mean if path_mean is not None else t["mean_failed"]
+    severity = Severity.FAIL if honest_mean is not None and reach >= honest_mean else Severity.WARN
+    examples: list[int] = []
+    for k in sorted(keys, key=lambda k: adjusted[k]):
+        examples += [e for e in tests[k]["examples"] if e not in examples]
+    if "records" in t:
+        ctx.keep(t["records"][0])
+    evidence: dict[str, Any] = {
+        # Only timeouts set it off: the timeout incentive, seen one step later.
+        "behaviour": "timeout" if statuses == [TOOL_TIMEOUT] else "tool-failure", "reward_path": "env",
+        "condition": f"right after a {failed_words} `{tool}` call",
+        "p_value": t["p_value"], "p_holm_in_probe": float(adjusted[key]), "test": t["test"], "source": t["source"],
+        "tool": tool, "call": t["call_label"], "status": t["status"], "next_action": b,
+        "mean_reward_after_failed": t["mean_failed"], "mean_reward_after_ok": t["mean_ok"],
+        "diff": t["diff"], "diff_ci": t["diff_ci"], "effect_size": t["effect_size"],
+        "two_step_diff": t["two_step_diff"],
+        "n": t.get("n_pairs", min(t.get("n_failed", 0), t.get("n_ok", 0))),
+        "also_flagged": {f"{tests[k]['status']} -> {tests[k]['next_label']}": {"diff": tests[k]["diff"],
+                                                                              "p_value": tests[k]["p_value"]}
+                         for k in keys if k != key},
+        "conditioned_path_return": path_mean, "n_conditioned_paths": len(paths),
+        "honest_success_return": honest_mean, "honest_success_source": honest_source,
+    }
+    call = f"`{t['call_label']}`" if t["call_label"] not in (None, tool) else f"`{tool}`"
+    where = "fault injection, same seed and prefix" if t["source"] == "fault injection" else "exploration"
+    if path_mean is None:
+        tail = ""
+    elif severity == Severity.FAIL:
+        tail = (f"; the episode that does it earns {path_mean:.3g}, at least an honest success "
+                f"({honest_mean:.3g}), so a return-maximising agent waits for failures instead of doing the task")
+    else:
+        tail = (f"; the episode that does it earns {path_mean:.3g}" + (
+            f", less than an honest success ({honest_mean:.3g})"
+            if honest_mean is not None else ""))
+    b_words = WORDS.get(b, f"calling `{b}`")
+    ok_words = ("the same call works" if t["source"] == "fault injection"
+                else f"a working {call} call with the same progress before it")
+    return Finding(
+        code="failure-rewarded", severity=severity,
+        title=f"{b_words} right after a {failed_words} {call} call pays more than after a working one",
+        summary=(f"{b_words[0].upper()}{b_words[1:]} right after a {failed_words} {call} call pays "
+                 f"{t['mean_failed']:.3g}, against "
+                 f"{t['mean_ok']:.3g} right after {ok_words} ({where}, n={evidence['n']}){tail}."),
+        evidence=evidence, examples=examples[:4], fix=FIX.format(b=b, tool=tool, b_words=b_words))
+
+
+def group_hits(hits: list[tuple], tests: dict[tuple, dict]) -> dict[tuple[str, str], list[tuple]]:
+    """Hits by (tool, next action): one incentive whatever fault set it off."""
+    out: dict[tuple[str, str], list[tuple]] = {}
+    for k in hits:
+        out.setdefault((tests[k]["tool"], tests[k]["next_label"]), []).append(k)
+    return out
+

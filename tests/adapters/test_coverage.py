@@ -1,0 +1,79 @@
+"""Never a falsely clean report: a scan that could tell nothing apart says so at ``warn``.
+
+The env's grader pays 1 for one exact answer. Written as a free ``Text`` action with no catalogue,
+random strings never hit it, so every episode earns 0 and the scan has learned nothing; the same
+grader behind a ``Discrete`` catalogue (the answer and a wrong one) is explored and gets no such
+warning.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from envaudit.scan import run_scan
+
+ANSWER = "forty-two"
+
+
+class TextAnswerEnv(gym.Env):
+    """One turn: the action is the answer as free text."""
+
+    def __init__(self) -> None:
+        self.action_space = gym.spaces.Text(32)
+        self.observation_space = gym.spaces.Discrete(1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        right = action == ANSWER
+        return 0, float(right), True, False, {"success": right}
+
+
+class CatalogueAnswerEnv(TextAnswerEnv):
+    """The same grader, explored through a catalogue: 0 = the answer, 1 = a wrong one."""
+
+    action_labels = ("reference", "wrong")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action_space = gym.spaces.Discrete(2)
+
+    def step(self, action):
+        return super().step(ANSWER if int(action) == 0 else "forty-three")
+
+
+class ConstantEnv(CatalogueAnswerEnv):
+    """A grader that is not wired to the answer: every response earns 0.5."""
+
+    def step(self, action):
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, 0.5, terminated, truncated, info
+
+
+def _blind(report):
+    return [f for f in report.findings if f.evidence.get("behaviour") == "exploration" and f.probe == "explore"]
+
+
+def test_text_action_env_without_catalogue_gets_the_warn():
+    report = run_scan(TextAnswerEnv, env_id="text-answer", probes=["api", "exploits"], quick=True, seed=0)
+    [finding] = _blind(report)
+    assert str(finding.severity) == "warn"
+    assert "learned nothing" in finding.summary
+    assert any("free text" in r for r in finding.evidence["reasons"])
+    assert any("returned 0" in r for r in finding.evidence["reasons"])
+    assert finding.evidence["n_episodes"] == len(report.records.episodes)
+
+
+def test_the_same_grader_behind_a_catalogue_gets_no_warn():
+    report = run_scan(CatalogueAnswerEnv, env_id="catalogue-answer", probes=["api", "exploits"], quick=True, seed=0)
+    assert _blind(report) == []
+    assert report.records.episodes["success"].any()
+
+
+def test_constant_reward_across_every_strategy_gets_the_warn():
+    report = run_scan(ConstantEnv, env_id="constant", probes=["api", "exploits"], quick=True, seed=0)
+    [finding] = _blind(report)
+    assert finding.evidence["return"] == 0.5
+    assert not any("free text" in r for r in finding.evidence["reasons"])
