@@ -17,7 +17,9 @@ MIN_SAMPLES = 8
 
 def holm(pvalues: Sequence[float]) -> np.ndarray:
     """Holm–Bonferroni adjusted p-values (same order as given), capped at 1."""
-    p = np.asarray(pvalues, dtype=float)
+    # A test that could not be computed (NaN, e.g. Mann-Whitney on a NaN return) is no evidence:
+    # without this it sorted last and took the running maximum of the others, a small number.
+    p = np.nan_to_num(np.asarray(pvalues, dtype=float), nan=1.0)
     m = len(p)
     if m == 0:
         return p

@@ -1,0 +1,195 @@
+"""Mutation score per module: how many planted bugs do the module's own tests catch?
+
+Runs mutmut (``pip install -e '.[mutation]'``) on one module at a time with a bounded, targeted
+test selection (the tests that mirror the module), then prints killed / total and lists every
+surviving mutant with its diff. Target (issue 15): at least 85% killed on stats and the probes.
+
+    python benchmarks/mutation.py                         # envaudit/stats.py and envaudit/findings.py
+    python benchmarks/mutation.py stats                   # one module
+    python benchmarks/mutation.py probes/length.py        # a probe (minutes: its tests scan envs)
+    python benchmarks/mutation.py --all-probes            # every probe as well (long: a weekly job)
+    python benchmarks/mutation.py stats --tests-ref main  # the tests as they are on a git ref
+    python benchmarks/mutation.py length --only _farming  # only the mutants of some functions
+
+Why a staging folder: mutmut imports the mutated copy by the module path it derives from the
+file path, but the repository installs ``probes/`` as ``envaudit.probes`` (package-dir mapping).
+Each run therefore lays the package out as it is imported (``envaudit/``, ``envaudit/probes/``,
+``envaudit/envs/``) with ``tests/`` beside it under ``build/mutation/<module>/`` and runs
+mutmut there; the working tree is never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STAGING = ROOT / "build" / "mutation"
+CAUGHT = ("killed", "timeout")  # a mutant that hangs the tests is caught by their timeout
+PROBE_TESTS = {"pipeline": "tests/probes/test_pipeline_probe.py"}  # names that do not mirror
+
+
+@dataclass(frozen=True)
+class Target:
+    source: str        # path in the repository, e.g. probes/length.py
+    staged: str        # path in the import layout, e.g. envaudit/probes/length.py
+    tests: tuple[str, ...]  # glob patterns, relative to the repository root
+
+
+def target(name: str) -> Target:
+    """A module by short name (``stats``, ``findings``, ``length``) or path."""
+    path = name if name.endswith(".py") else None
+    if path is None:
+        path = f"envaudit/{name}.py" if (ROOT / "envaudit" / f"{name}.py").exists() else f"probes/{name}.py"
+    if not (ROOT / path).exists():
+        raise SystemExit(f"mutation: no module {name!r} (looked for {path}); expected a short name like "
+                         "stats, findings, length or a path like probes/length.py")
+    stem = Path(path).stem
+    if path.startswith("probes/"):
+        return Target(path, f"envaudit/probes/{stem}.py", (PROBE_TESTS.get(stem, f"tests/probes/test_{stem}.py"),))
+    if path.startswith("envs/"):
+        return Target(path, f"envaudit/envs/{stem}.py", (f"tests/envs/test_{stem}*.py",))
+    # envaudit/stats.py is tested by tests/test_stats.py, tests/test_stats_paired.py, ...
+    return Target(path, path, (f"tests/test_{stem}.py", f"tests/test_{stem}_*.py"))
+
+
+def stage(t: Target, folder: Path, tests_ref: str | None) -> list[str]:
+    """Lay out the package as it is imported, plus the tests; return the selected test files."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(ROOT / "envaudit", folder / "envaudit", ignore=ignore)
+    shutil.copytree(ROOT / "probes", folder / "envaudit" / "probes", ignore=ignore)
+    shutil.copytree(ROOT / "envs", folder / "envaudit" / "envs", ignore=ignore)
+    if tests_ref is None:
+        shutil.copytree(ROOT / "tests", folder / "tests", ignore=ignore)
+    else:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", tests_ref, "tests"],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    selected = sorted({str(p.relative_to(folder)) for pattern in t.tests for p in folder.glob(pattern)})
+    if not selected:
+        raise SystemExit(f"mutation: no tests match {', '.join(t.tests)} for {t.source}")
+    pytest_ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    lines = ["[tool.pytest.ini_options]"]
+    lines += [f"{k} = {_toml(v)}" for k, v in pytest_ini.items() if k != "testpaths"]
+    lines += ["", "[tool.mutmut]", 'source_paths = ["envaudit"]', f"only_mutate = {_toml([t.staged])}",
+              f"pytest_add_cli_args_test_selection = {_toml(selected)}",
+              'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]']
+    (folder / "pyproject.toml").write_text("\n".join(lines) + "\n")
+    return selected
+
+
+def _toml(value) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def mutmut(folder: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=folder, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+path, names = sys.argv[1], json.loads(sys.stdin.read())
+print(json.dumps({n: get_diff_for_mutant(n, path=path) for n in names}))
+"""
+
+
+def diffs(folder: Path, staged: str, names: list[str]) -> dict[str, str]:
+    """Each mutant's diff, from one process (``mutmut show`` per mutant costs a start-up each)."""
+    if not names:
+        return {}
+    done = subprocess.run([sys.executable, "-c", DIFFS, staged], cwd=folder, input=json.dumps(names),
+                          capture_output=True, text=True)
+    if done.returncode == 0:
+        return json.loads(done.stdout)
+    return {n: mutmut(folder, "show", n).stdout for n in names}  # mutmut's internals moved
+
+
+def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool, rerun: bool,
+          only: list[str]) -> dict:
+    folder = STAGING / re.sub(r"[^A-Za-z0-9]+", "-", f"{t.source}-{tests_ref or 'worktree'}").strip("-")
+    # mutmut matches mutant names with fnmatch: <module>.x_<function>__mutmut_<n> for a function
+    patterns = [f"*.x_{f}__mutmut_*" for f in only] + [f"*.x\u01c1*\u01c1{f}__mutmut_*" for f in only]
+    if rerun or not (folder / "mutants").exists():
+        stage(t, folder, tests_ref)
+        run = mutmut(folder, "run", "--max-children", str(max_children), *patterns)
+        if run.returncode != 0:
+            raise SystemExit(f"mutation: mutmut failed on {t.source} (exit {run.returncode}):\n"
+                             f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    selected = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args_test_selection"]
+    results = mutmut(folder, "results", "--all", "true")
+    statuses = dict(re.findall(r"^\s+(\S+): (.+)$", results.stdout, flags=re.M))
+    if only:
+        statuses = {k: v for k, v in statuses.items() if any(fnmatch.fnmatch(k, p) for p in patterns)}
+    if not statuses:
+        raise SystemExit(f"mutation: no mutmut results in {folder}:\n{results.stdout[-2000:]}{results.stderr[-2000:]}")
+    order = lambda k: (k.rsplit("__mutmut_", 1)[0], int(k.rsplit("_", 1)[1]))  # noqa: E731
+    survivors = sorted((k for k, v in statuses.items() if v not in CAUGHT), key=order)
+    # "no tests": no selected test reaches the function at all; counted per function, not diffed.
+    untested = Counter(_function(k) for k in survivors if statuses[k] == "no tests")
+    shown = [k for k in survivors if statuses[k] != "no tests"]
+    return {"module": t.source + (f" ({', '.join(only)})" if only else ""), "tests": selected, "total": len(statuses),
+            "killed": sum(v in CAUGHT for v in statuses.values()),
+            "survivors": {k: statuses[k] for k in shown}, "untested": dict(untested),
+            "diffs": diffs(folder, t.staged, shown) if show_diffs else {}}
+
+
+def _function(mutant: str) -> str:
+    """envaudit.stats.x_holm__mutmut_3 -> holm; a method's mutant names its class too."""
+    name = mutant.rsplit("__mutmut_", 1)[0].rsplit(".", 1)[1]
+    if name.startswith("x\u01c1"):  # mutmut writes a method as x<bar>Class<bar>method
+        return name[2:].replace("\u01c1", ".")
+    return name.removeprefix("x_")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modules", nargs="*", help="short names or paths (default: stats findings)")
+    parser.add_argument("--all-probes", action="store_true", help="add every probe in probes/")
+    parser.add_argument("--tests-ref", help="take tests/ from this git ref (e.g. main) to score older tests")
+    parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (default 2)")
+    parser.add_argument("--no-diffs", action="store_true", help="list surviving mutants without their diffs")
+    parser.add_argument("--only", nargs="+", default=[], metavar="FUNCTION",
+                        help="only the mutants of these functions (fnmatch patterns), to bound a long run")
+    parser.add_argument("--report-only", action="store_true",
+                        help="print the results of the last run in build/mutation/ without running again")
+    args = parser.parse_args()
+    names = args.modules or ([] if args.all_probes else ["stats", "findings"])
+    if args.all_probes:
+        names += [p.stem for p in sorted((ROOT / "probes").glob("*.py")) if p.stem != "__init__"]
+    rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
+                  args.only) for n in names]
+    for r in rows:
+        print(f"\n== {r['module']}  (tests: {' '.join(r['tests'])})")
+        for function, n in r["untested"].items():
+            print(f"  no tests   {function}: {n} mutants (no selected test calls it)")
+        for name, status in r["survivors"].items():
+            print(f"  {status:10} {name}")
+            for line in r["diffs"].get(name, "").splitlines():
+                if line[:1] in "+-" and line[:3] not in ("+++", "---"):
+                    print(f"      {line}")
+    print(f"\n{'module':32} {'killed':>7} {'total':>6} {'score':>7}")
+    for r in rows:
+        print(f"{r['module']:32} {r['killed']:7d} {r['total']:6d} {r['killed'] / max(r['total'], 1):7.1%}")
+
+
+if __name__ == "__main__":
+    main()
