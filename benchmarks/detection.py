@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> list[CaseResult]:
         for i, result in enumerate(iterator, 1):
             results.append(result)
             if args.progress:
-                mark = "FALSE ALARM" if result.false_alarm else ("hit" if result.hit else
-                                                                ("miss" if not result.clean else "quiet"))
+                mark = ("FALSE ALARM" if result.false_alarm else "hit" if result.hit
+                        else "miss" if not result.clean else "inconclusive" if result.inconclusive else "quiet")
                 print(f"[{i}/{len(work)} {time.perf_counter() - started:.0f}s] {result.name}: {mark} "
                       f"({result.scan_seconds:.1f}s)", file=sys.stderr, flush=True)
     finally:
@@ -94,8 +94,9 @@ def print_table(results: list[CaseResult], summary: Summary, args: argparse.Name
           f"codes at >= {TARGET_RECALL:.0%}: {codes_met}/{codes_seen}")
     if grouped:
         print(f"headline recall (a warn/fail group headed by an expected code): {summary.overall_headline_recall}")
-    print(f"false alarms (clean env with any warn/fail): envaudit {summary.false_alarms}, "
+    print(f"false alarms (clean env with a warn/fail incentive): envaudit {summary.false_alarms}, "
           f"check_env {summary.check_env_false_alarms}; target <= {TARGET_FALSE_ALARMS:.0%}")
+    print(f"inconclusive (clean env whose scan said it could tell nothing apart, at warn): {summary.inconclusive}")
     alarms = [r for r in results if r.false_alarm]
     if alarms:
         print()

@@ -37,28 +37,56 @@ def unexplorable(space: gym.Space) -> str | None:
     return None
 
 
-def coverage_findings(records: Records, action_space: gym.Space) -> list[Finding]:
-    """A ``warn`` when the scan's episodes could tell nothing apart; else nothing."""
+class ReturnTally:
+    """What every episode the scan ran earned — kept in the report or not (an oracle's runs, the
+    screening runs of scripted policies): count, lowest and highest return, reset seeds, successes."""
+
+    def __init__(self) -> None:
+        self.n, self.n_success = 0, 0
+        self.low, self.high = np.inf, -np.inf
+        self.seeds: set[int] = set()
+
+    def add(self, episodes) -> None:
+        if episodes.empty:
+            return
+        returns = episodes["return"].to_numpy(float)
+        returns = returns[np.isfinite(returns)]
+        if len(returns):
+            self.n += len(returns)
+            self.low, self.high = min(self.low, float(returns.min())), max(self.high, float(returns.max()))
+        self.n_success += int(episodes["success"].fillna(False).astype(bool).sum())
+        if len(self.seeds) < MIN_SEEDS:
+            self.seeds.update(int(s) for s in episodes["seed"].dropna().unique()[:MIN_SEEDS])
+
+    @property
+    def constant(self) -> bool:
+        return self.n >= MIN_EPISODES and len(self.seeds) >= MIN_SEEDS and self.low == self.high
+
+
+def coverage_findings(records: Records, action_space: gym.Space, tally: ReturnTally | None = None) -> list[Finding]:
+    """A ``warn`` when the scan's episodes could tell nothing apart; else nothing. ``tally`` counts
+    every episode the scan ran (default: the recorded ones)."""
     episodes = records.episodes
-    returns = episodes["return"].to_numpy(float) if not episodes.empty else np.array([])
-    returns = returns[np.isfinite(returns)]
+    if tally is None:
+        tally = ReturnTally()
+        tally.add(episodes)
     space_reason = unexplorable(action_space)
-    n_seeds = int(episodes["seed"].nunique()) if not episodes.empty else 0
-    constant = len(returns) >= MIN_EPISODES and n_seeds >= MIN_SEEDS and float(np.ptp(returns)) == 0.0
+    constant = tally.constant
     if space_reason is None and not constant:
         return []
     reasons = [r for r in (space_reason,) if r]
     if constant:
-        reasons.append(f"every one of the {len(returns)} recorded episodes (all probes, every strategy "
-                       f"tried) returned {returns[0]:.4g}")
-    n_success = int(episodes["success"].fillna(False).astype(bool).sum()) if not episodes.empty else 0
+        reasons.append(f"every one of the {tally.n} episodes the scan ran (all probes, every strategy "
+                       f"tried) returned {tally.low:.4g}")
+    returns = np.array([tally.low]) if constant else np.array([])
+    n_success = tally.n_success
     return [Finding(
         code="exploit-policy", severity=Severity.WARN, probe="explore",
         title="The scan could not tell any behaviour apart",
         summary=("Exploration learned nothing, so the absence of other findings does not mean the env "
                  "is clean: " + "; ".join(reasons) + "."),
         evidence={"behaviour": "exploration", "reward_path": "env", "reasons": reasons,
-                  "n_episodes": int(len(returns)),
+                  "n_episodes": int(tally.n),
                   "return": float(returns[0]) if constant else None,
                   "n_success": n_success, "action_space": repr(action_space)},
         examples=[int(e) for e in episodes["episode_id"].head(EXAMPLES)] if not episodes.empty else [],

@@ -139,6 +139,8 @@ class ProbeContext:
     stepping it, so one hanging env costs a few deadlines, not one per rollout."""
     skipped: list[dict[str, str]] = field(default_factory=list)
     """Work the safety cap cut (``{"probe", "skipped", "reason"}``); the report's ``incomplete``."""
+    tally: Any = None
+    """The scan's ``coverage.ReturnTally``: every episode ``run`` plays is counted there, kept or not."""
     _probe_env: gym.Env | None = None
 
     # -- randomness and time ------------------------------------------------------------------
@@ -217,6 +219,8 @@ class ProbeContext:
                                            tags={"probe": self.name, "policy": policy.name, **(tags or {})},
                                            deadline=self.deadline)
         self.hangs.extend(p for p in result.problems if p.kind == "hang")
+        if self.tally is not None:
+            self.tally.add(result.records.episodes)
         # The runner stops early for a hang, an env that cannot be made, or the cap.
         if result.stopped_early and not result.hung and not any(p.where == "make" for p in result.problems):
             done = len(result.records.episodes)

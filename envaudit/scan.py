@@ -23,7 +23,7 @@ import gymnasium as gym
 import pandas as pd
 
 from envaudit.config import ScanConfig
-from envaudit.coverage import coverage_findings
+from envaudit.coverage import ReturnTally, coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
 from envaudit.findings import Finding, Severity
@@ -171,6 +171,8 @@ def run_scan(
     ids = itertools.count()
     incomplete: list[dict[str, str]] = []
     exploration, problems = _explore(make_env, config, ids, deadline, incomplete)
+    tally = ReturnTally()  # every episode any probe runs, kept or not: the coverage check's view
+    tally.add(exploration.episodes)
     if exploration.episodes.empty and problems:
         # Nothing ran to the end of an episode: there is nothing to audit, only a broken env.
         first = problems[0]
@@ -194,7 +196,7 @@ def run_scan(
             continue
         ctx = ProbeContext(env_id=env_id, make_env=make_env, config=config, exploration=exploration,
                            exploration_problems=problems, pipeline=pipeline, name=probe.name,
-                           deadline=deadline, ids=ids, hangs=hangs)
+                           deadline=deadline, ids=ids, hangs=hangs, tally=tally)
         status, error, produced = _run_probe(probe, ctx)
         findings.extend(produced)
         kept.extend(ctx.kept)
@@ -208,7 +210,7 @@ def run_scan(
     # Probes may keep the same episodes twice (a replay kept by two analyses): one row each.
     records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
     records.steps = records.steps.drop_duplicates(["episode_id", "step"], keep="first").reset_index(drop=True)
-    findings += coverage_findings(records, action_space)  # never a falsely clean report
+    findings += coverage_findings(records, action_space, tally)  # never a falsely clean report
     # Grouped after Holm: a group's severity is its members' after correction.
     groups = group_findings(findings)
     return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),

@@ -60,8 +60,18 @@ class CaseResult:
     report groups its findings; what a user reads first."""
 
     @property
+    def incentive_flags(self) -> list[Flag]:
+        """Warn/fail findings that name an incentive; the scan's own "could tell nothing apart"
+        notice (behaviour ``exploration``) says the audit was inconclusive, not that the env is flawed."""
+        return [f for f in self.flags if f.behaviour != "exploration"]
+
+    @property
+    def inconclusive(self) -> bool:
+        return any(f.behaviour == "exploration" for f in self.flags)
+
+    @property
     def flagged_codes(self) -> set[str]:
-        return {f.code for f in self.flags}
+        return {f.code for f in self.incentive_flags}
 
     @property
     def hit(self) -> bool:
@@ -80,18 +90,19 @@ class CaseResult:
 
     @property
     def false_alarm(self) -> bool:
-        return self.clean and bool(self.flags)
+        return self.clean and bool(self.incentive_flags)
 
     @property
     def unexplained(self) -> list[Flag]:
         """Warn/fail findings on a flawed env that name neither its flaw nor a side effect of it."""
         allowed = set(self.expected) | set(self.tolerated)
-        return [f for f in self.flags if f.code not in allowed] if not self.clean else list(self.flags)
+        return [f for f in self.incentive_flags if f.code not in allowed] if not self.clean else self.incentive_flags
 
     def to_row(self) -> dict[str, Any]:
         row = {k: v for k, v in asdict(self).items() if k not in ("flags", "features")}
         row.update({f"f_{k}": v for k, v in self.features.items()})
         row.update(hit=self.hit, primary_hit=self.primary_hit, false_alarm=self.false_alarm,
+                   inconclusive=self.inconclusive,
                    flagged=";".join(sorted(f"{f.code}:{f.severity}:{f.probe}" for f in self.flags)),
                    unexplained=";".join(sorted({f.code for f in self.unexplained})),
                    expected=";".join(self.expected), tolerated=";".join(self.tolerated),
@@ -220,6 +231,8 @@ class Summary:
     check_env_by_kind: dict[str, Rate]
     false_alarms: Rate
     check_env_false_alarms: Rate
+    inconclusive: Rate
+    """Clean envs whose scan said it could tell nothing apart (no success, constant reward)."""
     overall_recall: Rate
     check_env_overall_recall: Rate
     headline_by_code: dict[str, Rate]
@@ -247,6 +260,7 @@ def summarise(results: Iterable[CaseResult]) -> Summary:
         check_env_by_kind={k: rate(rows, "check_env_detected") for k, rows in by_kind.items()},
         false_alarms=rate(clean, "false_alarm"),
         check_env_false_alarms=rate(clean, "check_env_detected"),
+        inconclusive=rate(clean, "inconclusive"),
         overall_recall=rate(flawed, "hit"),
         check_env_overall_recall=rate(flawed, "check_env_detected"),
         headline_by_code={c: rate(rows, "headline_hit") for c, rows in by_code.items()},
