@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 
-import pytest
 from scipy.stats import binom
 
 from envaudit.families import CODE_ORDER, flawed_case, make_cases
@@ -86,10 +85,6 @@ def test_planted_flaws_are_named_at_warn_or_fail_at_the_target_rate():
         + _describe([r for r in results if not r.hit]))
 
 
-@pytest.mark.xfail(strict=False, reason="issue 10: clean envs with step costs, quit actions, shaping and "
-                                        "rare success still get warn/fail findings (GRPO collapse to "
-                                        "quitting, stall policies, partial progress); other helpers are "
-                                        "fixing the probes")
 def test_clean_envs_get_no_warn_or_fail_at_the_target_rate():
     results = clean_results()
     summary = summarise(results)
