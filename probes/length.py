@@ -52,6 +52,7 @@ from envaudit.probes.timeouts import (
     returns_of,
     sample_size,
     split_enders,
+    typical_step_pay,
 )
 from envaudit.protocol import ERROR, FAILURE, SUCCESS, TIMEOUT
 from envaudit.rollout import Policy
@@ -209,8 +210,8 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
     # The regression slope mixes the usual step cost with rarer penalties (Taxi: -1 per move, -10
     # per illegal pickup), so say what a typical step pays and what the slope adds up to.
     steps = ctx.exploration.steps
-    middle = steps.loc[~(steps["terminated"] | steps["truncated"]), "reward"].to_numpy(float)
-    typical = float(np.median(middle)) if len(middle) else coef["estimate"]
+    typical = typical_step_pay(steps)
+    typical = coef["estimate"] if typical is None else typical
     evidence["typical_step_reward"] = typical
     return Finding(
         CODE, Severity.INFO, "A step cost shortens episodes",

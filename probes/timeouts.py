@@ -152,6 +152,13 @@ def final_share(steps: pd.DataFrame, episode_ids: Sequence[int]) -> float | None
     return last / total if abs(total) > 1e-12 else None
 
 
+def typical_step_pay(steps: pd.DataFrame) -> float | None:
+    """What a typical step pays: the median reward of steps that end nothing — the per-step cost
+    every step pays (progress and penalties are the exception, not the median); None without any."""
+    middle = steps.loc[~(steps["terminated"].astype(bool) | steps["truncated"].astype(bool)), "reward"]
+    return float(np.median(middle.to_numpy(float))) if len(middle) else None
+
+
 def fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
