@@ -3,6 +3,7 @@
 from envaudit.config import ScanConfig
 from envaudit.faults import FaultInjector, inject_faults
 from envaudit.findings import Finding, Severity
+from envaudit.grouping import FindingGroup, group_findings
 from envaudit.pipeline import Pipeline, group_advantages
 from envaudit.probe import Probe, ProbeContext
 from envaudit.recording import AuditWrapper, Recorder, Records, wrap
@@ -14,6 +15,7 @@ __all__ = [
     "AuditWrapper",
     "FaultInjector",
     "Finding",
+    "FindingGroup",
     "Pipeline",
     "Policy",
     "Probe",
@@ -32,6 +34,7 @@ __all__ = [
     "Transition",
     "group_advantages",
     "inject_faults",
+    "group_findings",
     "load_report",
     "wrap",
 ]
