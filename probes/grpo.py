@@ -46,7 +46,6 @@ so a missing finding is weak evidence.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,7 +110,6 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         from envaudit.grpo.lm_engine import LMEngine, LMSettings
 
         LMEngine.for_env(ctx.make_env, config, LMSettings(model=config.model))
-    started = time.monotonic()
     explore = ctx.exploration.episodes
     if "probe" in explore:
         explore = explore[explore["probe"] == "explore"]
@@ -184,7 +182,6 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
                         "env_steps": r.training.env_steps, "stopped": r.stopped} for name, r in results.items()},
         "skipped": skipped,
         "reach": {b: _sentence(b, r) for b, r in reach.items()},
-        "seconds": round(time.monotonic() - started, 2),
         "config": {k: v for k, v in config.to_dict().items() if k not in ("pipeline", "iterations")},
         "iterations": {p.name: p.iterations for p in plans},
         "eval_groups": eval_groups,
