@@ -55,13 +55,18 @@ from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
 from envaudit.grouping import episodes_behaviour
 from envaudit.grpo.config import GRPOConfig
-from envaudit.grpo.lessons import MIN_EFFECT, Honest, run_findings, typical_trajectory
+from envaudit.grpo.lessons import (
+    MIN_EFFECT,
+    Honest,
+    ending_premium_in_run,
+    run_findings,
+    typical_trajectory,
+)
 from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
 from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
 from envaudit.grpo.trainer import with_advantages
 from envaudit.grpo.verdicts import delayed_success
 from envaudit.probe import Probe, ProbeContext, cap_reason
-from envaudit.probes.timeouts import ending_premium
 from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.recording import EPISODE_COLUMNS, Records
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
@@ -422,10 +427,7 @@ def _timeout_ending(ctx, result: SearchResult | None, r: dict, ladder: dict) -> 
     ending (``timeouts.ending_premium``)? None when the run's steps are not at hand."""
     if result is None or result.evaluation.steps.empty:
         return None
-    explored = ctx.exploration
-    failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE, "episode_id"]
-    steps = pd.concat([explored.steps, result.evaluation.steps], ignore_index=True)
-    return ending_premium(ctx, r["episode_ids"], steps, failures, ladder["scale"], ctx.rng("target", "ending"))
+    return ending_premium_in_run(ctx, result, r["episode_ids"], ladder["scale"], ctx.rng("target", "ending"))
 
 
 probe = Probe(

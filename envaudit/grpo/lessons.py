@@ -364,19 +364,27 @@ def _learned_timeouts(ctx, result: SearchResult, d: dict, v: Verdict) -> list[Fi
     return []
 
 
-def _timeout_ending_pays(ctx, result: SearchResult) -> dict:
-    """Does the ending of the trained policy's timed-out, unsuccessful episodes pay more than an honest
-    failure's ending in exploration (``timeouts.ending_premium``, the check the timeouts probe makes)?"""
-    from envaudit.probes.timeouts import ending_premium, unsuccessful_timeouts
+def ending_premium_in_run(ctx, result: SearchResult, episode_ids, scale: float, rng) -> dict:
+    """Does the ending of these episodes of a GRPO run pay more than an honest failure's ending in
+    exploration (``timeouts.ending_premium``, the check the timeouts probe makes)?"""
+    from envaudit.probes.timeouts import ending_premium
 
     explored = ctx.exploration
-    failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE]
-    timed_out = result.episodes[unsuccessful_timeouts(result.episodes)]
-    successes = explored.episodes.loc[explored.episodes["outcome"] == SUCCESS, "return"].to_numpy(float)
-    scale = reward_scale(successes, failures["return"].to_numpy(float), timed_out["return"].to_numpy(float))
+    failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE, "episode_id"]
     steps = pd.concat([explored.steps, result.evaluation.steps], ignore_index=True)
-    return ending_premium(ctx, timed_out["episode_id"], steps, failures["episode_id"], scale,
-                          ctx.rng(result.mode, "timeout-ending"))
+    return ending_premium(ctx, episode_ids, steps, failures, scale, rng)
+
+
+def _timeout_ending_pays(ctx, result: SearchResult) -> dict:
+    """``ending_premium_in_run`` for the trained policy's timed-out, unsuccessful episodes."""
+    from envaudit.probes.timeouts import unsuccessful_timeouts
+
+    explored = ctx.exploration.episodes
+    timed_out = result.episodes[unsuccessful_timeouts(result.episodes)]
+    scale = reward_scale(explored.loc[explored["outcome"] == SUCCESS, "return"].to_numpy(float),
+                         explored.loc[explored["outcome"] == FAILURE, "return"].to_numpy(float),
+                         timed_out["return"].to_numpy(float))
+    return ending_premium_in_run(ctx, result, timed_out["episode_id"], scale, ctx.rng(result.mode, "timeout-ending"))
 
 
 def _failure_shortcut(ctx, result: SearchResult, d: dict, v: Verdict, before: pd.DataFrame, honest: Honest,
