@@ -8,8 +8,10 @@ one-line message that names the fix, never a traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
 import difflib
 import json
+import os
 import signal
 import sys
 import threading
@@ -214,6 +216,8 @@ _INTERRUPTED = threading.Event()
 
 
 def _on_sigint(signum, frame) -> None:
+    if _INTERRUPTED.is_set():
+        return  # a second Ctrl-C (or a signal forwarded twice) must not break the clean-up of the first
     _INTERRUPTED.set()
     raise KeyboardInterrupt
 
@@ -286,5 +290,27 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGINT, previous)
 
 
+def run() -> None:
+    """The ``envaudit`` command: ``main`` and then leave without finalizing the interpreter.
+
+    An interrupted scan abandons its probe on a daemon thread that may be inside torch; Python's
+    finalization then ends that thread with a forced unwind through native frames, and the process
+    aborts ("terminate called without an active exception", rc -6) after the report folder was
+    already cleaned up. Exit handlers still run and both streams are flushed; nothing is left to
+    write at this point (report folders are renamed into place whole or not at all).
+    """
+    try:
+        code = main()
+    except KeyboardInterrupt:  # landed after main's own handler was removed
+        code = 130
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -54,6 +55,9 @@ class DeadlineWorker:
     def _start(self) -> queue.SimpleQueue:
         jobs: queue.SimpleQueue = queue.SimpleQueue()
         threading.Thread(target=_serve, args=(jobs,), name=self._name, daemon=True).start()
+        # A worker dropped without close() (a runner that went out of scope) ends its thread too;
+        # the thread holds only the queue, so the worker can be collected.
+        weakref.finalize(self, jobs.put, None)
         self._jobs = jobs
         return jobs
 

@@ -104,6 +104,36 @@ def test_a_real_sigint_to_the_command(tmp_path):
         assert proc.returncode in (0, 1) and (tmp_path / "out" / "report.json").exists(), (proc.returncode, err)
 
 
+# Runs ``envaudit`` with GRPO's training thread made to raise SIGINT and then keep doing torch work:
+# the interrupted process must still leave by exit code 130, not abort while finalizing under a
+# daemon thread inside native code ("terminate called without an active exception", rc -6).
+BUSY_IN_TORCH = """
+import os, signal, sys
+import torch
+import envaudit.grpo.trainer as trainer
+from envaudit.cli import run
+
+def interrupt_then_keep_training(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGINT)
+    x = torch.randn(256, 256)
+    while True:
+        x = torch.tanh(x @ x)
+
+trainer.with_advantages = interrupt_then_keep_training
+sys.argv = ["envaudit", "scan", sys.argv[1], "--quick", "--probes", "grpo", "--out", "out", "--no-progress"]
+run()
+"""
+
+
+def test_sigint_while_a_probe_thread_is_inside_torch(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", BUSY_IN_TORCH, ENV], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr[-2000:])
+    assert "interrupted" in proc.stderr and "terminate called" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_out_reuse_needs_force_and_replaces_whole(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(ROOT))
