@@ -1,0 +1,56 @@
+"""The generic schema of a logged training run, the contract between readers and analyses.
+
+Every reader (the generic JSONL/Parquet/CSV reader and one per trainer's rollout dump) returns a
+``LoggedRun``: an episode table with the columns of ``EPISODE_COLUMNS`` and, where the log has
+per-step data, a step table with ``STEP_COLUMNS``. A column the log does not have is absent from
+the frame (never filled with a guess); ``missing`` names it and ``notes`` say what was mapped from
+what, so every analysis that needs an absent column says so in the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+END_REASONS = ("terminated", "truncated", "timeout", "error")
+"""Values of ``end_reason``: the env ended the episode; a turn/step limit cut it; a wall-clock
+timeout cut it; the env or a tool crashed."""
+
+EPISODE_COLUMNS: dict[str, str] = {
+    "episode_id": "unique id of the logged rollout (int or str)",
+    "group_id": "the GRPO group (same prompt/task and reset) the rollout belongs to",
+    "iteration": "training iteration (step) at which the rollout was generated, int",
+    "return": "the reward the trainer used for the rollout, float",
+    "length": "number of turns/steps (or response tokens where a trainer logs no turns), int",
+    "end_reason": "one of END_REASONS",
+    "success": "the task's correctness signal, bool; may be missing (never derived from reward)",
+}
+REQUIRED_EPISODE_COLUMNS = ("episode_id", "iteration", "return")
+"""Without these nothing can be analysed; the others unlock analyses one by one."""
+
+STEP_COLUMNS: dict[str, str] = {
+    "episode_id": "the episode the step belongs to",
+    "step": "0-based index of the step within the episode, int",
+    "reward": "reward of the step, float",
+    "action": "what the agent did (text or an id)",
+    "tool_name": "the tool called at this step, or missing",
+    "tool_status": "ok / error / timeout for a tool call, or missing",
+    "latency_s": "seconds the step (tool call) took, float",
+}
+OPTIONAL_EPISODE_COLUMNS = ("seed", "prompt", "response", "task")
+"""Kept when present: replay (``--env``) needs ``seed`` and the step actions; the others are shown
+in examples."""
+
+
+@dataclass
+class LoggedRun:
+    """A logged run in the generic schema. ``source`` names the reader (``generic``, ``verl``...)."""
+
+    episodes: pd.DataFrame
+    steps: pd.DataFrame | None
+    source: str
+    notes: list[str] = field(default_factory=list)
+    """What was mapped from what, and anything dropped, in the user's terms (shown in the report)."""
+    missing: list[str] = field(default_factory=list)
+    """Columns of the schema the log did not provide."""
