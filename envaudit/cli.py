@@ -72,6 +72,8 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--probes", help="Comma-separated probe names (default: all; `envaudit probes` lists them).")
     scan.add_argument("--engine", choices=("torch", "vllm"), help=helps["engine"])
     scan.add_argument("--model", help=helps["model"])
+    scan.add_argument("--max-new-tokens", type=int, help=helps["max_new_tokens"])
+    scan.add_argument("--max-model-len", type=int, help=helps["max_model_len"])
     scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
