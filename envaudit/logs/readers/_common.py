@@ -26,9 +26,9 @@ CORRECTNESS_NAMES = ("success", "correct", "is_correct", "acc", "accuracy", "pas
 """Field names that state a task's correctness. ``success`` is only ever read from one of these (or
 the field the user names): a reward is never turned into a success flag."""
 
-SNIFF_BYTES = 1 << 16
-"""How much of a file sniffing reads: enough for the first record of any dump seen in the wild
-(a verl line holds a whole prompt and response), never the whole file."""
+SNIFF_LINE_BYTES = 64 << 20
+"""The most sniffing reads of a file: its first line, up to this many bytes. A rollout line holds a
+whole prompt and response (prime-rl's: every node's token ids too), so it can run to megabytes."""
 
 
 def as_path(path: str | os.PathLike) -> Path:
@@ -55,21 +55,19 @@ def find_files(path: Path, pattern: str, what: str, hint: str) -> list[Path]:
 
 
 def first_line(path: Path) -> str:
-    """The first non-empty line of a text file, read from at most ``SNIFF_BYTES`` bytes."""
+    """The first non-empty line of a text file (at most ``SNIFF_LINE_BYTES`` of it)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
+            while True:
+                line = f.readline(SNIFF_LINE_BYTES)
+                if not line or line.strip():
+                    return line.decode("utf-8", "replace")
     except OSError:
         return ""
-    for line in head.decode("utf-8", "replace").splitlines():
-        if line.strip():
-            return line
-    return ""
 
 
 def first_record(path: Path) -> dict | None:
-    """The first JSON object of a JSONL file, or ``None`` when it does not parse (sniffing only:
-    a record longer than ``SNIFF_BYTES`` counts as not recognised)."""
+    """The first JSON object of a JSONL file, or ``None`` when it does not parse (sniffing only)."""
     try:
         record = json.loads(first_line(path))
     except ValueError:
@@ -129,8 +127,13 @@ def read_wandb_table(path: Path) -> pd.DataFrame:
 
 
 def wandb_table_columns(path: Path) -> list | None:
-    """The column names of a W&B table file, without reading its rows (sniffing only)."""
-    head = first_line(path)
+    """The column names of a W&B table file, without reading its rows (sniffing only): the SDK
+    writes ``columns`` first, so the file's head holds them."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16).decode("utf-8", "replace")
+    except OSError:
+        return None
     match = re.match(r'\s*\{\s*"columns"\s*:\s*(\[[^\]]*\])', head)
     if not match:
         return None

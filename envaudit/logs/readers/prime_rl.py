@@ -161,7 +161,8 @@ def read(path: str | os.PathLike, *, kind: str = "train", subset: str = "all",
                                  "_metrics": {}, "task": task, "response": ""})
                 continue
             for index, trace in enumerate(traces):
-                eid = record["id"] if len(traces) == 1 else f"{record['id']}/{trace['agent'].get('name', 'agent')}/{index}"
+                agent = trace["agent"].get("name", "agent")
+                eid = record["id"] if len(traces) == 1 else f"{record['id']}/{agent}/{index}"
                 turns = _turns(trace)
                 metrics = trace.get("metrics") or {}
                 metric_names.update(metrics)

@@ -110,7 +110,8 @@ def read(path: str | os.PathLike) -> LoggedRun:
     source = table["data_source"] if "data_source" in table.columns else pd.Series([""] * len(table))
     episodes = pd.DataFrame({
         "episode_id": table["_id"],
-        "group_id": [_common.group_key(i, d, p) for i, d, p in zip(table["_iteration"], source, table["input_prompt"])],
+        "group_id": [_common.group_key(i, d, p)
+                     for i, d, p in zip(table["_iteration"], source, table["input_prompt"], strict=True)],
         "iteration": table["_iteration"],
         "return": table["score"].map(_score),
     })

@@ -104,7 +104,8 @@ def read(path: str | os.PathLike, *, reward_columns: Sequence[str] | None = None
         frame = _read(file)
         absent = [c for c in FIELDS if c not in frame.columns]
         if absent:
-            raise UsageError(f"{file} has no {', '.join(absent)} column (it has: {', '.join(map(str, frame.columns))}); "
+            have = ", ".join(map(str, frame.columns))
+            raise UsageError(f"{file} has no {', '.join(absent)} column (it has: {have}); "
                              "this is not a TRL completions table: pass the --format of the trainer that wrote it")
         body = frame.drop(columns="step").reset_index(drop=True)
         if previous is not None and body.equals(previous):
@@ -136,7 +137,7 @@ def read(path: str | os.PathLike, *, reward_columns: Sequence[str] | None = None
         notes.append(f"{unscorable} completions had no reward from any function: return NaN")
     episodes = pd.DataFrame({
         "episode_id": table["_id"],
-        "group_id": [_common.group_key(s, p) for s, p in zip(table["step"], table["prompt"])],
+        "group_id": [_common.group_key(s, p) for s, p in zip(table["step"], table["prompt"], strict=True)],
         "iteration": table["step"],
         "return": total,
     })

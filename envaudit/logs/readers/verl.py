@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import re
+
 import numpy as np
 import pandas as pd
 
@@ -77,7 +78,7 @@ def read(path: str | os.PathLike, *, success_field: str | None = None) -> Logged
              "iteration <- step; group_id <- step + input (same prompt text in the same step: verl dumps no uid)"]
     episodes = pd.DataFrame({
         "episode_id": table["_id"],
-        "group_id": [_common.group_key(s, p) for s, p in zip(table["step"], table["input"])],
+        "group_id": [_common.group_key(s, p) for s, p in zip(table["step"], table["input"], strict=True)],
         "iteration": table["step"],
     })
     score = table["score"].map(_common.finite_or_nan)
@@ -91,8 +92,9 @@ def read(path: str | os.PathLike, *, success_field: str | None = None) -> Logged
         notes.append("return <- score + overlong_reward (the DAPO overlong penalty is part of the trained reward)")
     else:
         episodes["return"] = score
+        penalty = ", the DAPO overlong penalty included" if "overlong_reward" in table.columns else ""
         notes.append("return <- score (the summed token-level score: the trained reward before any KL-in-reward "
-                     "penalty" + (", the DAPO overlong penalty included)" if "overlong_reward" in table.columns else ")"))
+                     f"penalty{penalty})")
     extra = [c for c in table.columns if c not in ("_id", "input", "output", "gts", "score", "step")]
     field = _common.pick_correctness_field(extra, success_field)
     if field is None:
