@@ -155,6 +155,13 @@ def test_prime_rl_all_subset_maps_turns_end_reasons_metrics_and_steps():
 def test_prime_rl_effective_subset_is_only_what_was_trained_on():
     run = READERS["prime-rl"].read(DATA / "prime-rl" / "rollouts", subset="effective")
     assert _rows(run, "episode_id") == ["e1", "e2"]
+    with pytest.raises(UsageError, match="holds no eval/all/traces.jsonl"):
+        READERS["prime-rl"].read(DATA / "prime-rl" / "rollouts", kind="eval")
+
+
+def test_success_field_must_name_a_field_of_the_log():
+    with pytest.raises(UsageError, match="success_field='solved' is not in the log; fields there: .*correct"):
+        READERS["prime-rl"].read(DATA / "prime-rl" / "rollouts", success_field="solved")
 
 
 # ---------------------------------------------------------------- OpenRLHF

@@ -142,6 +142,9 @@ def read(path: str | os.PathLike, *, kind: str = "train", subset: str = "all",
         folder_step = _folder_step(file.resolve())
         for lineno, record in _common.read_jsonl(file):
             _common.require(record, FIELDS, f"{file}:{lineno}", NAME)
+            if not isinstance(record["task"], dict) or not isinstance(record.get("traces", []), list):
+                raise UsageError(f"{file}:{lineno}: 'task' is not an object or 'traces' not a list; this is not a "
+                                 "verifiers episode record (Episode.to_record)")
             work = (record.get("run") or {}).get("work") or {}
             iteration = work.get("step", folder_step)
             if iteration is None:
