@@ -185,7 +185,7 @@ def pick_correctness_field(candidates: Iterable[str], success_field: str | None)
     return next((n for n in CORRECTNESS_NAMES if n in names), None)
 
 
-def finite_or_nan(value: Any) -> float:
+def number_or_nan(value: Any) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):

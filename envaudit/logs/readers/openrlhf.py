@@ -79,7 +79,7 @@ def read(path: str | os.PathLike) -> LoggedRun:
     episodes = pd.DataFrame({
         "episode_id": [f"step{s}" for s in table["global_step"]],
         "iteration": table["global_step"],
-        "return": table["reward"].map(_common.finite_or_nan),
+        "return": table["reward"].map(_common.number_or_nan),
         "prompt": table["text"].astype(str),
     })
     notes = [f"read {len(table)} logged samples (one per training step, steps {table['global_step'].min()}.."

@@ -78,8 +78,8 @@ def _iteration(file: Path) -> int | None:
 
 def _score(value) -> float:
     if isinstance(value, list):  # per-token rewards: the trajectory's reward is their sum
-        return float(sum(_common.finite_or_nan(v) for v in value))
-    return _common.finite_or_nan(value)
+        return float(sum(_common.number_or_nan(v) for v in value))
+    return _common.number_or_nan(value)
 
 
 def read(path: str | os.PathLike) -> LoggedRun:

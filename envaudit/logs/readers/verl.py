@@ -81,8 +81,8 @@ def read(path: str | os.PathLike, *, success_field: str | None = None) -> Logged
         "group_id": [_common.group_key(s, p) for s, p in zip(table["step"], table["input"], strict=True)],
         "iteration": table["step"],
     })
-    score = table["score"].map(_common.finite_or_nan)
-    overlong = table["overlong_reward"].map(_common.finite_or_nan).fillna(0.0) \
+    score = table["score"].map(_common.number_or_nan)
+    overlong = table["overlong_reward"].map(_common.number_or_nan).fillna(0.0) \
         if "overlong_reward" in table.columns else pd.Series(0.0, index=table.index)
     bare = _bare_score_acc(table, score, overlong)
     if "overlong_reward" in table.columns and not bare:
