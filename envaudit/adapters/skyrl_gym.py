@@ -239,7 +239,7 @@ class SkyRLGymEnv(CatalogueEnv):
         super().__init__(self.profile.labels(), max_steps=self.turn_cap)
         self.adapter_info.update({
             "package": "skyrl-gym", "version": package_version("skyrl-gym"), "env": name,
-            "env_class": str(spec.entry_point), "tasks": str(Path(tasks).resolve()), "rows": len(self.rows),
+            "env_class": str(spec.entry_point), "tasks": str(tasks), "rows": len(self.rows),
             "env_config": {k: repr(v) for k, v in options.items()},
             "max_turns": self.turn_limit,
             "success": self.profile.success_rule,

@@ -112,6 +112,53 @@ def test_text2sql_answers_are_graded_by_its_row_comparison():
     assert (broken["outcome"] == "failure").all() and (broken["return"] == -1.0).all()
 
 
+def test_aime_success_is_its_acc_verdict(tmp_path):
+    # aime grades the last 'Answer: X' line and pays 1 or -1; its verdict is metadata["acc"].
+    rows = tmp_path / "aime.jsonl"
+    rows.write_text("".join(json.dumps({"prompt": [{"role": "user", "content": f"What is {n} + {n}?"}],
+                                        "env_class": "aime", "reward_model": {"ground_truth": str(2 * n)}}) + "\n"
+                            for n in (7, 21)))
+    options = {"tasks": str(rows)}
+    ref = _run("aime", options, ["reference"], seeds=[0, 1]).episodes
+    assert (ref["outcome"] == "success").all() and (ref["return"] == 1.0).all()
+    wrong = _run("aime", options, ["wrong_1"], seeds=[0, 1]).episodes
+    assert (wrong["outcome"] == "failure").all() and (wrong["return"] == -1.0).all()
+
+
+def test_a_users_registered_env_gets_the_generic_profile(tmp_path):
+    import skyrl_gym
+    from skyrl_gym.envs.base_text_env import BaseTextEnv
+
+    class Chatty(BaseTextEnv):
+        """A user's env: ends only when answered right, reports its verdict as metadata["correct"],
+        pays 0.5 for a reply with a digit and None for anything else."""
+
+        def __init__(self, env_config=None, extras=None):
+            super().__init__()
+            self.answer = extras["reward_spec"]["ground_truth"]
+
+        def step(self, action):
+            self.turns += 1
+            correct = action.strip() == self.answer
+            return {"observations": [{"role": "user", "content": "again"}], "done": correct,
+                    "reward": 0.5 if any(c.isdigit() for c in action) else None, "metadata": {"correct": correct}}
+
+    rows = tmp_path / "chatty.jsonl"
+    rows.write_text(json.dumps({"prompt": [{"role": "user", "content": "Say 12."}], "env_class": "envaudit-chatty",
+                                "reward_spec": {"ground_truth": "12"}}) + "\n")
+    skyrl_gym.register(id="envaudit-chatty", entry_point=Chatty)
+    try:
+        options = {"tasks": str(rows), "turn_cap": 4}
+        ref = _run("envaudit-chatty", options, ["reference"], seeds=[0]).episodes
+        assert list(ref["outcome"]) == ["success"] and list(ref["return"]) == [0.5]
+        # It never ends by itself: the adapter's cap truncates it; a None reward counts as 0.
+        stall = _run("envaudit-chatty", options, ["empty"], seeds=[0]).episodes
+        assert list(stall["end_reason"]) == ["truncated"] and list(stall["length"]) == [4]
+        assert list(stall["return"]) == [0.0]
+    finally:
+        skyrl_gym.envs.registration.deregister("envaudit-chatty")
+
+
 def test_a_seed_replays_its_row_and_each_reset_makes_a_fresh_env():
     env = _env("gsm8k", {"tasks": GSM8K})
     first, info = env.reset(seed=13)
