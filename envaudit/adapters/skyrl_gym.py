@@ -54,6 +54,9 @@ TAKES_TASKS = True
 flag generate their own and refuse the option."""
 DEFAULT_TURN_CAP = 50
 """Agent turns after which the adapter truncates an env that never says ``done`` by itself."""
+CHECKED_ROWS = 1000
+"""Rows ``check`` builds an env for before the scan (the env's own asserts, a missing database); a
+bad row further down a large dataset surfaces as an env error when a reset picks it."""
 TASKS_HINT = ("give the dataset rows with --tasks rows.jsonl (or --env-arg tasks=PATH; JSONL, a JSON "
               "list or Parquet, in SkyRL's format: prompt, env_class, reward_spec, extra_info)")
 
@@ -174,7 +177,7 @@ def check(name: str, tasks: Any = None, turn_cap: Any = DEFAULT_TURN_CAP, **opti
         raise UsageError(f"--tasks {tasks}: its rows are for env_class {', '.join(classes)}, not {name!r}; "
                          f"scan skyrl-gym:{classes[0]} or give rows for {name}")
     config = _env_config(options)
-    for number, row in enumerate(rows):  # the env's own checks (asserts, a missing database) on every row
+    for number, row in enumerate(rows[:CHECKED_ROWS]):  # the env's own checks: asserts, a missing database
         try:
             inner, prompt = _make_inner(name, config, row)
             inner.init(prompt)

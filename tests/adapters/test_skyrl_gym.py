@@ -252,3 +252,10 @@ def test_other_usage_errors(capsys):
     pytest.importorskip("reasoning_gym")
     assert main(["scan", "reasoning-gym:leg_counting", "--tasks", GSM8K, "--no-progress"]) == 2
     assert "takes no --tasks" in capsys.readouterr().err
+
+
+def test_run_scan_env_args_belong_to_a_spec_string():
+    from envaudit.errors import UsageError
+
+    with pytest.raises(UsageError, match="functools.partial"):
+        run_scan(lambda: _env("gsm8k", {"tasks": GSM8K}), env_args={"tasks": GSM8K}, quick=True)
