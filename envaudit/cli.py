@@ -181,6 +181,8 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
         target, env_id = args.env, None
         env_args = _env_args(args.env_args)
         if args.tasks is not None:
+            if env_args.get("tasks", args.tasks) != args.tasks:
+                raise UsageError(f"--tasks {args.tasks} and --env-arg tasks={env_args['tasks']} disagree; give one")
             env_args["tasks"] = args.tasks
         if env_args:  # options reach the env through its factory, resolved here
             from envaudit.resolve import resolve_env

@@ -169,7 +169,8 @@ def sql_strategies(gold: str, prompt: str, last: str | None) -> list[Strategy]:
 
     Wrong answers are queries that run but return other rows (no rows at all; the gold query's
     row count); the partial answer drops the gold query's WHERE condition (else keeps its first
-    row); hedges put two queries in one solution and two solutions in one reply.
+    row); hedges put two queries in one solution and two solutions in one reply. The bare query
+    (``unformatted``) and the empty reply end nothing: text2sql answers them as invalid tool calls.
     """
     query = _query(gold)
     wrong = [f"SELECT * FROM ({query}) WHERE 0", f"SELECT COUNT(*) FROM ({query})"]

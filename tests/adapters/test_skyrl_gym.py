@@ -249,6 +249,8 @@ def test_other_usage_errors(capsys):
     assert "did you mean 'gsm8k'" in capsys.readouterr().err
     assert main(["scan", "skyrl-gym:gsm8k", "--tasks", "no/such/rows.jsonl", "--no-progress"]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert main(["scan", "skyrl-gym:gsm8k", "--tasks", GSM8K, "--env-arg", f"tasks={MULTI}", "--no-progress"]) == 2
+    assert "disagree" in capsys.readouterr().err
     pytest.importorskip("reasoning_gym")
     assert main(["scan", "reasoning-gym:leg_counting", "--tasks", GSM8K, "--no-progress"]) == 2
     assert "takes no --tasks" in capsys.readouterr().err
