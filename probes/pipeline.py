@@ -358,7 +358,18 @@ def _error_note(ctx: ProbeContext, eps: pd.DataFrame) -> dict[str, Any]:
                                  "on purpose is measured by the failure probes"}
 
 
-def run(ctx: ProbeContext) -> list[Finding]:
+def observed_reach(ctx: ProbeContext, eps: pd.DataFrame) -> dict[str, Any]:
+    """Whether the agent causes timeouts, from the recorded episodes alone (no stall runs): what
+    ``envaudit logs`` knows of a logged run, whose policy either timed out or did not."""
+    rate = float((eps["outcome"] == TIMEOUT).mean()) if len(eps) else 0.0
+    n = int((eps["outcome"] == TIMEOUT).sum())
+    return {"exploration_timeouts": n, "exploration_rate": rate, "stall_action": None, "stall_rate": 0.0,
+            "stall_episodes": 0, "stall_returns": [], "stall_examples": [], "tried": [], "by_stall": False,
+            "reachable": n > 0}
+
+
+def run(ctx: ProbeContext, *, reach_of=reach) -> list[Finding]:
+    """``reach_of``: how timeouts are shown reachable (stall runs by default; ``observed_reach`` on logs)."""
     episodes = ctx.exploration.episodes
     if episodes.empty:
         ctx.notes["skipped"] = "no exploration episodes"
@@ -368,7 +379,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
     pipelines = [("configured", pipeline)] + ([] if _same_as_keep(pipeline) else [("keep", KEEP)])
     special = treats_specially(pipeline, TIMEOUT)
     can_test = bool((eps["outcome"] == FAILURE).any())
-    reachable = reach(ctx, eps) if special and can_test else None
+    reachable = reach_of(ctx, eps) if special and can_test else None
     target, source = _target_returns(eps, TIMEOUT, reachable["stall_returns"] if reachable else [])
 
     rows, tests, per_groups = [], {}, {}
