@@ -118,7 +118,8 @@ def start_iteration(iterations: np.ndarray, values: np.ndarray, weights: np.ndar
         sxy = ((x - xm[:, None]) * (y - ym) * w).sum(1)
         with np.errstate(invalid="ignore", divide="ignore"):
             b = np.where(sxx > 0, sxy / sxx, 0.0)
-        ok = b > 0 if rising else b < 0
+        tiny = 1e-9 * (float(np.abs(y).max()) + 1.0)  # a flat series leaves only float noise in b
+        ok = b > tiny if rising else b < -tiny
         if not ok.any():
             continue
         sse = ((y - ym) ** 2 * w).sum() - np.where(sxx > 0, b * sxy, 0.0)

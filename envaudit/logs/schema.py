@@ -73,7 +73,7 @@ def check_run(run: LoggedRun) -> LoggedRun:
             f"--map YOUR_COLUMN={absent[0]}")
     if eps["episode_id"].duplicated().any():
         dup = eps.loc[eps["episode_id"].duplicated(), "episode_id"].iloc[0]
-        raise LogSchemaError(f"episode_id {dup!r} appears more than once in the {run.source} log; "
+        raise LogSchemaError(f"episode_id {dup} appears more than once in the {run.source} log; "
                              "episode ids must be unique (map a unique column with --map COLUMN=episode_id)")
     if "end_reason" in eps.columns:
         bad = sorted(set(eps["end_reason"].dropna().astype(str)) - set(END_REASONS))

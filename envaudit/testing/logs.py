@@ -128,3 +128,26 @@ def write_log(run: LoggedRun, folder, *, kind: str = "jsonl") -> tuple[str, str]
 
 
 __all__ = ["Drift", "generate_log", "write_log"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m envaudit.testing.logs OUT [--env ID] [--drift stall|give_up|none] [--start N]``:
+    write a generated log (``episodes.jsonl`` and ``steps.jsonl``) into OUT."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m envaudit.testing.logs", description=main.__doc__)
+    parser.add_argument("out")
+    parser.add_argument("--env", default="envaudit/FlakySearch-v0")
+    parser.add_argument("--drift", choices=BEHAVIOURS, default="stall")
+    parser.add_argument("--start", type=int, default=8)
+    parser.add_argument("--iterations", type=int, default=24)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kind", choices=("jsonl", "parquet", "csv"), default="jsonl")
+    args = parser.parse_args(argv)
+    run = generate_log(args.env, drift=Drift(args.drift, start=args.start), iterations=args.iterations, seed=args.seed)
+    write_log(run, args.out, kind=args.kind)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

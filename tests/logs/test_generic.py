@@ -32,12 +32,12 @@ def test_every_format_reads_the_same_run(small_run, tmp_path, kind):
 
 
 def test_map_renames_log_columns_onto_the_schema(small_run, tmp_path):
-    eps = small_run.episodes.rename(columns={"return": "score", "iteration": "global_step"})
+    eps = small_run.episodes.rename(columns={"return": "score", "group_id": "prompt_uid"})
     path = tmp_path / "rollouts.jsonl"
     eps.drop(columns=["mode"]).to_json(path, orient="records", lines=True)
     with pytest.raises(LogSchemaError, match=r"no return column.*--map YOUR_COLUMN=return"):
         generic.read(path)
-    run = generic.read(path, mapping=generic.parse_mapping(["score=return", "global_step=iteration"]))
+    run = generic.read(path, mapping=generic.parse_mapping(["score=return", "prompt_uid=group_id"]))
     assert run.episodes["return"].sum() == pytest.approx(small_run.episodes["return"].sum())
     assert "score -> return" in run.notes
     assert "steps" not in run.missing and run.steps is None
