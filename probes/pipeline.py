@@ -87,13 +87,16 @@ def _groups(episodes: pd.DataFrame) -> pd.DataFrame:
 
 def effective_advantages(eps: pd.DataFrame, pipeline: Pipeline) -> pd.DataFrame:
     """Per episode: the advantage the policy gradient sees under ``pipeline`` (0 when not trained)."""
-    parts = []
-    for _, g in eps.groupby("_group", sort=True):
-        ga = group_advantages(g["_return"].to_numpy(), list(g["outcome"]), pipeline)
-        parts.append(pd.DataFrame({"episode_id": g["episode_id"].to_numpy(), "_group": g["_group"].to_numpy(),
-                                   "outcome": g["outcome"].to_numpy(), "return": g["_return"].to_numpy(),
-                                   "advantage": ga.advantages, "trained": ga.trained}))
-    return pd.concat(parts, ignore_index=True)
+    # Arrays split at group boundaries, one frame at the end: a logged run has thousands of groups.
+    eps = eps.sort_values(["_group", "episode_id"], kind="stable")
+    keys, returns, outcomes = eps["_group"].to_numpy(), eps["_return"].to_numpy(float), eps["outcome"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, int)
+    advantage, trained = np.zeros(len(keys)), np.zeros(len(keys), dtype=bool)
+    for a, b in zip(starts, np.r_[starts[1:], len(keys)], strict=True):
+        ga = group_advantages(returns[a:b], list(outcomes[a:b]), pipeline)
+        advantage[a:b], trained[a:b] = ga.advantages, ga.trained
+    return pd.DataFrame({"episode_id": eps["episode_id"].to_numpy(), "_group": keys, "outcome": outcomes,
+                         "return": returns, "advantage": advantage, "trained": trained})
 
 
 def _cluster_mean_ci(values: np.ndarray, groups: np.ndarray, rng: np.random.Generator,

@@ -102,7 +102,8 @@ def length(ctx: ProbeContext, converted: Converted) -> list[Finding]:
         success = eps.loc[eps["outcome"] == SUCCESS, "return"].to_numpy(float)
         failure = eps.loc[eps["outcome"] == FAILURE, "return"].to_numpy(float)
         margin = MIN_EFFECT * reward_scale(success, failure)
-        d = delayed_success({"logged": eps}, ctx.rng("delay"), margin=margin, alpha=ctx.config.alpha)
+        d = delayed_success({"logged": _with_late_successes(eps)}, ctx.rng("delay"), margin=margin,
+                            alpha=ctx.config.alpha)
         ctx.notes["delayed_success"] = {k: v for k, v in d.items() if k != "examples"}
         if d["holds"]:
             test, fast = d["test"], d["fastest"]
@@ -119,6 +120,15 @@ def length(ctx: ProbeContext, converted: Converted) -> list[Finding]:
                 fix="Pay for the outcome once: no per-attempt or per-step credit that a successful episode "
                     "keeps collecting before it succeeds.", probe="length"))
     return found
+
+
+def _with_late_successes(eps: pd.DataFrame) -> pd.DataFrame:
+    """The successes of the (iteration, group, failed calls) sets where some success came later than
+    the fastest: the only sets ``delayed_success`` can pair (the others it passes over one by one)."""
+    wins = eps[eps["outcome"] == SUCCESS]
+    key = [wins["iteration"], wins["group"], wins["n_tool_errors"] + wins["n_tool_timeouts"]]
+    spread = wins.groupby(key)["length"].transform(lambda x: x.max() > x.min())
+    return wins[spread.astype(bool).to_numpy()]
 
 
 def intent(ctx: ProbeContext, converted: Converted) -> list[Finding]:
