@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pandas as pd
+
 from envaudit.findings import Finding, Severity
 from envaudit.grpo.verdicts import delayed_success
 from envaudit.logs.records import Converted, NeedsEnv
