@@ -46,7 +46,7 @@ def read_log(paths: Sequence[str | os.PathLike], *, fmt: str = "auto", mapping: 
         if fmt == "generic":
             return generic.read(paths, **options)
         reader = _trainer_reader(paths[0], None if fmt == "auto" else fmt)
-        if reader is None:
+        if reader is None or getattr(reader, "NAME", None) == generic.NAME:
             return generic.read(paths, **options)
         return reader.read(paths[0] if len(paths) == 1 else list(paths), **options)
     except LogSchemaError as exc:
@@ -61,7 +61,12 @@ def _trainer_reader(path: str | os.PathLike, name: str | None):
         if name is not None:
             raise UsageError(f"--format {name}: the trainer readers are not installed in this envaudit") from None
         return None
-    return reader_for(path, name)
+    try:
+        return reader_for(path, name)
+    except (LookupError, ValueError) as exc:
+        if name is None:  # auto: no trainer's reader recognises the file, so it is the generic schema
+            return None
+        raise UsageError(f"--format {name}: {exc}") from None
 
 
 def run_logs(run: LoggedRun, config: ScanConfig | None = None, *, env: str | Callable | None = None,
