@@ -13,7 +13,7 @@ from envaudit.testing.logs import Drift, generate_log, write_log
 @pytest.fixture(scope="module")
 def drifting_log(tmp_path_factory):
     folder = tmp_path_factory.mktemp("log")
-    return write_log(generate_log(drift=Drift("stall", start=8), iterations=24), folder, kind="jsonl")
+    return write_log(generate_log(drift=Drift("stall", start=4), iterations=16, groups=16), folder, kind="jsonl")
 
 
 def test_a_drifting_log_under_drop_fails_on_warn(drifting_log, tmp_path):
@@ -26,9 +26,8 @@ def test_a_drifting_log_under_drop_fails_on_warn(drifting_log, tmp_path):
     assert "learned-exploit" in codes and data["groups"][0]["behaviour"] == "timeout"
     assert (out / "report.html").exists() and (out / "grpo_curves.png").exists()
     assert (out / "grpo_curves.parquet").exists() and (out / "episodes.parquet").exists()
-    # The same folder again: refused without --force, replaced with it.
+    # The same folder again: refused without --force (before any work).
     assert main(["logs", *drifting_log, "--out", str(out), "--no-progress"]) == 2
-    assert main(["logs", *drifting_log, "--out", str(out), "--force", "--no-progress"]) == 0
 
 
 def test_usage_errors_exit_2(drifting_log, tmp_path, capsys):
@@ -50,3 +49,5 @@ def test_missing_columns_are_named_in_the_report(drifting_log, tmp_path):
     reasons = {p["name"]: p["error"] for p in data["probes"]}
     assert "success" in reasons["timeouts"] and "steps" in reasons["failures"]
     assert "success" in data["exploration"]["missing"]
+    # Replaced with --force; under keep nothing here reaches warn.
+    assert main(["logs", str(path), "--out", str(out), "--force", "--fail-on", "warn", "--no-progress"]) == 0
