@@ -44,7 +44,7 @@ def _needs(converted: Converted, *columns: str) -> list[str]:
             "steps": converted.has_steps, "steps.tool_status": converted.has_tool_status,
             "steps.reward": converted.has_steps and converted.records.steps["reward"].notna().all(),
             "steps.action": converted.has_steps and converted.records.steps["action"].notna().all(),
-            "group_id": converted.records.episodes["group"].notna().all()}
+            "group_id": converted.records.episodes["group"].notna().all(), "length": converted.has_length}
     return [c for c in columns if not have[c]]
 
 
@@ -176,7 +176,7 @@ def intent(ctx: ProbeContext, converted: Converted) -> list[Finding]:
 ANALYSES: dict[str, tuple[Callable[[ProbeContext, Converted], list[Finding]], tuple[str, ...]]] = {
     "timeouts": (timeouts, ("end_reason", "success")),
     "pipeline": (pipeline, ("end_reason", "success", "group_id")),
-    "length": (length, ()),
+    "length": (length, ("length",)),
     "intent": (intent, ("success", "steps", "steps.action")),
     "failures": (failures, ("steps", "steps.tool_status", "steps.reward")),
 }

@@ -161,8 +161,13 @@ def analyse(ctx: ProbeContext, converted: Converted, table: pd.DataFrame, notes:
     d = drift(before, before_steps if converted.has_steps else pd.DataFrame(),
               after, after_steps if converted.has_steps else pd.DataFrame(), training, ctx.rng("drift"),
               pipeline=ctx.pipeline, alpha=ctx.config.alpha, labels=labels)
-    if not converted.has_tool_status:
-        d["moves"] = [m for m in d["moves"] if m.key != "failure"]
+    for ok, column, what in ((converted.has_tool_status, "steps.tool_status", "failure"),
+                             (converted.has_length, "length", "length"),
+                             (converted.has_end_reason, "end_reason", "timeout"),
+                             (converted.has_steps, "steps.action", "takeover")):
+        if not ok:  # a column the log lacks reads as constant: its move is not tested, and says so
+            d["moves"] = [m for m in d["moves"] if m.key != what]
+            notes.append(f"drift: no {column} column, so {what} moves were not tested")
     summary = {"before_iterations": [int(first[0]), int(first[-1])], "after_iterations": [int(last[0]), int(last[-1])],
                "moves": [{"behaviour": m.behaviour, "before": m.before, "after": m.after, "p_value": m.p_value,
                           "exploit": m.exploit, "why": m.why} for m in d["moves"]],

@@ -58,6 +58,8 @@ class Converted:
     has_steps: bool
     labels: list[str] | None
     """The logged actions' names when actions are text (their integer codes index this list)."""
+    has_length: bool = True
+    """``length`` was logged, or counted from the step table."""
 
 
 def to_records(run: LoggedRun) -> Converted:
@@ -120,7 +122,8 @@ def to_records(run: LoggedRun) -> Converted:
     eps["n_injected"] = np.zeros(n, np.int64)
     order = [*RECORD_EPISODES, *[c for c in eps.columns if c not in RECORD_EPISODES]]
     records = Records(steps if steps is not None else pd.DataFrame(columns=RECORD_STEPS), eps[order])
-    return Converted(records, has_success, has_end, has_status, steps is not None, labels)
+    return Converted(records, has_success, has_end, has_status, steps is not None, labels,
+                     has_length="length" in src or steps is not None)
 
 
 MAX_ANALYSED = 2000
@@ -150,7 +153,7 @@ def sample_groups(converted: Converted, seed: int, limit: int = MAX_ANALYSED) ->
     note = (f"the probes' statistics read a seeded sample of {len(kept)} of the {len(eps)} logged episodes "
             f"(whole groups; at most {limit}); the curves read every episode")
     return Converted(Records(steps, kept), converted.has_success, converted.has_end_reason,
-                     converted.has_tool_status, converted.has_steps, converted.labels), note
+                     converted.has_tool_status, converted.has_steps, converted.labels, converted.has_length), note
 
 
 def _steps(run: LoggedRun, logged_ids: pd.Series, ids: np.ndarray,
