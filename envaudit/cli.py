@@ -84,6 +84,7 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--tasks", metavar="PATH",
                       help="Task rows for an adapter whose tasks you supply (skyrl-gym: SkyRL dataset rows, "
                            "JSONL or Parquet); the same as --env-arg tasks=PATH.")
+    _add_logs_parser(sub, helps)
     sub.add_parser("probes", help="list the registered probes")
     report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
     report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
@@ -93,6 +94,68 @@ def _build_parser() -> argparse.ArgumentParser:
     diff.add_argument("new", metavar="NEW", help="report folder of the env after the change")
     diff.add_argument("--force", action="store_true", help="compare reports of different envs anyway")
     return parser
+
+
+def _add_logs_parser(sub, helps: dict[str, str]) -> None:
+    from envaudit.logs.audit import FORMATS
+
+    logs = sub.add_parser("logs", help="audit a training run from its logged rollouts and write a report folder",
+                          epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    logs.add_argument("paths", metavar="PATH", nargs="+",
+                      help="the rollout log: an episode table (JSONL, Parquet or CSV) and optionally its step "
+                           "table, a folder holding episodes.* and steps.*, or a trainer's rollout dump")
+    logs.add_argument("--format", dest="log_format", choices=FORMATS, default="auto",
+                      help="who wrote the log (default auto: the trainer reader that recognises it, else generic)")
+    logs.add_argument("--map", dest="mapping", action="append", default=[], metavar="LOG_COLUMN=SCHEMA_COLUMN",
+                      help="read a log column as a schema column (repeatable), e.g. --map score=return")
+    logs.add_argument("--steps", help="the step table, when not given as the second PATH")
+    logs.add_argument("--env", dest="replay_env", metavar="ENV",
+                      help="replay the logged episodes against this env (same seeds, same actions)")
+    for flag, dest in (("--seed", "seed"), ("--alpha", "alpha"), ("--timeout-penalty", "timeout_penalty")):
+        logs.add_argument(flag, dest=dest, type=int if dest == "seed" else float, help=helps[dest])
+    logs.add_argument("--pipeline", metavar="PRESET", help=f"{helps['pipeline']} Presets: {', '.join(_preset_names())}.")
+    logs.add_argument("--timeout-handling", choices=HANDLINGS, help=helps["timeout_handling"])
+    logs.add_argument("--out", help=helps["out"])
+    logs.add_argument("--force", action="store_true", help="Replace the report folder at --out if it already holds a report.")
+    logs.add_argument("--fail-on", choices=FAIL_ON, help=helps["fail_on"])
+    logs.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
+    logs.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
+    logs.set_defaults(probes=None)
+
+
+def _logs(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from envaudit.logs.audit import default_out_dir, read_log, run_logs
+    from envaudit.logs.generic import parse_mapping
+    from envaudit.logs.schema import LogSchemaError
+
+    config = _config(args)
+    try:
+        config.rollout_pipeline()
+        mapping = parse_mapping(args.mapping)
+    except (ValueError, LogSchemaError) as exc:
+        raise UsageError(str(exc)) from None
+    if config.out is not None:
+        _check_out(Path(config.out), args.force)
+    run = read_log(args.paths, fmt=args.log_format, mapping=mapping, steps=args.steps)
+    label = Path(args.paths[0]).stem or Path(args.paths[0]).name
+    show = not args.no_progress and err.is_terminal
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not show) as bar:
+        task = bar.add_task("reading", total=1.0)
+        report = run_logs(run, config, env=args.replay_env, label=label,
+                          progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
+    _raise_if_interrupted()
+    try:
+        folder = report.write(config.out or default_out_dir(label), replace=args.force)
+    except FileExistsError as exc:
+        raise UsageError(str(exc)) from None
+    console.print(report)
+    console.print(f"report written to {folder}/")
+    if report.broken:
+        return 3
+    if report.reaches(config.fail_severity):
+        return 1
+    return 4 if report.incomplete else 0
 
 
 def _version() -> str:
@@ -289,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args, console)
         if args.command == "diff":
             return _diff(args, console)
+        if args.command == "logs":
+            return _logs(args, console, err)
         return _scan(args, console, err)
     except UsageError as exc:
         print(f"envaudit: error: {exc}", file=sys.stderr)
