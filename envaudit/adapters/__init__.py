@@ -1,7 +1,7 @@
 """Adapters for the LLM-RL environment ecosystems, resolved by a prefix of the scan target.
 
 ``envaudit scan reasoning-gym:leg_counting``, ``textarena:GuessTheNumber-v0``,
-``gem:game:GuessTheNumber-v0-easy``: the part before the first ``:`` names the ecosystem, the rest
+``gem:game:GuessTheNumber-v0-easy``, ``verifiers:my_env.py``: the part before the first ``:`` names the ecosystem, the rest
 is the ecosystem's own id. Options reach the adapter as keyword arguments (``--env-arg KEY=VALUE``
 on the command line). Each adapter module imports its ecosystem lazily, so a missing package is a
 ``UsageError`` naming the extra to install, not an ImportError at ``import envaudit``.
@@ -23,6 +23,7 @@ ADAPTERS: dict[str, str] = {
     "reasoning-gym": "envaudit.adapters.reasoning_gym",
     "textarena": "envaudit.adapters.textarena",
     "gem": "envaudit.adapters.gem",
+    "verifiers": "envaudit.adapters.verifiers",
 }
 """Prefix -> module. A module exposes ``make(target, **env_args) -> gymnasium.Env`` and
 ``check(target, **env_args)`` (validates the id and the options without building an env)."""
@@ -77,6 +78,7 @@ _EXAMPLES = {
     "reasoning-gym": "reasoning-gym:leg_counting",
     "textarena": "textarena:GuessTheNumber-v0",
     "gem": "gem:game:GuessTheNumber-v0-easy",
+    "verifiers": "verifiers:my_env.py",
 }
 
 __all__ = ["ADAPTERS", "package_version", "prefix_of", "require", "resolve_adapter"]
