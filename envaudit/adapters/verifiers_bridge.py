@@ -152,7 +152,8 @@ class BridgeHarness(vf.Harness[BridgeHarnessConfig]):
 
                 spec = {"mcpServers": {n: {"url": u, "timeout": self.config.tool_timeout} for n, u in mcp_urls.items()}}
                 tools, dispatch, servers = await connect_mcp(spec, stack)
-            http = await stack.enter_async_context(httpx.AsyncClient(timeout=None))
+            # One loopback client per bridge: building one per launch loads a CA bundle each time.
+            http = bridge.http if bridge is not None else await stack.enter_async_context(httpx.AsyncClient(timeout=None))
             while True:
                 body: dict[str, Any] = {"model": ctx.model, "messages": messages}
                 if tools:
@@ -253,6 +254,7 @@ class EpisodeBridge:
 
     async def _build(self, build_env: Any, max_turns: int | None) -> Any:
         env = build_env(lambda config: patched_config(config, self.id, max_turns))
+        self.http = httpx.AsyncClient(timeout=None)
         ready: asyncio.Future = self._loop.create_future()
         self._closing = asyncio.Event()
         self._served = asyncio.ensure_future(self._serve(env, ready))
@@ -270,6 +272,7 @@ class EpisodeBridge:
                 server.clients[CLIENT.model_dump_json()] = self.client
                 ready.set_result(None)
                 await self._closing.wait()
+                await self.http.aclose()
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc)
