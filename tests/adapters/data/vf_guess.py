@@ -1,8 +1,8 @@
 """A multi-turn verifiers env exposing ``load_environment(**kwargs)``, written with verifiers'
 public classes for envaudit's tests (``Env.run`` drives the agent through ``interaction.turn``).
 
-Guess a number in 1..``max_number``; after each wrong guess the env answers "higher" or "lower".
-The seat's ``max_turns`` (default 4) ends the exchange (verifiers' stop condition ``max_turns``,
+Guess a number in 1..``max_number`` (default 8); after each wrong guess the env answers "higher" or "lower".
+The seat's ``max_turns`` (``turns``, default 4) ends the exchange (verifiers' stop condition ``max_turns``,
 a truncation). Rewards: ``correct`` is 1 for the right guess, else 0, and nothing else pays: a
 clean env by construction (no timeout or step payoff, no partial credit).
 """
@@ -19,14 +19,17 @@ class GuessTask(vf.Task[GuessData, vf.State, vf.TaskConfig]):
     pass
 
 
-class GuessTaskset(vf.Taskset[GuessTask, vf.TasksetConfig]):
-    max_number = 8
+class GuessConfig(vf.TasksetConfig):
+    max_number: int = 8
 
+
+class GuessTaskset(vf.Taskset[GuessTask, GuessConfig]):
     def load(self):
+        top = self.config.max_number
         for i in range(16):
-            target = (5 * i + 3) % self.max_number + 1
+            target = (5 * i + 3) % top + 1
             yield GuessTask(GuessData(
-                prompt=f"Guess my number between 1 and {self.max_number}. Answer as \\boxed{{N}}.",
+                prompt=f"Guess my number between 1 and {top}. Answer as \\boxed{{N}}.",
                 answer=str(target)), self.config.task)
 
 
@@ -49,14 +52,11 @@ class GuessEnv(vf.Env[GuessEnvConfig]):
         interaction.trace.record_reward("correct", 1.0 if won else 0.0)
 
 
-def load_environment(max_turns: int = 4):
-    import sys
-
-    module = sys.modules[__name__]
+def load_environment(max_number: int = 8, turns: int = 4):
     # verifiers' loader finds a taskset by module id; this file is imported under its own name.
-    config = GuessEnvConfig(taskset=vf.TasksetConfig(id=module.__name__),
-                            player=vf.AgentConfig(max_turns=max_turns))
+    config = GuessEnvConfig(taskset=GuessConfig(id=__name__, max_number=max_number),
+                            player=vf.AgentConfig(max_turns=turns))
     return GuessEnv(config)
 
 
-__all__ = ["GuessData", "GuessEnv", "GuessTask", "GuessTaskset", "load_environment"]
+__all__ = ["GuessConfig", "GuessData", "GuessEnv", "GuessTask", "GuessTaskset", "load_environment"]
