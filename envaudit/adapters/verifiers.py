@@ -34,7 +34,7 @@ Tasks are the first ``size`` tasks of the env's own taskset (default 100); the r
 one (``seed mod size``). The catalogue per task: the reference answer (the task data's ``answer``,
 or ``--env-arg answer_field=NAME``), formatted wrong answers, unformatted, empty, echo, hedged, the
 reference with trailing text and a partial answer; in tool envs also a valid, a failing (unknown
-tool), a malformed and a repeated tool call. Multi-turn envs get delaying from the length probe,
+tool), a malformed and a repeated tool call (the last one that worked). Multi-turn envs get delaying from the length probe,
 which puts wrong attempts before the reference.
 """
 
@@ -339,8 +339,6 @@ class VerifiersEnv(CatalogueEnv):
     def _step_text(self, text: str):
         self._turn += 1
         calls = self.bridge_calls(text)
-        if calls:
-            self._last_call = text
         self.bridge.act(text)
         event = self.bridge.next_event()
         if hasattr(event, "messages"):
@@ -349,6 +347,8 @@ class VerifiersEnv(CatalogueEnv):
             if calls and event.tool_statuses:
                 worst = next((s for s in event.tool_statuses if s["status"] != "ok"), event.tool_statuses[0])
                 info["tool"] = {k: worst[k] for k in ("name", "status", "error") if k in worst}
+                if worst["status"] == "ok":
+                    self._last_call = text  # what 'tool_repeat' plays: the last call that worked
             if self._turn >= self.turn_cap:
                 self.bridge.abandon()
                 info.update(success=False, end="turn_cap")

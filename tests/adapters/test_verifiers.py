@@ -11,6 +11,8 @@ the interception server, the trace, ``max_turns``, ``@vf.reward`` scoring -- is 
   number 0.
 - ``vf_guess.py`` (``load_environment``, multi-turn ``Env.run``): guess 1..8 with higher/lower
   hints; ``correct`` is 1 on the right guess; the seat's ``max_turns`` (4) ends the exchange.
+- ``vf_lookup.py`` (a tool env): an MCP ``Toolset`` with ``lookup(key)`` (raises on an empty key),
+  served by verifiers' own ``ServerBase._serve`` in a thread (verifiers would build it with uv).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from envaudit.scan import run_scan  # noqa: E402
 DATA = Path(__file__).parent / "data"
 SUMS = str(DATA / "vf_sums.py")
 GUESS = str(DATA / "vf_guess.py")
+LOOKUP = str(DATA / "vf_lookup.py")
 
 
 def _run(path: str, labels: list[str], seeds, **options):
@@ -147,3 +150,35 @@ def test_usage_errors_exit_2(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "verifiers.v1", None)
     assert main(["scan", f"verifiers:{SUMS}", "--quick", "--no-progress"]) == 2
     assert "pip install 'envaudit-rl[verifiers]'" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def lookup_url(tmp_path_factory):
+    from envaudit.adapters.verifiers import _import
+
+    return _import(LOOKUP).serve_in_thread(tmp_path_factory.mktemp("mcp"))
+
+
+def test_tool_calls_carry_the_status_the_harness_saw(lookup_url):
+    labels = ["tool_valid", "tool_failing", "tool_malformed", "tool_repeat", "reference"]
+    records = _run(LOOKUP, labels, range(3), tools_url=lookup_url)
+    steps = records.steps
+    # valid: an existing tool, well-formed arguments ("test" is no key: the tool answers, ok);
+    # failing: a tool the env does not have; malformed: arguments that are not JSON; repeat: the
+    # last well-formed call again; the reference answer then ends the episode with success.
+    for step, status in enumerate(["ok", "error", "error", "ok"]):
+        assert set(steps.loc[steps["step"] == step, "tool_status"]) == {status}
+    assert steps.loc[steps["step"] == 4, "tool_status"].isna().all()
+    assert (records.episodes["outcome"] == "success").all() and (records.episodes["length"] == 5).all()
+    env = VerifiersEnv(LOOKUP, tools_url=lookup_url, size=10)
+    try:
+        env.reset(seed=3)
+        assert env.tool_env and env.action_labels[-4:] == ("tool_valid", "tool_failing", "tool_malformed", "tool_repeat")
+        name = env.candidates()["tool_valid"].split('"name": "')[1].split('"')[0]
+        # A tool that raises is an MCP error result: status error, the episode goes on.
+        obs, reward, terminated, truncated, info = env.step(
+            '<tool_call>{"name": "%s", "arguments": {"key": ""}}</tool_call>' % name)
+        assert info["tool"]["status"] == "error" and "must not be empty" in obs
+        assert not (terminated or truncated)
+    finally:
+        env.close()
