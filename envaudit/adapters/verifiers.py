@@ -167,7 +167,7 @@ def _builder(target: str, kwargs: Mapping[str, Any]):
 
 
 def check(target: str, **options: Any) -> None:
-    _split(options)
+    """Validate the options and import MODULE (a typo is a usage error before any rollout)."""
     _builder(target, _split(options)[1])
 
 

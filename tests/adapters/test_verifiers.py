@@ -177,7 +177,7 @@ def test_tool_calls_carry_the_status_the_harness_saw(lookup_url):
         name = env.candidates()["tool_valid"].split('"name": "')[1].split('"')[0]
         # A tool that raises is an MCP error result: status error, the episode goes on.
         obs, reward, terminated, truncated, info = env.step(
-            '<tool_call>{"name": "%s", "arguments": {"key": ""}}</tool_call>' % name)
+            '<tool_call>{"name": "' + name + '", "arguments": {"key": ""}}</tool_call>')
         assert info["tool"]["status"] == "error" and "must not be empty" in obs
         assert not (terminated or truncated)
     finally:
