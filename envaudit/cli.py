@@ -54,7 +54,8 @@ def _build_parser() -> argparse.ArgumentParser:
     scan = sub.add_parser("scan", help="scan an env and write a report folder", epilog=EXIT_CODES,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, a module exposing make_env(), "
-                      "or an ecosystem target: reasoning-gym:DATASET, textarena:ENV_ID, gem:ENV_ID")
+                      "or an ecosystem target: reasoning-gym:DATASET, textarena:ENV_ID, gem:ENV_ID, "
+                      "skyrl-gym:ENV (with --tasks)")
     scan.add_argument("--seed", type=int, help=helps["seed"])
     scan.add_argument("--episodes", type=int, help=helps["episodes"])
     scan.add_argument("--group-size", type=int, help=helps["group_size"])
@@ -72,12 +73,17 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--probes", help="Comma-separated probe names (default: all; `envaudit probes` lists them).")
     scan.add_argument("--engine", choices=("torch", "vllm"), help=helps["engine"])
     scan.add_argument("--model", help=helps["model"])
+    scan.add_argument("--max-new-tokens", type=int, help=helps["max_new_tokens"])
+    scan.add_argument("--max-model-len", type=int, help=helps["max_model_len"])
     scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
     scan.add_argument("--env-arg", dest="env_args", action="append", default=[], metavar="KEY=VALUE",
                       help="An option for the env's adapter or factory (repeatable); VALUE is read as "
                            "JSON when it parses (5, true, [1,2]), else as text.")
+    scan.add_argument("--tasks", metavar="PATH",
+                      help="Task rows for an adapter whose tasks you supply (skyrl-gym: SkyRL dataset rows, "
+                           "JSONL or Parquet); the same as --env-arg tasks=PATH.")
     sub.add_parser("probes", help="list the registered probes")
     report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
     report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
@@ -175,10 +181,15 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
                   console=err, transient=True, disable=not show) as bar:
         task = bar.add_task("starting", total=1.0)
         target, env_id = args.env, None
-        if args.env_args:  # options reach the env through its factory, resolved here
+        env_args = _env_args(args.env_args)
+        if args.tasks is not None:
+            if env_args.get("tasks", args.tasks) != args.tasks:
+                raise UsageError(f"--tasks {args.tasks} and --env-arg tasks={env_args['tasks']} disagree; give one")
+            env_args["tasks"] = args.tasks
+        if env_args:  # options reach the env through its factory, resolved here
             from envaudit.resolve import resolve_env
 
-            env_id, target = resolve_env(args.env, _env_args(args.env_args))
+            env_id, target = resolve_env(args.env, env_args)
         report = run_scan(target, config, env_id=env_id,
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
     _raise_if_interrupted()

@@ -23,10 +23,13 @@ ADAPTERS: dict[str, str] = {
     "reasoning-gym": "envaudit.adapters.reasoning_gym",
     "textarena": "envaudit.adapters.textarena",
     "gem": "envaudit.adapters.gem",
+    "skyrl-gym": "envaudit.adapters.skyrl_gym",
     "verifiers": "envaudit.adapters.verifiers",
 }
 """Prefix -> module. A module exposes ``make(target, **env_args) -> gymnasium.Env`` and
-``check(target, **env_args)`` (validates the id and the options without building an env)."""
+``check(target, **env_args)`` (validates the id and the options without building an env). A module
+whose tasks are rows the user supplies sets ``TAKES_TASKS = True`` and takes ``tasks=PATH``
+(``--tasks``); the others refuse that option."""
 
 
 def prefix_of(target: str) -> str | None:
@@ -70,6 +73,10 @@ def resolve_adapter(target: str, env_args: Mapping[str, Any] | None = None
         raise UsageError(f"{target!r} has no id after {prefix + ':'!r}; e.g. {_EXAMPLES[prefix]}")
     module = importlib.import_module(ADAPTERS[prefix])
     kwargs = dict(env_args or {})
+    if "tasks" in kwargs and not getattr(module, "TAKES_TASKS", False):
+        raise UsageError(f"{prefix} makes its own tasks and takes no --tasks (env-arg tasks={kwargs['tasks']!r}); "
+                         f"drop it, or scan an ecosystem whose tasks are rows you supply, e.g. "
+                         f"{_EXAMPLES['skyrl-gym']} --tasks rows.jsonl")
     module.check(name, **kwargs)
     return target, functools.partial(module.make, name, **kwargs)
 
@@ -78,6 +85,7 @@ _EXAMPLES = {
     "reasoning-gym": "reasoning-gym:leg_counting",
     "textarena": "textarena:GuessTheNumber-v0",
     "gem": "gem:game:GuessTheNumber-v0-easy",
+    "skyrl-gym": "skyrl-gym:gsm8k",
     "verifiers": "verifiers:my_env.py",
 }
 

@@ -296,6 +296,8 @@ class VerifiersEnv(CatalogueEnv):
         first = self.tasks[0]
         self.tool_env = bool(type(first).toolsets(first.config) or type(self.bridge.env.taskset).toolsets(
             self.bridge.env.taskset.config))
+        # The vLLM engine prompts with the env's own system prompt (tasks of a taskset share one).
+        self.system_prompt = first.data.system_prompt or ""
         references = [_reference(t.data, self.answer_field) for t in self.tasks]
         self.has_reference = all(r is not None for r in references)
         seats = list(bridge.agent_config_fields(self.bridge.env.config).values())
@@ -327,6 +329,7 @@ class VerifiersEnv(CatalogueEnv):
     def _reset(self, seed: int | None, options: Mapping[str, Any] | None):
         self.index = seed % len(self.tasks) if seed is not None else int(self.np_random.integers(len(self.tasks)))
         self.task = self.tasks[self.index]
+        self.system_prompt = self.task.data.system_prompt or ""
         self._turn, self._last_call = 0, None
         self.bridge.begin(self.task)
         event = self.bridge.next_event()
@@ -334,7 +337,7 @@ class VerifiersEnv(CatalogueEnv):
             detail = event.error or (event.episode.errors[-1].message if event.episode and event.episode.errors else "")
             raise RuntimeError(f"the verifiers episode of task {self.index} ended before its first model call: {detail}")
         self._tools = event.tools
-        return _tail(event.messages), {"index": self.index, "system_prompt": self.task.data.system_prompt or ""}
+        return _tail(event.messages), {"index": self.index, "system_prompt": self.system_prompt}
 
     def _step_text(self, text: str):
         self._turn += 1
