@@ -105,7 +105,8 @@ def _add_suite_arguments(scan: argparse.ArgumentParser) -> None:
     suite.add_argument("--suite", metavar="FILE", help="A suite TOML file: [[env]] entries (target, name, "
                        "env_args, tasks, any scan option) and [defaults] (see the README, Suites).")
     suite.add_argument("--workers", type=int, help="Envs scanned at once, each in a worker process "
-                       "(default 1: one after another in this process).")
+                       "(default 1: one after another in this process); with --executor ray, the CPUs of "
+                       "the local Ray instance (default up to 4).")
     suite.add_argument("--executor", choices=("local", "ray"), default="local",
                        help="local: this machine's processes; ray: each env's scan is a Ray task "
                        "(pip install 'envaudit-rl[ray]').")

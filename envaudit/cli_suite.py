@@ -57,7 +57,7 @@ def scan_suite(args: argparse.Namespace, console: Console, err: Console, *,
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                       console=err, transient=True, disable=not show) as bar:
-            summary = run_suite(entries, out, executor=args.executor, workers=args.workers or 1,
+            summary = run_suite(entries, out, executor=args.executor, workers=args.workers,
                                 ray_address=args.ray_address, force=args.force,
                                 on_event=SuiteProgress(bar, len(entries)))
         interrupted()

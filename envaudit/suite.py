@@ -110,17 +110,19 @@ def _write_env_folder(folder: Path, job: Job, files: dict[str, bytes]) -> None:
 
 
 def run_suite(entries: Sequence[SuiteEntry], out: str | os.PathLike, *, executor: str = "local",
-              workers: int = 1, ray_address: str | None = None, force: bool = False,
+              workers: int | None = None, ray_address: str | None = None, force: bool = False,
               on_event: OnEvent | None = None) -> SuiteSummary:
     """Scan ``entries`` into ``out`` and return the summary (also written there).
 
-    Finished envs of an earlier run of the same suite are kept unless ``force``. ``on_event``
+    ``workers``: envs scanned at once (default: one after another in this process; on a local Ray
+    instance, ``RAY_DEFAULT_CPUS``). Finished envs of an earlier run of the same suite are kept
+    unless ``force``. ``on_event``
     receives ``{"kind": "kept"|"progress"|"done", "name", "message", "fraction", "done", "total"}``
     for a progress display; nothing here prints.
     """
     if executor not in EXECUTORS:
         raise UsageError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise UsageError(f"--workers {workers}: expected at least 1 (envs scanned at once)")
     names = [e.name for e in entries]
     if len(set(names)) != len(names):
@@ -128,9 +130,8 @@ def run_suite(entries: Sequence[SuiteEntry], out: str | os.PathLike, *, executor
     out = Path(out)
     version = _version()
     tell = on_event or (lambda _event: None)
-    paths = (str(Path.cwd()),)
     entries = [dataclasses.replace(e, config=dataclasses.replace(e.config, out=str(out / e.name))) for e in entries]
-    jobs = {e.name: Job(e, e.identity(version), paths) for e in entries}
+    jobs = {e.name: Job.here(e, e.identity(version)) for e in entries}
     rows: dict[str, dict[str, Any]] = {}
     todo: list[Job] = []
     for entry in entries:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue as queue_module
 import signal
 import sys
@@ -33,17 +34,26 @@ OnProgress = Callable[[str, str, float], None]
 POLL_S = 0.2
 """How long the runner waits for a result before it shows the progress messages that came meanwhile;
 a display interval, it decides nothing about the work."""
+RAY_DEFAULT_CPUS = min(4, os.cpu_count() or 1)
+"""CPUs of a local Ray instance when --workers does not say: a few, so a suite on a laptop leaves
+the machine usable."""
 RAY_OBJECT_STORE = 256 * 2**20
 """Object store of a local Ray instance: a scan returns its report folder (a few MB at most)."""
 
 
 @dataclass(frozen=True)
 class Job:
-    """One env to scan, and the import paths its target may need on the machine that scans it."""
+    """One env to scan, and where the user's command ran: its folder (file targets are relative to
+    it) and its import paths (module targets may need them), for the process that scans it."""
 
     entry: SuiteEntry
     identity: str
+    cwd: str | None = None
     paths: tuple[str, ...] = ()
+
+    @classmethod
+    def here(cls, entry: SuiteEntry, identity: str) -> Job:
+        return cls(entry, identity, os.getcwd(), tuple(p for p in sys.path if p))
 
 
 @dataclass
@@ -61,15 +71,21 @@ def scan_entry(job: Job, progress: Callable[[str, float], None] | None = None) -
     from envaudit.resolve import resolve_env
     from envaudit.scan import run_scan
 
-    for path in reversed(job.paths):  # module:attr and file targets relative to the user's folder
-        if path not in sys.path:
-            sys.path.insert(0, path)
+    # After the worker's own paths: the user's folders never shadow what the worker has installed.
+    sys.path.extend(p for p in job.paths if p not in sys.path)
     entry = job.entry
+    previous = os.getcwd()
+    moved = job.cwd is not None and job.cwd != previous and os.path.isdir(job.cwd)
     try:
+        if moved:
+            os.chdir(job.cwd)
         env_id, make_env = resolve_env(entry.target, dict(entry.env_args))
         report = run_scan(make_env, entry.config, env_id=env_id, progress=progress)
     except UsageError as exc:
         return Outcome(entry.name, job.identity, error=str(exc))
+    finally:
+        if moved:
+            os.chdir(previous)
     with tempfile.TemporaryDirectory(prefix="envaudit-suite-") as tmp:
         folder = report.write(Path(tmp) / "report")
         files = {p.relative_to(folder).as_posix(): p.read_bytes()
@@ -77,14 +93,15 @@ def scan_entry(job: Job, progress: Callable[[str, float], None] | None = None) -
     return Outcome(entry.name, job.identity, files)
 
 
-def run_jobs(jobs: Sequence[Job], *, executor: str = "local", workers: int = 1, ray_address: str | None = None,
+def run_jobs(jobs: Sequence[Job], *, executor: str = "local", workers: int | None = None,
+             ray_address: str | None = None,
              on_progress: OnProgress, on_done: Callable[[Outcome], None]) -> None:
     """Scan every job and call ``on_done`` with each outcome as it finishes (in this thread)."""
     if not jobs:
         return
     if executor == "ray":
         _run_ray(jobs, workers, ray_address, on_progress, on_done)
-    elif workers <= 1:
+    elif workers is None or workers <= 1:
         for job in jobs:
             name = job.entry.name
             on_progress(name, "starting", 0.0)
@@ -176,12 +193,12 @@ def start_ray(address: str | None, num_cpus: int) -> bool:
     return True
 
 
-def _run_ray(jobs: Sequence[Job], workers: int, address: str | None, on_progress: OnProgress,
+def _run_ray(jobs: Sequence[Job], workers: int | None, address: str | None, on_progress: OnProgress,
              on_done: Callable[[Outcome], None]) -> None:
     ray = ray_module()
     from ray.util.queue import Queue
 
-    started = start_ray(address, max(1, workers))
+    started = start_ray(address, workers or RAY_DEFAULT_CPUS)
     refs: dict[Any, Job] = {}
     try:
         progress_queue = Queue(actor_options={"num_cpus": 0})

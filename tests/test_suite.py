@@ -257,3 +257,24 @@ def test_single_env_flags_that_only_suites_take_are_usage_errors(here, capsys):
     assert "--workers applies to suites" in capsys.readouterr().err
     assert main(["scan", *SMALL]) == 2
     assert "no envs to scan" in capsys.readouterr().err
+
+
+def test_one_progress_display_for_the_suite():
+    """Envs done out of the total on one bar, a line per env being scanned with its probe."""
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress, TextColumn
+
+    from envaudit.cli_suite import SuiteProgress
+
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    with Progress(TextColumn("{task.description}"), console=console, auto_refresh=False) as bar:
+        show = SuiteProgress(bar, total=3)
+        show({"kind": "kept", "name": "a", "done": 1, "total": 3})
+        show({"kind": "progress", "name": "b", "message": "probe exploits", "fraction": 0.5, "done": 1, "total": 3})
+        show({"kind": "progress", "name": "c", "message": "exploring", "fraction": 0.0, "done": 1, "total": 3})
+        lines = [t.description for t in bar.tasks]
+        assert lines == ["envs 1/3 (2 running)", "  b: probe exploits", "  c: exploring"]
+        show({"kind": "done", "name": "b", "done": 2, "total": 3})
+        assert [t.description for t in bar.tasks] == ["envs 2/3 (1 running)", "  c: exploring"]
