@@ -163,7 +163,7 @@ def run_suite(entries: Sequence[SuiteEntry], out: str | os.PathLike, *, executor
         entry = job.entry
         if outcome.error is not None:
             rows[entry.name] = error_row(entry.name, entry.target, entry.env_args, job.identity,
-                                         entry.config.fail_on, outcome.error)
+                                         entry.config.fail_on, outcome.error, exit_code=3 if outcome.crashed else 2)
         else:
             _write_env_folder(out / entry.name, job, outcome.files)
             report = json.loads(outcome.files[REPORT_MARKER])

@@ -3,7 +3,7 @@
 Each env's scan is one unit of work (``scan_entry``): resolve the env, ``run_scan`` it exactly as
 ``envaudit scan`` would, and hand back the report folder's files. Scans never share state, so the
 executor changes only where and when a scan runs, never what it finds. The executors are the
-standard library's ``multiprocessing.Pool`` and Ray: nothing here schedules work itself, it only
+standard library's ``ProcessPoolExecutor`` and Ray: nothing here schedules work itself, it only
 hands jobs over and collects results and progress messages as they come.
 
 Only the suite runner (``envaudit.suite``) writes files: a scan renders its report folder into a
@@ -21,6 +21,8 @@ import signal
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,8 @@ class Outcome:
     identity: str
     files: dict[str, bytes] = field(default_factory=dict)
     error: str | None = None
+    crashed: bool = False
+    """The process scanning it died: the env could not be audited (exit code 3), not a usage error."""
 
 
 def scan_entry(job: Job, progress: Callable[[str, float], None] | None = None) -> Outcome:
@@ -146,19 +150,31 @@ def _run_processes(jobs: Sequence[Job], workers: int, on_progress: OnProgress,
     # child would inherit half-locked.
     ctx = multiprocessing.get_context("spawn")
     progress_queue = ctx.Queue()
-    pool = ctx.Pool(min(workers, len(jobs)), initializer=_init_worker, initargs=(progress_queue,))
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker,
+                               initargs=(progress_queue,))
+    futures = {pool.submit(_pool_job, job): job for job in jobs}
     try:
-        pending = [pool.apply_async(_pool_job, (job,)) for job in jobs]
-        while pending:
-            _drain(progress_queue, on_progress, POLL_S)
-            for result in [r for r in pending if r.ready()]:
-                pending.remove(result)
-                on_done(result.get())
-        _drain(progress_queue, on_progress, 0.0)
-        pool.close()
-        pool.join()
+        while futures:
+            done, _ = wait(futures, timeout=POLL_S, return_when=FIRST_COMPLETED)
+            _drain(progress_queue, on_progress, 0.0)
+            for future in done:
+                job = futures.pop(future)
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:
+                    # A worker died (killed for memory, or a crash in native code): every scan that
+                    # was still running fails with it. They are not finished, so a rerun retries them.
+                    outcome = Outcome(job.entry.name, job.identity, crashed=True,
+                                      error="the worker process scanning this env (or one beside it) died "
+                                            "before the scan finished, most likely killed for memory or a "
+                                            "crash in native code; rerun the suite to retry it, or scan "
+                                            "the env alone to see which")
+                on_done(outcome)
     finally:
-        pool.terminate()  # an interrupt or an error: the scans still running are abandoned
+        if futures:  # interrupted or failed: end the scans still running instead of waiting for them
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+        pool.shutdown(wait=not futures, cancel_futures=True)
         progress_queue.close()
 
 
@@ -199,7 +215,9 @@ def _run_ray(jobs: Sequence[Job], workers: int | None, address: str | None, on_p
     from ray.util.queue import Queue
 
     started = start_ray(address, workers or RAY_DEFAULT_CPUS)
+    died = (ray.exceptions.WorkerCrashedError, ray.exceptions.OutOfMemoryError, ray.exceptions.NodeDiedError)
     refs: dict[Any, Job] = {}
+    progress_queue = None
     try:
         progress_queue = Queue(actor_options={"num_cpus": 0})
         task = ray.remote(num_cpus=1, max_retries=0)(_ray_job)
@@ -209,13 +227,21 @@ def _run_ray(jobs: Sequence[Job], workers: int | None, address: str | None, on_p
             for message in progress_queue.get_nowait_batch(progress_queue.qsize()):
                 on_progress(*message)
             for ref in ready:
-                refs.pop(ref)
-                on_done(ray.get(ref))
+                job = refs.pop(ref)
+                try:
+                    outcome = ray.get(ref)
+                except died as exc:  # the worker or its node died: not audited, retried by a rerun
+                    outcome = Outcome(job.entry.name, job.identity, crashed=True,
+                                      error=f"the Ray worker scanning this env died ({type(exc).__name__}); "
+                                            "rerun the suite to retry it, or scan the env alone to see why")
+                on_done(outcome)
     except BaseException:
         for ref in refs:
             ray.cancel(ref, force=True)
         raise
     finally:
+        if progress_queue is not None and not started:
+            progress_queue.shutdown(force=True)  # a cluster that stays up keeps no actor of ours
         if started:
             ray.shutdown()
 

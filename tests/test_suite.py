@@ -233,8 +233,8 @@ def test_an_interrupted_suite_resumes_without_rescanning_finished_envs(here, mon
 
 def test_workers_give_the_same_reports_as_one_after_another(here):
     """--workers 2 scans envs in two processes; each env's report is the sequential one."""
-    argv = ["scan", "envaudit/FlakySearch-FailurePenalty-v0", "envaudit/CodeFix-TimeoutPasses-v0", COIN,
-            "--episodes", "16", "--quick", "--probes", "api,exploits", "--no-progress"]
+    argv = ["scan", "envaudit/FlakySearch-AnswerAll-v0", "envaudit/Helpdesk-EngagementBonus-v0", COIN,
+            "--episodes", "64", "--quick", "--probes", "api,exploits,replay,intent", "--no-progress"]
     assert main([*argv, "--out", "seq"]) == 1
     assert main([*argv, "--out", "par", "--workers", "2"]) == 1
     seq = json.loads((here / "seq" / "suite.json").read_text())
@@ -247,9 +247,11 @@ def test_workers_give_the_same_reports_as_one_after_another(here):
         b["config"]["out"] = a["config"]["out"]
         assert without_timings(a) == without_timings(b)
     worst = {r["target"]: r["worst"] for r in seq["envs"]}
-    # Planted by design (envs/registry.py): both flawed variants' exploits out-earn honest success.
-    assert worst["envaudit/FlakySearch-FailurePenalty-v0"] == "fail"
-    assert worst["envaudit/CodeFix-TimeoutPasses-v0"] == "fail"
+    # Planted by design (envs/registry.py): answer_all earns +1 without success, and replying to the
+    # step limit out-earns resolving the ticket: both exploits pay at least as much as success.
+    assert worst["envaudit/FlakySearch-AnswerAll-v0"] == "fail"
+    assert worst["envaudit/Helpdesk-EngagementBonus-v0"] == "fail"
+    assert worst[COIN] is None
 
 
 def test_single_env_flags_that_only_suites_take_are_usage_errors(here, capsys):
@@ -278,3 +280,19 @@ def test_one_progress_display_for_the_suite():
         assert lines == ["envs 1/3 (2 running)", "  b: probe exploits", "  c: exploring"]
         show({"kind": "done", "name": "b", "done": 2, "total": 3})
         assert [t.description for t in bar.tasks] == ["envs 2/3 (1 running)", "  c: exploring"]
+
+
+def test_a_worker_that_dies_is_reported_and_the_suite_goes_on(here):
+    """The process scanning one env dies (here: importing its module ends the process): that env is
+    an error row with exit code 3 (it could not be audited), the suite is complete and a rerun
+    retries it; envs finished in other workers keep their reports."""
+    argv = ["scan", COIN, "tests.fixtures.suite_dies_on_import:make_env", *SMALL, "--out", "s", "--workers", "2"]
+    assert main(argv) == 3
+    suite = json.loads((here / "s" / "suite.json").read_text())
+    rows = {r["target"]: r for r in suite["envs"]}
+    dead = rows["tests.fixtures.suite_dies_on_import:make_env"]
+    assert (dead["status"], dead["exit_code"]) == ("error", 3) and "died" in dead["error"]
+    assert suite["complete"] and suite["envs"][0] is not None
+    coin = rows[COIN]
+    if coin["status"] == "done":  # it may have been running beside the crash, then it failed with it
+        assert (here / "s" / coin["name"] / "report.json").exists()

@@ -1,9 +1,10 @@
 """``--executor ray``: a suite of every bundled env (22: 11 variants and their text twins) scanned as
 Ray tasks on a local Ray instance finds exactly what the local executor finds.
 
-Ray starts once for the module (a local instance of two CPUs). The scans are small (a quick scan,
-four cheap probes, 16 exploration episodes) so the module stays in the default run; what is
-compared is everything a report says apart from its timings.
+Ray starts once for the module (a local instance of two CPUs); the local executor runs two worker
+processes. The scans are small (a quick scan, four cheap probes, 16 exploration episodes) so the
+module stays in the default run; what is compared is everything a report says apart from its
+timings.
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ def _comparable(folder: Path) -> dict:
     return report
 
 
+# Two suites of 22 report folders: about a minute of CPU, mostly rendering the plots every report
+# folder holds. The limit only keeps a loaded machine from failing it.
+@pytest.mark.timeout(900)
 def test_ray_suite_finds_what_the_local_executor_finds(local_ray, tmp_path):
     entries = build_entries(["envaudit/*"], None, base={},
                             flags={"quick": True, "episodes": 64, "probes": PROBES}, env_args={})
     assert {e.target for e in entries} == set(VARIANTS) | set(TEXT_VARIANTS) and len(entries) >= 20
-    local = run_suite(entries, tmp_path / "local")
+    local = run_suite(entries, tmp_path / "local", workers=2)  # local worker processes
     on_ray = run_suite(entries, tmp_path / "ray", executor="ray")
     assert local.complete and on_ray.complete and on_ray.executor == "ray"
 
@@ -61,14 +65,15 @@ def test_ray_suite_finds_what_the_local_executor_finds(local_ray, tmp_path):
         if entry.target not in unseeded:
             assert _comparable(tmp_path / "ray" / entry.name) == _comparable(tmp_path / "local" / entry.name), \
                 entry.name
-    # The comparison is not between two empty reports: by design (envs/registry.py) each flawed
-    # variant that a scripted exploit shows at fail is caught at fail here, and no clean env is.
+    # The comparison is not between two empty reports: by design (envs/registry.py) the grader that
+    # pays answer_all, the reply bonus and the unseeded answer each make an exploit pay as much as
+    # success (or break replay), which these probes catch at fail; no clean env gets warn or fail.
     worst = {r["target"]: r["worst"] for r in local.rows}
+    for name in ("FlakySearch-AnswerAll", "Helpdesk-EngagementBonus", "FlakySearch-Unseeded"):
+        assert worst[f"envaudit/{name}-v0"] == "fail", name
     for variant in (*VARIANTS.values(), *TEXT_VARIANTS.values()):
         if variant.is_clean:
             assert worst[variant.id] in (None, "info"), variant.id
-    caught = [v.id for v in VARIANTS.values() if v.severity == "fail" and v.exploit and worst[v.id] == "fail"]
-    assert len(caught) >= 4, caught
 
 
 def test_the_command_runs_a_suite_on_ray(local_ray, tmp_path, monkeypatch, capsys):

@@ -17,7 +17,7 @@ def _row(i: int, row: dict[str, Any]) -> str:
     if status == "pending":
         cells = [esc(i), esc(row["name"]), '<span class="muted">pending</span>', "", "", ""]
     elif status == "error":
-        cells = [esc(i), esc(row["name"]), '<span class="badge fail">error</span>', esc(row.get("error", "")), "", "2"]
+        cells = [esc(i), esc(row["name"]), '<span class="badge fail">error</span>', esc(row.get("error", "")), "", esc(row["exit_code"])]
     else:
         h = row["headline"]
         headline = (f"<code>{esc(h['code'])}</code> ({esc(h['behaviour'])}): {esc(h['title'])}"

@@ -7,7 +7,7 @@ finished is marked ``"complete": false`` and lists the unfinished envs as ``pend
 
 Exit codes per env are the single scan's (3 broken, 1 a group reached --fail-on, 4 incomplete, 0
 clean); a row whose env could not even be resolved or configured (an option the env's adapter
-rejects) gets 2. The suite's exit code is the env codes' most urgent one under the same
+rejects) gets 2, and one whose scanning process died (killed for memory, a native crash) gets 3. The suite's exit code is the env codes' most urgent one under the same
 precedence as one scan's: 2, then 3, then 1, then 4, then 0.
 """
 
@@ -78,10 +78,11 @@ def pending_row(name: str, target: str, env_args: Mapping[str, Any], identity: s
 
 
 def error_row(name: str, target: str, env_args: Mapping[str, Any], identity: str, fail_on: str,
-              message: str) -> dict[str, Any]:
-    """An env that could not be scanned at all: its target or options were rejected (exit code 2)."""
+              message: str, *, exit_code: int = 2) -> dict[str, Any]:
+    """An env that could not be scanned at all: its target or options were rejected (exit code 2),
+    or the process scanning it died (3: it could not be audited). Not finished: a rerun retries it."""
     return {**pending_row(name, target, env_args, identity, fail_on), "status": "error",
-            "error": message, "exit_code": 2}
+            "error": message, "exit_code": exit_code}
 
 
 def _rank_key(row: Mapping[str, Any], position: int) -> tuple:
@@ -182,7 +183,7 @@ def _cells(row: Mapping[str, Any], i: int) -> list[str]:
     if row["status"] == "pending":
         return [str(i), row["name"], "pending", "", "", "", ""]
     if row["status"] == "error":
-        return [str(i), row["name"], "error", row.get("error", ""), "", "2", ""]
+        return [str(i), row["name"], "error", row.get("error", ""), "", str(row["exit_code"]), ""]
     h = row["headline"]
     headline = f"{h['code']} ({h['behaviour']}): {h['title']}" if h else "no findings"
     if row.get("broken"):
