@@ -99,9 +99,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _add_suite_arguments(scan: argparse.ArgumentParser) -> None:
-    suite = scan.add_argument_group("suites", "several ENVs, a pattern or --suite FILE scan into one folder: "
-                                    "a report folder per env and summary.md/summary.html/suite.json ranking "
-                                    "them; exit status: the most urgent of the envs' (2, 3, 1, 4, 0)")
+    suite = scan.add_argument_group("suites", "several ENVs, a pattern or --suite FILE scan into one folder: a "
+                                    "report folder per env\nand summary.md, summary.html, suite.json ranking them; "
+                                    "exit status: the most urgent\nof the envs' codes, in the order 2, 3, 1, 4, 0")
     suite.add_argument("--suite", metavar="FILE", help="A suite TOML file: [[env]] entries (target, name, "
                        "env_args, tasks, any scan option) and [defaults] (see the README, Suites).")
     suite.add_argument("--workers", type=int, help="Envs scanned at once, each in a worker process "

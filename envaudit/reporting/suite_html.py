@@ -20,7 +20,8 @@ def _row(i: int, row: dict[str, Any]) -> str:
         cells = [esc(i), esc(row["name"]), '<span class="badge fail">error</span>', esc(row.get("error", "")), "", esc(row["exit_code"])]
     else:
         h = row["headline"]
-        headline = (f"<code>{esc(h['code'])}</code> ({esc(h['behaviour'])}): {esc(h['title'])}"
+        about = "" if not h or h["behaviour"] == h["code"] else f" ({esc(h['behaviour'])})"
+        headline = (f"<code>{esc(h['code'])}</code>{about}: {esc(h['title'])}"
                     if h else '<span class="muted">no findings</span>')
         if row.get("broken"):
             headline = f"<strong>env broken</strong>: {headline}"
@@ -50,7 +51,8 @@ def render_suite_html(summary: Any) -> str:
 {rows}
 </table>
 <p class="muted">Exit codes per env are <code>envaudit scan</code>'s: 3 broken, 1 a group reached --fail-on,
-4 incomplete, 0 clean; 2: the env's target or options were rejected. Envaudit {esc(summary.envaudit_version)},
+4 incomplete, 0 clean; 2: the env's target or options were rejected; 3 also when the process scanning
+an env died (a rerun retries it). envaudit {esc(summary.envaudit_version)},
 written {esc(summary.created)}, executor {esc(summary.executor)}.</p>
 </main></body></html>
 """

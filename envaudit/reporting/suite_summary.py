@@ -164,7 +164,8 @@ class SuiteSummary:
         for i, row in enumerate(self.ranked(), 1):
             lines.append("| " + " | ".join(_md(c) for c in _cells(row, i)) + " |")
         lines += ["", "Exit codes per env are `envaudit scan`'s: 3 broken, 1 a group reached --fail-on, "
-                  "4 incomplete, 0 clean; 2: the env's target or options were rejected.", ""]
+                  "4 incomplete, 0 clean; 2: the env's target or options were rejected; 3 also when the process "
+                  "scanning an env died (a rerun retries it).", ""]
         return "\n".join(lines)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -185,7 +186,7 @@ def _cells(row: Mapping[str, Any], i: int) -> list[str]:
     if row["status"] == "error":
         return [str(i), row["name"], "error", row.get("error", ""), "", str(row["exit_code"]), ""]
     h = row["headline"]
-    headline = f"{h['code']} ({h['behaviour']}): {h['title']}" if h else "no findings"
+    headline = f"{_code(h)}: {h['title']}" if h else "no findings"
     if row.get("broken"):
         headline = f"ENV BROKEN: {headline}"
     if row.get("incomplete"):
@@ -193,6 +194,12 @@ def _cells(row: Mapping[str, Any], i: int) -> list[str]:
     return [str(i), row["name"], row["worst"] or "clean", headline,
             f"{c.get('fail', 0)}/{c.get('warn', 0)}/{c.get('info', 0)}", str(row["exit_code"]),
             f"[report]({row['folder']}/report.md)"]
+
+
+def _code(headline: Mapping[str, Any]) -> str:
+    """The headline's code, with the behaviour it is about when the code does not say it."""
+    same = headline["behaviour"] == headline["code"]
+    return headline["code"] if same else f"{headline['code']} ({headline['behaviour']})"
 
 
 def _md(text: str) -> str:
