@@ -234,6 +234,9 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
 def _scan_any(args: argparse.Namespace, console: Console, err: Console) -> int:
     from envaudit.suite import is_suite
 
+    if not args.env and args.suite is None:
+        raise UsageError("the following arguments are required: ENV (one or more), or --suite FILE "
+                         "(see `envaudit scan --help`)")
     if is_suite(args.env, args.suite):
         from envaudit.cli_suite import scan_suite
 

@@ -258,7 +258,7 @@ def test_single_env_flags_that_only_suites_take_are_usage_errors(here, capsys):
     assert main(["scan", COIN, "--workers", "2", *SMALL]) == 2
     assert "--workers applies to suites" in capsys.readouterr().err
     assert main(["scan", *SMALL]) == 2
-    assert "no envs to scan" in capsys.readouterr().err
+    assert "required: ENV (one or more), or --suite FILE" in capsys.readouterr().err
 
 
 def test_one_progress_display_for_the_suite():
