@@ -116,9 +116,8 @@ def run_suite(entries: Sequence[SuiteEntry], out: str | os.PathLike, *, executor
 
     ``workers``: envs scanned at once (default: one after another in this process; on a local Ray
     instance, ``RAY_DEFAULT_CPUS``). Finished envs of an earlier run of the same suite are kept
-    unless ``force``. ``on_event``
-    receives ``{"kind": "kept"|"progress"|"done", "name", "message", "fraction", "done", "total"}``
-    for a progress display; nothing here prints.
+    unless ``force``. ``on_event`` receives ``{"kind": "kept"|"progress"|"done", "name",
+    "message", "fraction", "done", "total"}`` for a progress display; nothing here prints.
     """
     if executor not in EXECUTORS:
         raise UsageError(f"--executor {executor!r}: expected one of {', '.join(EXECUTORS)}")

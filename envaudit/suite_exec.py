@@ -167,8 +167,8 @@ def _run_processes(jobs: Sequence[Job], workers: int, on_progress: OnProgress,
                     outcome = Outcome(job.entry.name, job.identity, crashed=True,
                                       error="the worker process scanning this env (or one beside it) died "
                                             "before the scan finished, most likely killed for memory or a "
-                                            "crash in native code; rerun the suite to retry it, or scan "
-                                            "the env alone to see which")
+                                            "crash in native code; rerun the suite with --resume to "
+                                            "retry it, or scan the env alone to see which")
                 on_done(outcome)
     finally:
         if futures:  # interrupted or failed: end the scans still running instead of waiting for them
@@ -233,7 +233,8 @@ def _run_ray(jobs: Sequence[Job], workers: int | None, address: str | None, on_p
                 except died as exc:  # the worker or its node died: not audited, retried by a rerun
                     outcome = Outcome(job.entry.name, job.identity, crashed=True,
                                       error=f"the Ray worker scanning this env died ({type(exc).__name__}); "
-                                            "rerun the suite to retry it, or scan the env alone to see why")
+                                            "rerun the suite with --resume to retry it, or scan the env alone "
+                                            "to see why")
                 on_done(outcome)
     except BaseException:
         for ref in refs:

@@ -296,3 +296,16 @@ def test_a_worker_that_dies_is_reported_and_the_suite_goes_on(here):
     coin = rows[COIN]
     if coin["status"] == "done":  # it may have been running beside the crash, then it failed with it
         assert (here / "s" / coin["name"] / "report.json").exists()
+
+
+def test_summary_pages_escape_what_envs_and_users_wrote():
+    from envaudit.reporting.suite_html import render_suite_html
+
+    row = _row("<img src=x onerror=alert(1)>", 2)
+    row["error"] = "option <b>size</b> rejected"
+    page = render_suite_html(SuiteSummary([row], complete=False))
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "&lt;b&gt;size&lt;/b&gt;" in page and "Incomplete" in page
+    assert "default-src 'none'" in page
+    md = SuiteSummary([row], complete=False).to_markdown()
+    assert "**Incomplete**" in md and "option <b>size</b> rejected" in md

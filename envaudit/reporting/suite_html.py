@@ -52,7 +52,7 @@ def render_suite_html(summary: Any) -> str:
 </table>
 <p class="muted">Exit codes per env are <code>envaudit scan</code>'s: 3 broken, 1 a group reached --fail-on,
 4 incomplete, 0 clean; 2: the env's target or options were rejected; 3 also when the process scanning
-an env died (a rerun retries it). envaudit {esc(summary.envaudit_version)},
+an env died (--resume retries it). envaudit {esc(summary.envaudit_version)},
 written {esc(summary.created)}, executor {esc(summary.executor)}.</p>
 </main></body></html>
 """

@@ -80,7 +80,7 @@ def pending_row(name: str, target: str, env_args: Mapping[str, Any], identity: s
 def error_row(name: str, target: str, env_args: Mapping[str, Any], identity: str, fail_on: str,
               message: str, *, exit_code: int = 2) -> dict[str, Any]:
     """An env that could not be scanned at all: its target or options were rejected (exit code 2),
-    or the process scanning it died (3: it could not be audited). Not finished: a rerun retries it."""
+    or the process scanning it died (3: it could not be audited). Not finished: a rerun with --resume retries it."""
     return {**pending_row(name, target, env_args, identity, fail_on), "status": "error",
             "error": message, "exit_code": exit_code}
 
@@ -165,7 +165,7 @@ class SuiteSummary:
             lines.append("| " + " | ".join(_md(c) for c in _cells(row, i)) + " |")
         lines += ["", "Exit codes per env are `envaudit scan`'s: 3 broken, 1 a group reached --fail-on, "
                   "4 incomplete, 0 clean; 2: the env's target or options were rejected; 3 also when the process "
-                  "scanning an env died (a rerun retries it).", ""]
+                  "scanning an env died (--resume retries it).", ""]
         return "\n".join(lines)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
