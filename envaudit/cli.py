@@ -237,7 +237,7 @@ def _scan_any(args: argparse.Namespace, console: Console, err: Console) -> int:
     if not args.env and args.suite is None:
         raise UsageError("the following arguments are required: ENV (one or more), or --suite FILE "
                          "(see `envaudit scan --help`)")
-    if is_suite(args.env, args.suite):
+    if is_suite(args.env, args.suite, getattr(args, "tasks", None)):
         from envaudit.cli_suite import scan_suite
 
         return scan_suite(args, console, err, options=_suite_options(args),
@@ -260,7 +260,12 @@ def _suite_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, 
              if f.name != "out" and getattr(args, f.name, None) is not None}
     if isinstance(args.probes, str):
         flags["probes"] = [p.strip() for p in args.probes.split(",") if p.strip()]
-    return base, flags, _env_args(args.env_args)
+    env_args = _env_args(args.env_args)
+    if getattr(args, "tasks", None) is not None:  # as for one env: --tasks is --env-arg tasks=PATH
+        if env_args.get("tasks", args.tasks) != args.tasks:
+            raise UsageError(f"--tasks {args.tasks} and --env-arg tasks={env_args['tasks']} disagree; give one")
+        env_args["tasks"] = args.tasks
+    return base, flags, env_args
 
 
 def _check_out(out: Path, force: bool) -> None:

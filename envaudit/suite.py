@@ -195,11 +195,14 @@ def default_suite_out(targets: Sequence[str], suite_file: str | None) -> str:
     return f"reports/suite-{digest}"
 
 
-def is_suite(targets: Sequence[str], suite_file: str | None) -> bool:
-    """Whether a command line asks for a suite: several targets, a suite file, or a pattern."""
-    from envaudit.suite_file import is_pattern
+def is_suite(targets: Sequence[str], suite_file: str | None, tasks: str | None = None) -> bool:
+    """Whether a command line asks for a suite: several targets, a suite file, a pattern, or a
+    glob of row files (``--tasks 'data/*.parquet'``) for an adapter fed row files."""
+    from envaudit.suite_file import is_pattern, takes_row_files
 
-    return suite_file is not None or len(targets) != 1 or is_pattern(targets[0])
+    if suite_file is not None or len(targets) != 1 or is_pattern(targets[0]):
+        return True
+    return tasks is not None and is_pattern(tasks) and takes_row_files(targets[0])
 
 
 __all__ = ["ENTRY_FILE", "check_out", "default_suite_out", "is_suite", "kept_report", "run_suite", "validate"]

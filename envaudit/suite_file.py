@@ -24,6 +24,10 @@ ecosystem's task list (``reasoning-gym:*``, ``reasoning-gym:arc_*``) or over Gym
     tasks = ["leg_counting", "basic_*"]
     env_args = { size = 50 }
 
+    [[env]]
+    target = "skyrl-gym:gsm8k"         # an adapter fed row files: one env per matching file
+    tasks = "data/gsm8k/*.parquet"
+
 Options are layered from general to specific: ``[tool.envaudit]`` of ./pyproject.toml, the suite
 file's ``[defaults]``, the command line's flags, then the env's own entry.
 """
@@ -32,9 +36,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import glob
 import hashlib
 import importlib
 import json
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -189,6 +195,27 @@ def expand(target: str, tasks: Sequence[str] | None = None) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def takes_row_files(target: str) -> bool:
+    """Whether ``target``'s adapter reads its tasks from row files the user supplies (skyrl-gym)."""
+    from envaudit.adapters import ADAPTERS, prefix_of
+
+    prefix = prefix_of(target)
+    return prefix is not None and bool(getattr(importlib.import_module(ADAPTERS[prefix]), "TAKES_TASKS", False))
+
+
+def expand_rows(target: str, env_args: Mapping[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """For an adapter fed row files, ``tasks`` as a glob (``data/*.parquet``) stands for one env per
+    matching file: ``[(env_args, folder suffix)]``; anything else is the entry itself."""
+    tasks = env_args.get("tasks")
+    if not (isinstance(tasks, str) and is_pattern(tasks) and takes_row_files(target)):
+        return [(dict(env_args), "")]
+    files = sorted(glob.glob(os.path.expanduser(tasks)))
+    if not files:
+        raise UsageError(f"tasks pattern {tasks!r} for {target} matches no file (relative to {Path.cwd()}); "
+                         "give a glob of row files such as 'data/*.parquet'")
+    return [({**env_args, "tasks": f}, f"-{Path(f).stem}") for f in files]
+
+
 # -- building the entries ------------------------------------------------------------------------
 def slug(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in text).strip("-.") or "env"
@@ -223,8 +250,14 @@ def build_entries(targets: Sequence[str], suite: SuiteFile | None, base: Mapping
         options = normalise_options({k: v for k, v in env.items() if k not in ("target", "name", "tasks")},
                                     where, extra=("env_args",))
         tasks = env.get("tasks")
+        if isinstance(tasks, str) and takes_row_files(target.strip()):
+            # An adapter fed row files: tasks is the row file (or a glob of them), as --tasks is.
+            options.setdefault("env_args", {})
+            options["env_args"] = {**options["env_args"], "tasks": tasks}
+            tasks = None
         if tasks is not None and (not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks)):
-            raise UsageError(f"{where}: tasks = {tasks!r}; expected a list of task ids or patterns")
+            raise UsageError(f"{where}: tasks = {tasks!r}; expected a list of task ids or patterns "
+                             "(or, for an adapter fed row files such as skyrl-gym, a row file or a glob of them)")
         expanded = expand(target.strip(), tasks)
         name = env.get("name")
         if name is not None and (not isinstance(name, str) or len(expanded) > 1):
@@ -235,19 +268,20 @@ def build_entries(targets: Sequence[str], suite: SuiteFile | None, base: Mapping
         raise UsageError("no envs to scan; give ENV (one or more) or --suite FILE")
     entries, taken = [], set()
     for target, options, name, where in raw:
-        own_args = dict(options.pop("env_args", {}))
+        own_args = options.pop("env_args", {})
         if not isinstance(own_args, dict):
             raise UsageError(f"{where}: env_args = {own_args!r}; expected a table such as {{ size = 50 }}")
-        merged = {**base, **defaults, **flags, **options}
-        folder = slug(name or target)
-        candidate, n = folder, 1
-        while candidate.lower() in taken:  # the same env twice (other options): folder-2, folder-3
-            n += 1
-            candidate = f"{folder}-{n}"
-        taken.add(candidate.lower())
-        entries.append(SuiteEntry(candidate, target, {**common_args, **own_args}, _config(merged, where)))
+        config = _config({**base, **defaults, **flags, **options}, where)
+        for env_args, suffix in expand_rows(target, {**common_args, **own_args}):
+            folder = slug((name or target) + suffix)
+            candidate, n = folder, 1
+            while candidate.lower() in taken:  # the same env twice (other options): folder-2, folder-3
+                n += 1
+                candidate = f"{folder}-{n}"
+            taken.add(candidate.lower())
+            entries.append(SuiteEntry(candidate, target, env_args, config))
     return entries
 
 
 __all__ = ["SuiteEntry", "SuiteFile", "adapter_tasks", "build_entries", "expand", "is_pattern",
-           "normalise_options", "read_suite_file", "slug"]
+           "expand_rows", "normalise_options", "read_suite_file", "slug", "takes_row_files"]

@@ -309,3 +309,20 @@ def test_summary_pages_escape_what_envs_and_users_wrote():
     assert "default-src 'none'" in page
     md = SuiteSummary([row], complete=False).to_markdown()
     assert "**Incomplete**" in md and "option <b>size</b> rejected" in md
+
+
+def test_row_files_of_a_skyrl_gym_env_scan_as_one_env_each(here, capsys):
+    """``--tasks`` as a glob for an adapter fed row files: one env per file, each as `envaudit scan
+    skyrl-gym:gsm8k --tasks FILE` would scan it."""
+    rows = (ROOT / "tests" / "adapters" / "data" / "skyrl_gsm8k.jsonl").read_text()
+    (here / "rows").mkdir()
+    for name in ("easy", "hard"):
+        (here / "rows" / f"{name}.jsonl").write_text(rows)
+    argv = ["scan", "skyrl-gym:gsm8k", "--tasks", "rows/*.jsonl", "--quick", "--probes", "replay",
+            "--episodes", "8", "--no-progress", "--out", "s"]
+    assert main(argv) == 0
+    suite = json.loads((here / "s" / "suite.json").read_text())
+    assert sorted((r["name"], r["env_args"]["tasks"]) for r in suite["envs"]) == [
+        ("skyrl-gym-gsm8k-easy", "rows/easy.jsonl"), ("skyrl-gym-gsm8k-hard", "rows/hard.jsonl")]
+    assert main([*argv[:3], "rows/none-*.jsonl", *argv[4:-1], "other"]) == 2
+    assert "matches no file" in capsys.readouterr().err
