@@ -53,9 +53,11 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     scan = sub.add_parser("scan", help="scan an env and write a report folder", epilog=EXIT_CODES,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, a module exposing make_env(), "
+    scan.add_argument("env", metavar="ENV", nargs="*",
+                      help="Gymnasium id, module:attr, path/file.py:attr, a module exposing make_env(), "
                       "or an ecosystem target: reasoning-gym:DATASET, textarena:ENV_ID, gem:ENV_ID, "
-                      "skyrl-gym:ENV (with --tasks)")
+                      "skyrl-gym:ENV (with --tasks). Several ENVs, or a pattern ('reasoning-gym:*', "
+                      "'envaudit/*'), scan as a suite.")
     scan.add_argument("--seed", type=int, help=helps["seed"])
     scan.add_argument("--episodes", type=int, help=helps["episodes"])
     scan.add_argument("--group-size", type=int, help=helps["group_size"])
@@ -85,6 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
                       help="Task rows for an adapter whose tasks you supply (skyrl-gym: SkyRL dataset rows, "
                            "JSONL or Parquet); the same as --env-arg tasks=PATH.")
     _add_logs_parser(sub, helps)
+    _add_suite_arguments(scan)
     sub.add_parser("probes", help="list the registered probes")
     report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
     report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
@@ -156,6 +159,24 @@ def _logs(args: argparse.Namespace, console: Console, err: Console) -> int:
     if report.reaches(config.fail_severity):
         return 1
     return 4 if report.incomplete else 0
+
+
+def _add_suite_arguments(scan: argparse.ArgumentParser) -> None:
+    suite = scan.add_argument_group("suites", "several ENVs, a pattern or --suite FILE scan into one folder: a "
+                                    "report folder per env\nand summary.md, summary.html, suite.json ranking them; "
+                                    "exit status: the most urgent\nof the envs' codes, in the order 2, 3, 1, 4, 0")
+    suite.add_argument("--suite", metavar="FILE", help="A suite TOML file: [[env]] entries (target, name, "
+                       "env_args, tasks, any scan option) and [defaults] (see the README, Suites).")
+    suite.add_argument("--workers", type=int, help="Envs scanned at once, each in a worker process "
+                       "(default 1: one after another in this process); with --executor ray, the CPUs of "
+                       "the local Ray instance (default up to 4).")
+    suite.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local: this machine's processes; ray: each env's scan is a Ray task "
+                       "(pip install 'envaudit-rl[ray]').")
+    suite.add_argument("--ray-address", help="An existing Ray cluster (default: start a local instance).")
+    suite.add_argument("--resume", action="store_true", help="Reuse a finished suite folder at --out: keep "
+                       "the envs already scanned with the same options, scan new or changed ones "
+                       "(an interrupted suite resumes without it).")
 
 
 def _version() -> str:
@@ -273,6 +294,43 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     return 4 if report.incomplete else 0
 
 
+def _scan_any(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from envaudit.suite import is_suite
+
+    if not args.env and args.suite is None:
+        raise UsageError("the following arguments are required: ENV (one or more), or --suite FILE "
+                         "(see `envaudit scan --help`)")
+    if is_suite(args.env, args.suite, getattr(args, "tasks", None)):
+        from envaudit.cli_suite import scan_suite
+
+        return scan_suite(args, console, err, options=_suite_options(args),
+                          interrupted=_raise_if_interrupted)
+    suite_only = [flag for flag, used in (("--workers", args.workers is not None),
+                                          ("--executor ray", args.executor != "local"),
+                                          ("--ray-address", args.ray_address is not None),
+                                          ("--resume", args.resume)) if used]
+    if suite_only:
+        raise UsageError(f"{', '.join(suite_only)} appl{'y' if len(suite_only) > 1 else 'ies'} to suites; "
+                         "give several ENVs or --suite FILE, or drop it for a single env")
+    args.env = args.env[0]
+    return _scan(args, console, err)
+
+
+def _suite_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(``[tool.envaudit]``, the command line's scan options, its ``--env-arg`` options) for a suite."""
+    base = _pyproject_options(Path.cwd())
+    flags = {f.name: getattr(args, f.name) for f in fields(ScanConfig)
+             if f.name != "out" and getattr(args, f.name, None) is not None}
+    if isinstance(args.probes, str):
+        flags["probes"] = [p.strip() for p in args.probes.split(",") if p.strip()]
+    env_args = _env_args(args.env_args)
+    if getattr(args, "tasks", None) is not None:  # as for one env: --tasks is --env-arg tasks=PATH
+        if env_args.get("tasks", args.tasks) != args.tasks:
+            raise UsageError(f"--tasks {args.tasks} and --env-arg tasks={env_args['tasks']} disagree; give one")
+        env_args["tasks"] = args.tasks
+    return base, flags, env_args
+
+
 def _check_out(out: Path, force: bool) -> None:
     """``--out`` must be new, empty, or (with ``--force``) a report folder; never a user's other folder."""
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
@@ -354,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             return _diff(args, console)
         if args.command == "logs":
             return _logs(args, console, err)
-        return _scan(args, console, err)
+        return _scan_any(args, console, err)
     except UsageError as exc:
         print(f"envaudit: error: {exc}", file=sys.stderr)
         return 2
