@@ -95,6 +95,7 @@ def test_engine_vllm_trains_on_an_adapter_env_in_its_own_text():
     assert result["text_actions"]  # the model's own text went to the ecosystem
     assert result["system_is_the_ecosystems"]
     assert result["max_new_tokens"] == 24
-    # The tiny model warmed up on catalogue texts writes them (it may also write its own text).
-    assert result["catalogue_label_fraction"] > 0.5, result
+    # The tiny model warmed up on the catalogue writes its form: the <answer> tag the grader reads
+    # (it cannot count legs, so its numbers rarely match this state's catalogue exactly).
+    assert result["answer_tag_fraction"] > 0.5, result
     assert np.isfinite(result["seconds"])
