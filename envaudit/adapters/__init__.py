@@ -1,7 +1,8 @@
 """Adapters for the LLM-RL environment ecosystems, resolved by a prefix of the scan target.
 
 ``envaudit scan reasoning-gym:leg_counting``, ``textarena:GuessTheNumber-v0``,
-``gem:game:GuessTheNumber-v0-easy``: the part before the first ``:`` names the ecosystem, the rest
+``gem:game:GuessTheNumber-v0-easy``, ``openenv:MODULE:CLASS``, ``openenv+http://HOST:PORT``: the
+part before the first ``:`` names the ecosystem, the rest
 is the ecosystem's own id. Options reach the adapter as keyword arguments (``--env-arg KEY=VALUE``
 on the command line). Each adapter module imports its ecosystem lazily, so a missing package is a
 ``UsageError`` naming the extra to install, not an ImportError at ``import envaudit``.
@@ -23,6 +24,8 @@ ADAPTERS: dict[str, str] = {
     "reasoning-gym": "envaudit.adapters.reasoning_gym",
     "textarena": "envaudit.adapters.textarena",
     "gem": "envaudit.adapters.gem",
+    "openenv": "envaudit.adapters.openenv",
+    "openenv+http": "envaudit.adapters.openenv_server",
 }
 """Prefix -> module. A module exposes ``make(target, **env_args) -> gymnasium.Env`` and
 ``check(target, **env_args)`` (validates the id and the options without building an env)."""
@@ -77,6 +80,8 @@ _EXAMPLES = {
     "reasoning-gym": "reasoning-gym:leg_counting",
     "textarena": "textarena:GuessTheNumber-v0",
     "gem": "gem:game:GuessTheNumber-v0-easy",
+    "openenv": "openenv:echo_env.server.echo_env_environment:EchoEnvEnvironment",
+    "openenv+http": "openenv+http://127.0.0.1:8000",
 }
 
 __all__ = ["ADAPTERS", "package_version", "prefix_of", "require", "resolve_adapter"]
