@@ -131,6 +131,7 @@ def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
 
 # -- the in-process backend -----------------------------------------------------------------------
 def _import_class(target: str) -> type:
+    server = _openenv()
     module_name, sep, class_name = target.rpartition(":")
     if not sep or not module_name or not class_name:
         raise UsageError(f"openenv:{target!r}: expected openenv:MODULE:CLASS, e.g. "
@@ -145,8 +146,7 @@ def _import_class(target: str) -> type:
     cls = getattr(module, class_name, None)
     if cls is None:
         raise UsageError(f"openenv:{target}: module {module_name!r} has no {class_name!r}")
-    base = _openenv().Environment
-    if not (isinstance(cls, type) and issubclass(cls, base)):
+    if not (isinstance(cls, type) and issubclass(cls, server.Environment)):
         raise UsageError(f"openenv:{target}: {class_name} is not an openenv Environment subclass")
     return cls
 

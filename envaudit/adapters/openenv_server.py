@@ -112,6 +112,7 @@ class Remote(Backend):
 
 
 def check(name: str, **options: Any) -> None:
+    require("openenv.core.generic_client", package="openenv", extra=EXTRA)
     split_options(options)
     url = url_of(name)
     fetch_schema(url)
