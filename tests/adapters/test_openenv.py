@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -71,13 +72,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def echo_server(echo_root):
-    """The same echo env behind OpenEnv's own server (the scaffold's ``server/app.py``)."""
+def _serve(app: list[str], cwd):
+    """Start ``uvicorn APP`` on a free local port; yields its URL once ``/schema`` answers."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "echo_env.server.app:app", "--host", "127.0.0.1",
-                             "--port", str(port)], cwd=echo_root, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", *app, "--host", "127.0.0.1", "--port", str(port)],
+                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):  # up to 60 s for the server's imports on a loaded machine
         if proc.poll() is not None:
@@ -93,6 +92,17 @@ def echo_server(echo_root):
     yield url
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def echo_server(echo_root):
+    """The same echo env behind OpenEnv's own server (the scaffold's ``server/app.py``)."""
+    yield from _serve(["echo_env.server.app:app"], echo_root)
+
+
+@pytest.fixture(scope="module")
+def mcp_server():
+    yield from _serve(["--factory", "tests.fixtures.openenv_envs:make_app"], Path(__file__).parents[2])
 
 
 def _run(make_env, labels, seeds=SEEDS):
@@ -205,3 +215,21 @@ def test_mcp_submit_maps_the_envs_correctness_flag():
     env.reset(seed=3)
     _, _, _, _, info = env.step("just some prose")  # not a tool call: OpenEnv's tool_not_found
     assert info["tool"]["status"] == "error" and "tool_not_found" in info["tool"]["error"]
+
+
+def test_mcp_over_the_server_maps_the_wire_format(mcp_server):
+    env = make_remote("//" + mcp_server.split("//", 1)[1], max_steps=8)
+    assert env.adapter_info["kind"] == "mcp" and env.adapter_info["tools"] == ["add", "divide", "slow_lookup", "submit"]
+    env.reset(seed=3)
+    # On the wire error and result are JSON: the same statuses as in process (no timeout here:
+    # OpenEnv's WebSocket step carries no timeout_s, and the server's 30 s default is not waited out).
+    for label, tool, status in (("call_1", "add", "ok"), ("failing_call", "divide", "error"),
+                                ("unknown_tool", "envaudit_no_such_tool", "error")):
+        _, reward, terminated, _, info = env.step(env.action_labels.index(label))
+        assert (info["tool"]["name"], info["tool"]["status"], reward, terminated) == (tool, status, 0.0, False)
+    task = json.loads(env.prompt.split("\n")[0])["metadata"]["task"]  # "What is A + B?"
+    a, b = (int(x) for x in task.removeprefix("What is ").removesuffix("?").split(" + "))
+    right = json.dumps({"type": "call_tool", "tool_name": "submit", "arguments": {"answer": a + b}})
+    _, reward, terminated, truncated, info = env.step(right)
+    assert (reward, terminated, truncated, info["success"], info["tool"]["status"]) == (1.0, True, False, True, "ok")
+    env.close()
