@@ -38,11 +38,13 @@ that is no JSON tool call is sent as a call of a tool of that name, which OpenEn
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import logging
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,6 +188,19 @@ def _result_of(obs: Any) -> Result:
     return Result(fields, None if reward is None else float(reward), bool(obs.done), dict(obs.metadata or {}))
 
 
+@contextlib.contextmanager
+def _quiet_fastmcp() -> Iterator[None]:
+    """FastMCP logs every failing tool call with a traceback, which a scan makes hundreds of; the
+    failure reaches the report through OpenEnv's ``error`` instead, so its logger is quiet meanwhile."""
+    logger = logging.getLogger("fastmcp")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 class InProcess(Backend):
     """An OpenEnv ``Environment`` subclass instantiated in this process."""
 
@@ -209,7 +224,8 @@ class InProcess(Backend):
     def step(self, payload: dict[str, Any], timeout_s: float | None) -> Result:
         model = self._mcp_actions.get(str(payload.get("type"))) if self.mcp else None
         action = (model or self.action_cls).model_validate(payload)
-        return _result_of(self.env.step(action, timeout_s=timeout_s) if timeout_s else self.env.step(action))
+        with _quiet_fastmcp() if self.mcp else contextlib.nullcontext():
+            return _result_of(self.env.step(action, timeout_s=timeout_s) if timeout_s else self.env.step(action))
 
     def tools(self) -> list[dict[str, Any]]:
         from openenv.core.env_server.mcp_types import ListToolsAction
