@@ -384,7 +384,11 @@ class OpenEnvEnv(CatalogueEnv):
 
     def _payload(self, text: str) -> dict[str, Any]:
         if not self.backend.mcp:
-            return {self.text_field: text}
+            # Other required fields of the action get plain values of their type; the text goes in its field.
+            schema = self.backend.action_schema
+            required = set(schema.get("required") or ())
+            filled = {k: v for k, v in arguments(schema, "valid").items() if k in required}
+            return {**filled, self.text_field: text}
         try:
             parsed = json.loads(text)
         except ValueError:
