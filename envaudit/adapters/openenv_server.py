@@ -14,6 +14,7 @@ adapter's (``envaudit.adapters.openenv``). OpenEnv's WebSocket step carries no `
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -25,6 +26,10 @@ from envaudit.errors import UsageError
 
 SCHEMA_TIMEOUT_S = 10.0
 """How long the server may take to answer ``/schema`` before the target counts as unreachable."""
+CAPACITY_RETRIES = 50
+CAPACITY_WAIT_S = 0.1
+"""A session closed at an episode's end is freed by the server a moment later; a reset that finds
+the server still at capacity (``max_concurrent_envs``) waits and retries this often."""
 
 
 def url_of(name: str) -> str:
@@ -75,10 +80,11 @@ class Remote(Backend):
     def _list_tools(self) -> list[dict[str, Any]]:
         """The server's MCP tools; none when its action model is not MCP's (the step is refused)."""
         try:
-            client = self._open()
-            client.reset()
-            listed = client.step({"type": "list_tools"})
-        except RuntimeError:  # "Server error: Invalid message (code: VALIDATION_ERROR)": not an MCP env
+            self.reset(None, "envaudit-list-tools")
+            listed = self._client.step({"type": "list_tools"})
+        except RuntimeError as exc:  # "Server error: Invalid message (code: VALIDATION_ERROR)": not MCP
+            if "VALIDATION_ERROR" not in str(exc):
+                raise
             return []
         finally:
             self.close()
@@ -87,14 +93,19 @@ class Remote(Backend):
                 for t in tools if isinstance(t, Mapping) and t.get("name")]
 
     def reset(self, seed: int | None, episode_id: str) -> Result:
-        client = self._open()
-        return _result(client.reset(seed=seed, episode_id=episode_id))
+        for _ in range(CAPACITY_RETRIES):
+            try:
+                return _result(self._open().reset(seed=seed, episode_id=episode_id))
+            except RuntimeError as exc:
+                if "CAPACITY_REACHED" not in str(exc):
+                    raise
+                time.sleep(CAPACITY_WAIT_S)
+        return _result(self._open().reset(seed=seed, episode_id=episode_id))
 
     def step(self, payload: dict[str, Any], timeout_s: float | None) -> Result:
         if self._client is None:
             raise RuntimeError("step() before reset(): the episode's WebSocket session is closed")
-        result = _result(self._client.step(payload))
-        return result
+        return _result(self._client.step(payload))
 
     def tools(self) -> list[dict[str, Any]]:
         return list(self._tools)
