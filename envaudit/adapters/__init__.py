@@ -1,7 +1,9 @@
 """Adapters for the LLM-RL environment ecosystems, resolved by a prefix of the scan target.
 
 ``envaudit scan reasoning-gym:leg_counting``, ``textarena:GuessTheNumber-v0``,
-``gem:game:GuessTheNumber-v0-easy``, ``verifiers:my_env.py``: the part before the first ``:`` names the ecosystem, the rest
+``gem:game:GuessTheNumber-v0-easy``, ``skyrl-gym:gsm8k``, ``verifiers:my_env.py``,
+``openenv:MODULE:CLASS``, ``openenv+http://HOST:PORT``: the part before the first ``:`` names the
+ecosystem, the rest
 is the ecosystem's own id. Options reach the adapter as keyword arguments (``--env-arg KEY=VALUE``
 on the command line). Each adapter module imports its ecosystem lazily, so a missing package is a
 ``UsageError`` naming the extra to install, not an ImportError at ``import envaudit``.
@@ -25,6 +27,8 @@ ADAPTERS: dict[str, str] = {
     "gem": "envaudit.adapters.gem",
     "skyrl-gym": "envaudit.adapters.skyrl_gym",
     "verifiers": "envaudit.adapters.verifiers",
+    "openenv": "envaudit.adapters.openenv",
+    "openenv+http": "envaudit.adapters.openenv_server",
 }
 """Prefix -> module. A module exposes ``make(target, **env_args) -> gymnasium.Env`` and
 ``check(target, **env_args)`` (validates the id and the options without building an env). A module
@@ -87,6 +91,8 @@ _EXAMPLES = {
     "gem": "gem:game:GuessTheNumber-v0-easy",
     "skyrl-gym": "skyrl-gym:gsm8k",
     "verifiers": "verifiers:my_env.py",
+    "openenv": "openenv:echo_env.server.echo_env_environment:EchoEnvEnvironment",
+    "openenv+http": "openenv+http://127.0.0.1:8000",
 }
 
 __all__ = ["ADAPTERS", "package_version", "prefix_of", "require", "resolve_adapter"]
