@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import reduce
 from operator import add
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -195,9 +195,10 @@ class Recorder:
                 success_threshold: float | None, tags: dict[str, Any]) -> None:
         """The step rows and episode row of one episode as ``AuditWrapper`` handed it over.
 
-        ``actions`` are as given (immutable scalars) or already plain, ``tools`` the
-        step index and ``tool_fields`` of each step that called a tool, one after the other, ``action_labels`` the labels when
-        the env named them itself, else they come from ``labels`` (the env's action labels).
+        ``actions`` are as given (immutable scalars) or already plain; ``tools`` holds the step
+        index and ``tool_fields`` of each step that called a tool, one after the other;
+        ``action_labels`` are the labels when the env named them itself, else they come from
+        ``labels`` (the env's action labels).
         """
         n = len(rewards)
         actions = _plain_actions(actions)
@@ -213,16 +214,18 @@ class Recorder:
         # Only an episode's last step can be terminated or truncated: any earlier one would have ended it.
         ended_terminated, ended_truncated = [False] * n, [False] * n
         ended_terminated[-1], ended_truncated[-1] = terminated, truncated
-        names, statuses, latencies, errors = [None] * n, [None] * n, [None] * n, [None] * n
-        injected = [False] * n
-        n_calls = n_errors = n_timeouts = n_injected = 0
-        fields = iter(tools)
-        for t, name, status, latency, error, hit in zip(*[fields] * 6, strict=True):
-            names[t], statuses[t], latencies[t], errors[t], injected[t] = name, status, latency, error, hit
-            n_calls += 1
-            n_errors += status == TOOL_ERROR
-            n_timeouts += status == TOOL_TIMEOUT
-            n_injected += hit
+        n_calls = len(tools) // 6
+        if n_calls == n:  # every step called a tool (step indices are distinct and below n)
+            names, statuses, latencies, errors, injected = (tools[i::6] for i in range(1, 6))
+        else:
+            names, statuses, latencies, errors = [None] * n, [None] * n, [None] * n, [None] * n
+            injected = [False] * n
+            called = tools[::6]
+            for i, column in enumerate((names, statuses, latencies, errors, injected), start=1):
+                for t, value in zip(called, tools[i::6], strict=True):
+                    column[t] = value
+        n_errors, n_timeouts = statuses.count(TOOL_ERROR), statuses.count(TOOL_TIMEOUT)
+        n_injected = injected.count(True)
         if exception is not None:
             errors[-1] = exception  # the failing step called no tool
             reason = END_ENV_EXCEPTION
