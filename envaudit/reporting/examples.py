@@ -63,8 +63,23 @@ EXAMPLES = (
     Example("openenv-echo", "openenv:echo_env.server.echo_env_environment:EchoEnvironment",
             "the echo env `openenv init echo_env` scaffolds, in process, quick scan (made in .venv-alt)",
             {}, True, "openenv", scaffold_openenv_echo),
+    Example("skyrl-gym-gsm8k_multi_turn", "skyrl-gym:gsm8k_multi_turn",
+            "skyrl-gym's gsm8k_multi_turn env on 10 task rows shipped with the tests (SkyRL's dataset "
+            "format), default scan", {"tasks": "tests/adapters/data/skyrl_gsm8k_multi_turn.parquet"},
+            False, "skyrl_gym"),
+    Example("verifiers-sums", "verifiers:tests/adapters/data/vf_sums.py",
+            "a verifiers taskset built with verifiers' own classes (its format reward pays a hedge), quick scan",
+            {}, True, "verifiers"),
 )
 SEED = 0
+LOGGED = (
+    ("logs-flakysearch-stall-drop", "a generated log on `envaudit/FlakySearch-v0` (`envaudit logs`, "
+     "`--timeout-handling drop`)",
+     "a logged run whose policy stalls to the step limit more and more from iteration 8; written by "
+     "`python -m envaudit.testing.logs /tmp/stall-log --drift stall --start 8` and `envaudit logs /tmp/stall-log "
+     "--timeout-handling drop --out reports/logs-flakysearch-stall-drop` (not by this module)"),
+)
+"""Example folders written by ``envaudit logs`` (folder, what was read, what it is): indexed, not rescanned."""
 
 
 def regenerate(out: str | Path = "reports", *, config: ScanConfig | None = None,
@@ -108,8 +123,9 @@ def index(out: Path) -> str:
              "`.venv-alt/bin/python -m envaudit.reporting.examples --only gem-guess-the-number` (and `--only openenv-echo`).",
              "",
              "| folder | env | incentives (finding groups) | what it is |", "| --- | --- | --- | --- |"]
-    for example in EXAMPLES:
-        folder = out / example.folder
+    rows = [(e.folder, f"`{e.env_id}`", e.about) for e in EXAMPLES] + list(LOGGED)
+    for name, what, about in rows:
+        folder = out / name
         if not (folder / "report.json").exists():
             continue
         view = load_report(folder)
@@ -117,8 +133,7 @@ def index(out: Path) -> str:
         top = view.groups[0] if view.groups and view.groups[0].severity >= Severity.WARN else None
         verdict = (f"{c['fail']} fail, {c['warn']} warn, {c['info']} info ({len(view.findings)} findings)"
                    + (f" (first: `{top.code}`)" if top else ""))
-        lines.append(f"| [{example.folder}]({example.folder}/report.md) ([html]({example.folder}/report.html)) "
-                     f"| `{example.env_id}` | {verdict} | {example.about} |")
+        lines.append(f"| [{name}]({name}/report.md) ([html]({name}/report.html)) | {what} | {verdict} | {about} |")
     lines += ["", "Compare the flawed env with its clean twin: "
               "`envaudit diff reports/codefix-timeout-passes reports/codefix`.", ""]
     return "\n".join(lines)
