@@ -25,6 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envaudit.atomic import REPORT_MARKER
 from envaudit.config import FAIL_ON, ScanConfig, config_help
+from envaudit.execution import EXECUTORS, ExecutionConfig, execution_help
 from envaudit.pipeline import HANDLINGS
 from envaudit.resolve import UsageError
 
@@ -75,6 +76,11 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
+    ehelp = execution_help()
+    scan.add_argument("--executor", choices=EXECUTORS, default="processes", help=ehelp["executor"])
+    scan.add_argument("--workers", type=int, default=0, help=ehelp["workers"])
+    scan.add_argument("--memory-cap", dest="memory_cap_mb", type=float, default=ExecutionConfig.memory_cap_mb,
+                      metavar="MB", help=ehelp["memory_cap_mb"])
     scan.add_argument("--env-arg", dest="env_args", action="append", default=[], metavar="KEY=VALUE",
                       help="An option for the env's adapter or factory (repeatable); VALUE is read as "
                            "JSON when it parses (5, true, [1,2]), else as text.")
@@ -140,6 +146,13 @@ def _config(args: argparse.Namespace) -> ScanConfig:
         raise UsageError(str(exc)) from None
 
 
+def _execution(args: argparse.Namespace) -> ExecutionConfig:
+    try:
+        return ExecutionConfig(executor=args.executor, workers=args.workers, memory_cap_mb=args.memory_cap_mb)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _env_args(items: list[str]) -> dict[str, Any]:
     """``--env-arg KEY=VALUE`` options as keyword arguments; VALUE as JSON when it parses."""
     out: dict[str, Any] = {}
@@ -179,7 +192,7 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
             from envaudit.resolve import resolve_env
 
             env_id, target = resolve_env(args.env, _env_args(args.env_args))
-        report = run_scan(target, config, env_id=env_id,
+        report = run_scan(target, config, env_id=env_id, execution=_execution(args),
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
     _raise_if_interrupted()
     out = config.out or default_out_dir(report.env_id)
