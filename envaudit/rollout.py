@@ -16,12 +16,14 @@ together in index order.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import itertools
+import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +185,10 @@ class _Run:
     success_threshold: float | None
     max_steps: int
     step_timeout_s: float
+    where: tuple[str, list[str]] | None = None
+    """The scanning process's working directory and ``sys.path``, for worker processes: they were
+    forked from a server started earlier, and a relative ``path/file.py`` spec, an env reading
+    relative files or a module put on the path since must work there as here."""
 
 
 @dataclass
@@ -202,6 +208,12 @@ def _factory_of(spec: str) -> EnvFactory:
 
 
 def _build(run: _Run) -> tuple[AuditWrapper, int]:
+    if run.where is not None:  # only ever set for a worker process, whose cwd and path are its own
+        cwd, path = run.where
+        if os.getcwd() != cwd:
+            os.chdir(cwd)
+        if sys.path != path:
+            sys.path[:] = path
     make_env = run.make_env if run.spec is None else _factory_of(run.spec)
     made, mapping = strip_user_wrapper(make_env())
     env = limit_steps(made, run.max_steps)
@@ -402,6 +414,7 @@ class Runner:
         be sent at all, and the run stays in this process."""
         import cloudpickle
 
+        run = dataclasses.replace(run, where=(os.getcwd(), list(sys.path)))
         if self.spec is not None:
             run = dataclasses.replace(run, make_env=None, spec=self.spec)
         try:

@@ -9,7 +9,6 @@ import pytest
 
 from envaudit.execution import ExecutionConfig, InlineExecutor, ProcessExecutor, ThreadExecutor
 from envaudit.rollout import RandomPolicy, Runner
-from envaudit.scan import run_scan
 from tests.fixtures import crash_envs
 from tests.fixtures.crash_envs import BREAK_AT, EXIT_CODE, CleanWalk
 
@@ -150,3 +149,14 @@ def test_execution_config_says_what_is_wrong():
         ExecutionConfig(executor="ray")
     with pytest.raises(ValueError, match="workers must be 0"):
         ExecutionConfig(workers=-1)
+
+
+def test_workers_resolve_a_relative_file_spec_from_the_scanning_process_cwd(tmp_path, monkeypatch):
+    from envaudit.scan import run_scan
+
+    (tmp_path / "my_walk.py").write_text("from tests.fixtures.crash_envs import CleanWalk\n\n"
+                                         "def make_env():\n    return CleanWalk()\n")
+    monkeypatch.chdir(tmp_path)  # after the pool's server started elsewhere: workers must follow
+    report = run_scan("my_walk.py:make_env", episodes=8, group_size=4, probes=(),
+                      execution=ExecutionConfig("processes", workers=2))
+    assert report.broken is None and report.exploration["episodes"] == 8
