@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 import gymnasium as gym
@@ -121,23 +122,23 @@ def _warm_rollouts(factory, episodes: int, workers: int) -> float:
         pool.close()
 
 
-def _per_step(length: int, episodes: int) -> tuple[float, float]:
-    """Seconds per step of ``TrivialEnv`` inline and in one worker process (its start excluded)."""
+def _per_step(length: int, episodes: int, repeats: int = 5) -> tuple[float, float]:
+    """Seconds per step of ``TrivialEnv`` inline and in one running worker process: the median of
+    ``repeats`` interleaved blocks, so load on the machine hits both alike."""
     factory = lambda: TrivialEnv(length=length)  # noqa: E731
     seeds = list(range(episodes))
-    inline = Runner(factory)
     pool = ProcessExecutor(1)
+    inline, process = [], []
     try:
         Runner(factory, executor=pool).run(RandomPolicy(), seeds[:4], rng=np.random.default_rng(0))  # warm
-        t0 = time.perf_counter()
-        inline.run(RandomPolicy(), seeds, rng=np.random.default_rng(0))
-        t1 = time.perf_counter()
-        Runner(factory, executor=pool).run(RandomPolicy(), seeds, rng=np.random.default_rng(0))
-        t2 = time.perf_counter()
+        for _ in range(repeats):
+            for runner, times in ((Runner(factory), inline), (Runner(factory, executor=pool), process)):
+                started = time.perf_counter()
+                runner.run(RandomPolicy(), seeds, rng=np.random.default_rng(0))
+                times.append((time.perf_counter() - started) / (length * episodes))
     finally:
         pool.close()
-    steps = length * episodes
-    return (t1 - t0) / steps, (t2 - t1) / steps
+    return statistics.median(inline), statistics.median(process)
 
 
 def main() -> None:
