@@ -25,6 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envaudit.atomic import REPORT_MARKER
 from envaudit.config import FAIL_ON, ScanConfig, config_help
+from envaudit.execution import EXECUTORS, ExecutionConfig, execution_help
 from envaudit.pipeline import HANDLINGS
 from envaudit.resolve import UsageError
 
@@ -80,6 +81,13 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
+    ehelp = execution_help()
+    scan.add_argument("--executor", choices=(*EXECUTORS, "ray"), default="processes",
+                      help=ehelp["executor"] + " ray: a suite's env scans run as Ray tasks "
+                      "(pip install 'envaudit-rl[ray]'; each scan's rollouts then run inline in its task).")
+    scan.add_argument("--workers", type=int, default=0, help=ehelp["workers"])
+    scan.add_argument("--memory-cap", dest="memory_cap_mb", type=float, default=ExecutionConfig.memory_cap_mb,
+                      metavar="MB", help=ehelp["memory_cap_mb"])
     scan.add_argument("--env-arg", dest="env_args", action="append", default=[], metavar="KEY=VALUE",
                       help="An option for the env's adapter or factory (repeatable); VALUE is read as "
                            "JSON when it parses (5, true, [1,2]), else as text.")
@@ -167,12 +175,9 @@ def _add_suite_arguments(scan: argparse.ArgumentParser) -> None:
                                     "exit status: the most urgent\nof the envs' codes, in the order 2, 3, 1, 4, 0")
     suite.add_argument("--suite", metavar="FILE", help="A suite TOML file: [[env]] entries (target, name, "
                        "env_args, tasks, any scan option) and [defaults] (see the README, Suites).")
-    suite.add_argument("--workers", type=int, help="Envs scanned at once, each in a worker process "
+    suite.add_argument("--jobs", type=int, help="Envs scanned at once, each in a worker process "
                        "(default 1: one after another in this process); with --executor ray, the CPUs of "
                        "the local Ray instance (default up to 4).")
-    suite.add_argument("--executor", choices=("local", "ray"), default="local",
-                       help="local: this machine's processes; ray: each env's scan is a Ray task "
-                       "(pip install 'envaudit-rl[ray]').")
     suite.add_argument("--ray-address", help="An existing Ray cluster (default: start a local instance).")
     suite.add_argument("--resume", action="store_true", help="Reuse a finished suite folder at --out: keep "
                        "the envs already scanned with the same options, scan new or changed ones "
@@ -230,6 +235,13 @@ def _config(args: argparse.Namespace) -> ScanConfig:
         raise UsageError(str(exc)) from None
 
 
+def _execution(args: argparse.Namespace) -> ExecutionConfig:
+    try:
+        return ExecutionConfig(executor=args.executor, workers=args.workers, memory_cap_mb=args.memory_cap_mb)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _env_args(items: list[str]) -> dict[str, Any]:
     """``--env-arg KEY=VALUE`` options as keyword arguments; VALUE as JSON when it parses."""
     out: dict[str, Any] = {}
@@ -274,7 +286,7 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
             from envaudit.resolve import resolve_env
 
             env_id, target = resolve_env(args.env, env_args)
-        report = run_scan(target, config, env_id=env_id,
+        report = run_scan(target, config, env_id=env_id, execution=_execution(args),
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
     _raise_if_interrupted()
     out = config.out or default_out_dir(report.env_id)
@@ -305,8 +317,8 @@ def _scan_any(args: argparse.Namespace, console: Console, err: Console) -> int:
 
         return scan_suite(args, console, err, options=_suite_options(args),
                           interrupted=_raise_if_interrupted)
-    suite_only = [flag for flag, used in (("--workers", args.workers is not None),
-                                          ("--executor ray", args.executor != "local"),
+    suite_only = [flag for flag, used in (("--jobs", args.jobs is not None),
+                                          ("--executor ray", args.executor == "ray"),
                                           ("--ray-address", args.ray_address is not None),
                                           ("--resume", args.resume)) if used]
     if suite_only:

@@ -57,7 +57,10 @@ def scan_suite(args: argparse.Namespace, console: Console, err: Console, *,
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                       console=err, transient=True, disable=not show) as bar:
-            summary = run_suite(entries, out, executor=args.executor, workers=args.workers,
+            # A suite's jobs are env scans: local processes (--jobs) or Ray tasks (--executor ray);
+            # --executor processes/threads/inline and --workers size rollouts inside one scan.
+            summary = run_suite(entries, out, executor="ray" if args.executor == "ray" else "local",
+                                workers=args.jobs,
                                 ray_address=args.ray_address, force=args.force,
                                 on_event=SuiteProgress(bar, len(entries)))
         interrupted()

@@ -303,6 +303,8 @@ class _CutAfterReplay(gym.Wrapper):
 
 
 class _ReplayPolicy(Policy):
+    ordered = True  # the plan counts resets and maps episode ids to replays in this process
+
     def __init__(self, plan: ReplayPlan) -> None:
         self.plan = plan
         self.name = plan.name

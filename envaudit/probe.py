@@ -141,6 +141,13 @@ class ProbeContext:
     """Work the safety cap cut (``{"probe", "skipped", "reason"}``); the report's ``incomplete``."""
     tally: Any = None
     """The scan's ``coverage.ReturnTally``: every episode ``run`` plays is counted there, kept or not."""
+    executor: Any = None
+    """Where ``run`` plays episodes (``envaudit.execution``); None: one at a time in this process."""
+    spec: str | None = None
+    """The env's spec string, when the scan was given one: worker processes resolve it themselves."""
+    lost: list[Problem] = field(default_factory=list)
+    """Episodes whose worker process crashed or was killed past the memory cap, in any probe's runs
+    (shared by all probes); the scan reports them as one ``env-error`` finding."""
     _probe_env: gym.Env | None = None
 
     # -- randomness and time ------------------------------------------------------------------
@@ -197,7 +204,8 @@ class ProbeContext:
     def runner(self, make_env: EnvFactory | None = None) -> Runner:
         c = self.config
         return Runner(make_env or self.make_env, step_timeout_s=c.step_timeout_s, max_steps=c.max_steps,
-                      success_threshold=c.success_threshold, ids=self.ids)
+                      success_threshold=c.success_threshold, ids=self.ids, executor=self.executor,
+                      spec=self.spec if make_env is None else None)
 
     def run(
         self,
@@ -208,17 +216,20 @@ class ProbeContext:
         tags: Mapping[str, Any] | None = None,
         rng_name: str | None = None,
         make_env: EnvFactory | None = None,
+        ordered: bool | None = None,
     ) -> RunResult:
         """Run ``policy`` once per seed (hang-protected, recorded); episodes the safety cap cuts
-        are recorded as incomplete."""
+        are recorded as incomplete. ``ordered=True`` plays the seeds in order on one instance in
+        this process (for wrappers or policies that report back through shared state)."""
         if self.hangs:
             return RunResult(Recorder().records(), [], stopped_early=True)
         seeds = list(seeds)
         rng = self.rng("policy", rng_name or policy.name)
         result = self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers,
                                            tags={"probe": self.name, "policy": policy.name, **(tags or {})},
-                                           deadline=self.deadline)
+                                           deadline=self.deadline, ordered=ordered)
         self.hangs.extend(p for p in result.problems if p.kind == "hang")
+        self.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
         if self.tally is not None:
             self.tally.add(result.records.episodes)
         # The runner stops early for a hang, an env that cannot be made, or the cap.

@@ -1,16 +1,28 @@
 """Running episodes for probes: policies, hang protection and recording in one place.
 
-Every ``reset``/``step`` of the env under scan runs under a deadline on a worker thread, so an env
-that sleeps forever costs one deadline, not the scan. An env that hung is abandoned (its thread
-cannot be killed) and the run stops using that env factory; an env that raised gets a fresh
-instance for the next episode. Both are reported in ``RunResult.problems`` for the probes to turn
-into ``env-error`` findings.
+Every ``reset``/``step`` of the env under scan runs under a deadline, so an env that sleeps forever
+costs one deadline, not the scan. An env that hung is abandoned and the run stops using that env
+factory; an env that raised gets a fresh instance for the next episode. Both are reported in
+``RunResult.problems`` for the probes to turn into ``env-error`` findings.
+
+Episodes run on an executor (``envaudit.execution``): inline, on threads, or in worker processes
+where a crash of env code (a segfault, ``os._exit``, memory past the cap) is a ``crash``/``memory``
+problem of one episode and the run goes on with a fresh worker. What a run returns does not depend
+on the executor or its number of workers: episode ids are handed out before the run, each episode's
+policy randomness comes from the run's generator and the episode's index, and records are put
+together in index order.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import functools
 import itertools
+import os
+import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,9 +30,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envaudit.deadline import DeadlineExceeded, DeadlineWorker
+from envaudit.deadline import DeadlineExceeded
 from envaudit.errors import user_frame
+from envaudit.execution import InlineExecutor, Lost, Slot
 from envaudit.recording import AuditWrapper, Recorder, Records, audit_wrap, strip_user_wrapper
+from envaudit.seeding import child_seed
 
 EnvFactory = Callable[[], gym.Env]
 
@@ -28,10 +42,14 @@ EnvFactory = Callable[[], gym.Env]
 class Policy:
     """A policy for probe rollouts. ``reset`` is called at the start of each episode.
 
-    Subclasses override ``act``; ``name`` and ``describe()`` are what reports show.
+    Subclasses override ``act``; ``name`` and ``describe()`` are what reports show. A run may play
+    its episodes on several env instances at once, each with its own copy of the policy; a policy
+    that reports back through state shared across episodes sets ``ordered = True`` and its runs
+    play every episode in order, on one instance, in the scanning process.
     """
 
     name = "policy"
+    ordered = False
 
     def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
         self.env = env
@@ -57,7 +75,10 @@ class RandomPolicy(Policy):
 
     def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
         super().reset(env, rng)
-        self.space = env.action_space
+        # A copy to seed: envs that declare their space on the class share it across instances,
+        # and episodes played at once on threads must not reseed each other's sampler.
+        if getattr(self, "_space_of", None) is not env.action_space:
+            self._space_of, self.space = env.action_space, copy.deepcopy(env.action_space)
         self.space.seed(int(rng.integers(2**31)))
 
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
@@ -93,8 +114,10 @@ class SequencePolicy(Policy):
 class Problem:
     """Something the env did that is not an episode: a hang, an exception, a bad reset."""
 
-    kind: str  # "hang" | "exception" | "reset_exception"
-    where: str  # "reset" | "step" | "make"
+    kind: str  # "hang" | "exception" | "reset_exception" | "crash" | "memory"
+    """``crash``: the worker process running the env died (a signal, an exit); ``memory``: it was
+    killed past the memory cap. Both happen only under the process executor."""
+    where: str  # "reset" | "step" | "make" | "close" | "" (between calls)
     message: str
     seed: int | None
     step: int | None = None
@@ -129,10 +152,162 @@ def limit_steps(env: gym.Env, max_steps: int) -> gym.Env:
     return env
 
 
+class _Capture(Recorder):
+    """Keeps the rows of the one episode its env plays, for the run to add in index order."""
+
+    def __init__(self, episode_id: int) -> None:
+        super().__init__(ids=itertools.repeat(episode_id))
+        self.step_rows: list[tuple] = []
+        self.step_columns: list[list] | None = None
+        self.episode: tuple[tuple, dict[str, Any]] | None = None
+
+    def add_step(self, row: tuple) -> None:
+        self.step_rows.append(row)
+
+    def add_step_columns(self, columns: list[list]) -> None:
+        self.step_columns = [list(c) for c in columns]
+
+    def add_episode(self, row: tuple, tags: Mapping[str, Any]) -> None:
+        self.episode = (tuple(row), dict(tags))
+
+
+@dataclass
+class _Run:
+    """What every slot of one run needs; pickled once per worker process under that executor."""
+
+    make_env: EnvFactory | None
+    spec: str | None  # the scan's env spec, resolved where the env is made (a worker process)
+    wrappers: tuple
+    policy: Policy
+    tags: dict[str, Any]
+    reset_options: Mapping[str, Any] | None
+    tool_key: str
+    success_threshold: float | None
+    max_steps: int
+    step_timeout_s: float
+    where: tuple[str, list[str]] | None = None
+    """The scanning process's working directory and ``sys.path``, for worker processes: they were
+    forked from a server started earlier, and a relative ``path/file.py`` spec, an env reading
+    relative files or a module put on the path since must work there as here."""
+
+
+@dataclass
+class _Episode:
+    """One work item's outcome: the episode's rows (when it was recorded) and its problem."""
+
+    capture: _Capture | None = None
+    problem: Problem | None = None
+    stop: bool = False  # the run stops here: the env hung or cannot be made
+
+
+@functools.lru_cache(maxsize=8)
+def _factory_of(spec: str) -> EnvFactory:
+    from envaudit.resolve import resolve_env  # the worker side only: resolve sits above rollout
+
+    return resolve_env(spec)[1]
+
+
+def _build(run: _Run) -> tuple[AuditWrapper, int]:
+    if run.where is not None:  # only ever set for a worker process, whose cwd and path are its own
+        cwd, path = run.where
+        if os.getcwd() != cwd:
+            os.chdir(cwd)
+        if sys.path != path:
+            sys.path[:] = path
+    make_env = run.make_env if run.spec is None else _factory_of(run.spec)
+    made, mapping = strip_user_wrapper(make_env())
+    env = limit_steps(made, run.max_steps)
+    cap = step_limit(env) or run.max_steps
+    for wrapper in run.wrappers:
+        env = wrapper(env)
+    # audit_wrap keeps an envaudit.wrap(env, success=..., tool_key=...) mapping of the user's.
+    return audit_wrap(env, tool_key=run.tool_key, success_threshold=run.success_threshold,
+                      recorder=Recorder(), mapping=mapping), cap
+
+
+def _drop_env(slot: Slot) -> None:
+    """Close the slot's env (it raised); the next episode gets a fresh instance."""
+    policy = slot.state.get("policy")
+    slot.end()
+    if policy is not None:
+        slot.state["policy"] = policy
+
+
+def play(slot: Slot, run: _Run, item: tuple) -> _Episode:
+    """Play one episode of ``run`` on ``slot``'s env (made on first use): the work item of a run."""
+    _index, episode_id, seed, rng_seed, episode_tags = item
+    T = run.step_timeout_s
+    if "policy" not in slot.state:
+        slot.state["policy"] = copy.deepcopy(run.policy) if slot.shares_objects else run.policy
+    if "env" not in slot.state:
+        try:
+            env, cap = slot.guard(lambda: _build(run), T, "make")
+        except DeadlineExceeded as exc:
+            slot.abandon()
+            return _Episode(problem=Problem("hang", "make", str(exc), seed), stop=True)
+        except Exception as exc:
+            return _Episode(problem=Problem("exception", "make", f"{type(exc).__name__}: {exc}", seed,
+                                            location=user_frame(exc)), stop=True)
+        slot.state["env"], slot.state["cap"] = env, cap
+        slot.at_end(lambda: slot.guard(env.close, T, "close"))
+    env, cap, policy = slot.state["env"], slot.state["cap"], slot.state["policy"]
+    capture = _Capture(episode_id)
+    env.recorder = capture
+    env.set_tags(**run.tags, **(episode_tags or {}))
+    try:
+        obs, info = slot.guard(lambda: env.reset(seed=seed, options=run.reset_options), T, "reset")
+    except DeadlineExceeded as exc:
+        slot.abandon()
+        return _Episode(problem=Problem("hang", "reset", str(exc), seed), stop=True)
+    except Exception as exc:
+        _drop_env(slot)
+        return _Episode(problem=Problem("reset_exception", "reset", f"{type(exc).__name__}: {exc}", seed,
+                                        location=user_frame(exc)))
+    policy.reset(env, np.random.default_rng(rng_seed))
+    # The env's own limit when it has one (MountainCarContinuous runs 999 steps), else ours.
+    for t in range(cap + 1):
+        try:
+            action = policy(obs, info)
+        except Exception as exc:  # the probe's policy broke, not the env: re-raise to the probe
+            raise RuntimeError(f"policy {policy.name!r} failed at step {t}: {exc}") from exc
+        try:
+            obs, _, terminated, truncated, info = slot.guard(lambda a=action: env.step(a), T, "step", t)
+        except DeadlineExceeded as exc:
+            slot.abandon()
+            return _Episode(capture, Problem("hang", "step", str(exc), seed, t, episode_id), stop=True)
+        except Exception as exc:
+            _drop_env(slot)
+            return _Episode(capture, Problem("exception", "step", f"{type(exc).__name__}: {exc}", seed, t,
+                                             episode_id, location=user_frame(exc)))
+        if terminated or truncated:
+            return _Episode(capture)
+    _drop_env(slot)
+    return _Episode(capture, Problem("exception", "step", f"the episode did not end within its step limit of "
+                                     f"{cap} steps", seed, cap, episode_id))
+
+
+def _lost(lost: Lost, item: tuple) -> _Episode:
+    """The outcome of an episode whose worker process died or was killed."""
+    _index, episode_id, seed = item[:3]
+    where = lost.call or "step"
+    if lost.kind == "hang":
+        return _Episode(problem=Problem("hang", where, lost.detail, seed, lost.step), stop=True)
+    during = f"{where}()" if where != "make" else "making the env"
+    at = f" at step {lost.step}" if lost.step is not None else ""
+    if not lost.call:
+        during = "the episode, between env calls"
+    message = f"{lost.detail}, during {during}{at} (reset seed {seed})"
+    # The episode's rows died with the worker: the problem names the seed and call, not an episode.
+    return _Episode(problem=Problem(lost.kind, where, message, seed, lost.step), stop=where == "make")
+
+
 class Runner:
     """Runs episodes of envs from one factory with hang protection, recording into one Recorder.
 
     ``wrappers`` are applied between the env and the recorder (fault injection goes there).
+    ``executor`` runs the episodes (default: inline, one after another in this process); ``spec``
+    is the env's spec string, which worker processes resolve themselves instead of unpickling the
+    factory.
     """
 
     def __init__(
@@ -144,6 +319,8 @@ class Runner:
         success_threshold: float | None = None,
         tool_key: str = "tool",
         ids: Iterator[int] | None = None,
+        executor: Any = None,
+        spec: str | None = None,
     ) -> None:
         self.make_env = make_env
         self.step_timeout_s = step_timeout_s
@@ -151,11 +328,9 @@ class Runner:
         self.success_threshold = success_threshold
         self.tool_key = tool_key
         self.ids = ids if ids is not None else itertools.count()
-        self._worker = DeadlineWorker("envaudit-env")
+        self.executor = executor if executor is not None else InlineExecutor()
+        self.spec = spec
         self.dead = False  # set once the env hung: its thread is stuck, stop using it
-
-    def _guard(self, fn: Callable[[], Any], what: str) -> Any:
-        return self._worker.call(fn, self.step_timeout_s, what=what)
 
     def run(
         self,
@@ -167,88 +342,87 @@ class Runner:
         tags: Mapping[str, Any] | None = None,
         deadline: float | None = None,
         reset_options: Mapping[str, Any] | None = None,
+        episode_tags: Sequence[Mapping[str, Any]] | None = None,
+        ordered: bool | None = None,
     ) -> RunResult:
-        """Run one episode per seed with ``policy``; returns the records of just these episodes."""
-        recorder = Recorder(ids=self.ids)
-        problems: list[Problem] = []
-        stopped = False
-        env: AuditWrapper | None = None
-        for seed in seeds:
-            if self.dead or (deadline is not None and time.monotonic() > deadline):
-                stopped = True
-                break
-            if env is None:
-                try:
-                    env = self._build(recorder, wrappers)
-                except DeadlineExceeded as exc:
-                    problems.append(Problem("hang", "make", str(exc), seed))
-                    self.dead, stopped = True, True
-                    break
-                except Exception as exc:
-                    problems.append(Problem("exception", "make", f"{type(exc).__name__}: {exc}", seed,
-                                            location=user_frame(exc)))
-                    stopped = True
-                    break
-            env.set_tags(**(tags or {}))
-            ok = self._episode(env, policy, int(seed), rng, problems, reset_options)
-            if not ok:
-                if not self.dead:
-                    self._close(env)
-                env = None
-        if env is not None:
-            self._close(env)
-        return RunResult(recorder.records(), problems, stopped)
+        """Run one episode per seed with ``policy``; returns the records of just these episodes.
 
-    def _build(self, recorder: Recorder, wrappers) -> AuditWrapper:
-        def build() -> AuditWrapper:
-            made, mapping = strip_user_wrapper(self.make_env())
-            env = limit_steps(made, self.max_steps)
-            self._step_cap = step_limit(env) or self.max_steps
-            for wrapper in wrappers:
-                env = wrapper(env)
-            # audit_wrap keeps an envaudit.wrap(env, success=..., tool_key=...) mapping of the user's.
-            return audit_wrap(env, tool_key=self.tool_key, success_threshold=self.success_threshold,
-                              recorder=recorder, mapping=mapping)
-        return self._guard(build, "making the env")
+        ``episode_tags[i]`` adds tags to episode ``i`` only. ``ordered`` (default: the policy's
+        ``ordered``) plays the episodes in order on one instance in this process, for policies and
+        wrappers that report back through shared state.
+        """
+        seeds = [int(s) for s in seeds]
+        if self.dead:
+            return RunResult(Recorder().records(), [], stopped_early=bool(seeds))
+        assert episode_tags is None or len(episode_tags) == len(seeds), (
+            f"episode_tags needs one mapping per seed: {len(episode_tags or ())} for {len(seeds)} seeds")
+        # Handed out before anything runs, so ids and randomness follow the index, not the schedule.
+        ids = [next(self.ids) for _ in seeds]
+        base = int(rng.integers(2**62))
+        items = [(i, ids[i], s, child_seed(base, i), episode_tags[i] if episode_tags else None)
+                 for i, s in enumerate(seeds)]
+        run = _Run(self.make_env, None, tuple(wrappers), policy, dict(tags or {}), reset_options, self.tool_key,
+                   self.success_threshold, self.max_steps, self.step_timeout_s)
+        executor = self._executor_for(run, policy, ordered)
+        stop_at, cut = [len(items)], [False]
 
-    def _episode(self, env, policy, seed, rng, problems, reset_options) -> bool:
-        """One episode; False when the env must be replaced (it raised or hung)."""
+        def keep_going(i: int) -> bool:
+            if i >= stop_at[0]:
+                return False
+            if deadline is not None and time.monotonic() > deadline:
+                cut[0] = True
+                return False
+            return True
+
+        shared = run
+        if executor.kind == "processes":
+            shared = self._portable(run)
+            if shared is None:
+                executor, shared = InlineExecutor(), run
+        outcomes: dict[int, _Episode] = {}
+        for i, outcome in executor.map(play, shared, items, keep_going):
+            if isinstance(outcome, Lost):
+                outcome = _lost(outcome, items[i])
+            outcomes[i] = outcome
+            if outcome.stop:
+                stop_at[0] = min(stop_at[0], i)
+                self.dead = self.dead or outcome.problem.kind == "hang"
+        recorder, problems = Recorder(), []
+        for i in sorted(outcomes):
+            if i > stop_at[0]:  # played by another worker after the run had to stop: not this run's
+                continue
+            out = outcomes[i]
+            if out.capture is not None and out.capture.episode is not None:
+                if out.capture.step_columns is not None:
+                    recorder.add_step_columns(out.capture.step_columns)
+                for row in out.capture.step_rows:
+                    recorder.add_step(row)
+                recorder.add_episode(*out.capture.episode)
+            if out.problem is not None:
+                problems.append(out.problem)
+        done = sum(1 for i, out in outcomes.items() if i <= stop_at[0] and not out.stop)
+        return RunResult(recorder.records(), problems, stopped_early=done < len(items))
+
+    def _executor_for(self, run: _Run, policy: Policy, ordered: bool | None) -> Any:
+        if ordered or (ordered is None and getattr(policy, "ordered", False)):
+            return InlineExecutor()
+        return self.executor
+
+    def _portable(self, run: _Run) -> _Run | None:
+        """``run`` as worker processes get it: the env's spec instead of its factory when there is
+        one (a factory loaded from a file path cannot be unpickled elsewhere); None when it cannot
+        be sent at all, and the run stays in this process."""
+        import cloudpickle
+
+        run = dataclasses.replace(run, where=(os.getcwd(), list(sys.path)))
+        if self.spec is not None:
+            run = dataclasses.replace(run, make_env=None, spec=self.spec)
         try:
-            obs, info = self._guard(lambda: env.reset(seed=seed, options=reset_options), "reset()")
-        except DeadlineExceeded as exc:
-            problems.append(Problem("hang", "reset", str(exc), seed))
-            self.dead = True
-            return False
+            cloudpickle.dumps(run)
         except Exception as exc:
-            problems.append(Problem("reset_exception", "reset", f"{type(exc).__name__}: {exc}", seed,
-                                    location=user_frame(exc)))
-            return False
-        policy.reset(env, rng)
-        episode_id = env.episode_id
-        # The env's own limit when it has one (MountainCarContinuous runs 999 steps), else ours.
-        for t in range(self._step_cap + 1):
-            try:
-                action = policy(obs, info)
-            except Exception as exc:  # the probe's policy broke, not the env: re-raise to the probe
-                raise RuntimeError(f"policy {policy.name!r} failed at step {t}: {exc}") from exc
-            try:
-                obs, _, terminated, truncated, info = self._guard(lambda a=action: env.step(a), "step()")
-            except DeadlineExceeded as exc:
-                problems.append(Problem("hang", "step", str(exc), seed, t, episode_id))
-                self.dead = True
-                return False
-            except Exception as exc:
-                problems.append(Problem("exception", "step", f"{type(exc).__name__}: {exc}", seed, t, episode_id,
-                                        location=user_frame(exc)))
-                return False
-            if terminated or truncated:
-                return True
-        problems.append(Problem("exception", "step", f"the episode did not end within its step limit of "
-                                f"{self._step_cap} steps", seed, self._step_cap, episode_id))
-        return False
-
-    def _close(self, env: gym.Env) -> None:
-        try:
-            self._guard(env.close, "close()")
-        except Exception:  # closing a broken env is best effort; the episode data is already kept
-            pass
+            warnings.warn(f"policy {run.policy.name!r}: this run cannot be sent to worker processes "
+                          f"({type(exc).__name__}: {exc}), so it runs in the scanning process without "
+                          "isolation; make the env factory, policy and wrappers picklable, or scan a spec "
+                          "string", RuntimeWarning, stacklevel=3)
+            return None
+        return run

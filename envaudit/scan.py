@@ -26,6 +26,7 @@ from envaudit.config import ScanConfig
 from envaudit.coverage import ReturnTally, coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
+from envaudit.execution import ExecutionConfig, make_executor
 from envaudit.findings import Finding, Severity
 from envaudit.grouping import group_findings
 from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
@@ -56,31 +57,47 @@ def select_probes(names: Sequence[str] | None) -> list[Probe]:
     return list(registered_probes(names).values())
 
 
-def _explore(make_env, config: ScanConfig, ids, deadline: float,
-             skipped: list[dict[str, str]]) -> tuple[Records, list[Problem]]:
+def _explore(make_env, config: ScanConfig, ids, deadline: float, skipped: list[dict[str, str]],
+             executor=None, spec: str | None = None) -> tuple[Records, list[Problem]]:
     """Random-policy rollouts in GRPO-style groups: G episodes from each reset seed, all of them
-    unless the env hangs or the safety cap (``deadline``) is reached, which ``skipped`` records."""
+    unless the env hangs or the safety cap (``deadline``) is reached, which ``skipped`` records.
+    The groups go out as one run, so every worker has an episode to play."""
     n_episodes = config.scaled(config.episodes)
     group_size = min(config.group_size, n_episodes)
     n_groups = max(1, math.ceil(n_episodes / group_size))
     runner = Runner(make_env, step_timeout_s=config.step_timeout_s, max_steps=config.max_steps,
-                    success_threshold=config.success_threshold, ids=ids)
+                    success_threshold=config.success_threshold, ids=ids, executor=executor, spec=spec)
     rng = child_rng(config.seed, "explore", "policy")
-    parts, problems = [], []
-    for g in range(n_groups):
-        seed = child_seed(config.seed, "explore", "group", g) % (2**31 - 1)
-        result = runner.run(RandomPolicy(), [seed] * group_size, rng=rng, deadline=deadline,
-                            tags={"probe": "explore", "policy": "random", "group": g})
-        parts.append(result.records)
-        problems.extend(result.problems)
-        if result.stopped_early:
-            if time.monotonic() > deadline and not result.hung:
-                done = sum(len(p.episodes) for p in parts)
-                skipped.append({"probe": "explore", "reason": cap_reason(config.budget_s),
-                                "skipped": f"{group_size * n_groups - done} of {group_size * n_groups} "
-                                           "exploration episodes"})
-            break
-    return Records.concat(parts), problems
+    seeds = [child_seed(config.seed, "explore", "group", g) % (2**31 - 1) for g in range(n_groups)]
+    result = runner.run(RandomPolicy(), [s for s in seeds for _ in range(group_size)], rng=rng, deadline=deadline,
+                        tags={"probe": "explore", "policy": "random"},
+                        episode_tags=[{"group": g} for g in range(n_groups) for _ in range(group_size)])
+    if result.stopped_early and time.monotonic() > deadline and not result.hung:
+        done = len(result.records.episodes)
+        skipped.append({"probe": "explore", "reason": cap_reason(config.budget_s),
+                        "skipped": f"{group_size * n_groups - done} of {group_size * n_groups} exploration episodes"})
+    return result.records, result.problems
+
+
+def _lost_finding(lost: list[Problem]) -> Finding:
+    """One finding for every episode whose worker process died or was killed past the memory cap."""
+    kinds = sorted({p.kind for p in lost})
+    what = " and ".join({"crash": "crashed the process running it", "memory": "held memory past the cap"}[k]
+                        for k in kinds)
+    first = lost[0]
+    cases = [{"kind": p.kind, "call": p.where, "seed": p.seed, "step": p.step, "message": p.message}
+             for p in lost[:20]]
+    return Finding(
+        code="env-error", severity=Severity.FAIL, probe="scan",
+        title="the env crashes its process" if "crash" in kinds else "the env outgrows the memory cap",
+        summary=f"In {len(lost)} episode{'s' if len(lost) != 1 else ''} the env {what}; the scan went on "
+                f"with fresh worker processes. First: {first.message}.",
+        evidence={"behaviour": "env-error", "reward_path": "env", "episodes": len(lost), "kinds": kinds,
+                  "cases": cases},
+        fix="Reproduce it with the seed and call above (envaudit scan --executor inline shows the native "
+            "traceback); a crash in a C extension, an os._exit or a leak kills a training run's rollout "
+            "worker the same way.",
+    )
 
 
 def _summary(records: Records) -> dict[str, Any]:
@@ -134,16 +151,23 @@ def run_scan(
     progress: Progress | None = None,
     env_id: str | None = None,
     env_args: Mapping[str, Any] | None = None,
+    execution: ExecutionConfig | None = None,
     **overrides: Any,
 ) -> Report:
     """Scan an env (a spec string or a zero-argument factory) and return the report.
 
     ``env_args`` are the options of a spec string's adapter or factory (``--env-arg``; e.g.
-    ``{"tasks": "rows.jsonl"}`` for ``skyrl-gym:gsm8k``)."""
+    ``{"tasks": "rows.jsonl"}`` for ``skyrl-gym:gsm8k``).
+
+    ``execution`` says where rollouts run (default: inline, one at a time in this process; the CLI
+    defaults to worker processes); it never changes the report, only how long it takes and whether
+    a crash of env code is survived."""
     config = dataclasses.replace(config or ScanConfig(), **overrides) if overrides else (config or ScanConfig())
     started = time.monotonic()
     deadline = started + config.budget_s
     created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    # Workers resolve a bare spec themselves; with options they get the (pickled) factory instead.
+    spec = target if isinstance(target, str) and not env_args else None
     if isinstance(target, str):
         env_id, make_env = resolve_env(target, dict(env_args or {}))
     elif env_args:
@@ -156,7 +180,6 @@ def run_scan(
     tell = progress or (lambda _msg, _frac: None)
 
     guard = DeadlineWorker("envaudit-make")
-    findings: list[Finding] = []
     try:
         probe_env = guard.call(make_env, config.step_timeout_s, what="making the env")
         if not isinstance(probe_env, gym.Env):
@@ -172,12 +195,25 @@ def run_scan(
         return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
                       time.monotonic() - started, _version(), broken=broken)
 
+    executor = make_executor(execution, preload=[p.run.__module__ for p in probes])
+    try:
+        return _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,
+                      env_fingerprint, action_space)
+    finally:
+        executor.close()
+
+
+def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,
+           env_fingerprint, action_space) -> Report:
+    """Explore and run the probes (everything after the env proved it can be made)."""
+    findings: list[Finding] = []
     # Progress by the probes' relative cost; exploration counts as one probe of weight 1.
     total_weight = 1.0 + sum(p.weight for p in probes)
     tell("exploring", 0.0)
     ids = itertools.count()
     incomplete: list[dict[str, str]] = []
-    exploration, problems = _explore(make_env, config, ids, deadline, incomplete)
+    exploration, problems = _explore(make_env, config, ids, deadline, incomplete, executor, spec)
+    lost = [p for p in problems if p.kind in ("crash", "memory")]
     tally = ReturnTally()  # every episode any probe runs, kept or not: the coverage check's view
     tally.add(exploration.episodes)
     if exploration.episodes.empty and problems:
@@ -203,7 +239,8 @@ def run_scan(
             continue
         ctx = ProbeContext(env_id=env_id, make_env=make_env, config=config, exploration=exploration,
                            exploration_problems=problems, pipeline=pipeline, name=probe.name,
-                           deadline=deadline, ids=ids, hangs=hangs, tally=tally)
+                           deadline=deadline, ids=ids, hangs=hangs, tally=tally, executor=executor, spec=spec,
+                           lost=lost)
         status, error, produced = _run_probe(probe, ctx)
         findings.extend(produced)
         kept.extend(ctx.kept)
@@ -212,6 +249,8 @@ def run_scan(
         statuses.append(ProbeStatus(probe.name, status, time.monotonic() - now, len(produced), error, ctx.notes))
         ctx.close()
     tell("done", 1.0)
+    if lost:
+        findings.append(_lost_finding(lost))
     findings = _holm(findings, config.alpha)
     records = Records.concat(kept)
     # Probes may keep the same episodes twice (a replay kept by two analyses): one row each.

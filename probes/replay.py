@@ -124,6 +124,7 @@ class Scripted(Policy):
     """
 
     name = "replay"
+    ordered = True  # its runs compare two episodes on one instance through Capture's sink
 
     def __init__(self, actions: list[Any], seed: int) -> None:
         self.actions = list(actions)

@@ -232,11 +232,11 @@ def test_an_interrupted_suite_resumes_without_rescanning_finished_envs(here, mon
 
 
 def test_workers_give_the_same_reports_as_one_after_another(here):
-    """--workers 2 scans envs in two processes; each env's report is the sequential one."""
+    """--jobs 2 scans envs in two processes; each env's report is the sequential one."""
     argv = ["scan", "envaudit/FlakySearch-AnswerAll-v0", "envaudit/Helpdesk-EngagementBonus-v0", COIN,
             "--episodes", "64", "--quick", "--probes", "api,exploits,replay,intent", "--no-progress"]
     assert main([*argv, "--out", "seq"]) == 1
-    assert main([*argv, "--out", "par", "--workers", "2"]) == 1
+    assert main([*argv, "--out", "par", "--jobs", "2"]) == 1
     seq = json.loads((here / "seq" / "suite.json").read_text())
     par = json.loads((here / "par" / "suite.json").read_text())
     strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
@@ -255,8 +255,8 @@ def test_workers_give_the_same_reports_as_one_after_another(here):
 
 
 def test_single_env_flags_that_only_suites_take_are_usage_errors(here, capsys):
-    assert main(["scan", COIN, "--workers", "2", *SMALL]) == 2
-    assert "--workers applies to suites" in capsys.readouterr().err
+    assert main(["scan", COIN, "--jobs", "2", *SMALL]) == 2
+    assert "--jobs applies to suites" in capsys.readouterr().err
     assert main(["scan", *SMALL]) == 2
     assert "required: ENV (one or more), or --suite FILE" in capsys.readouterr().err
 
@@ -286,7 +286,7 @@ def test_a_worker_that_dies_is_reported_and_the_suite_goes_on(here):
     """The process scanning one env dies (here: importing its module ends the process): that env is
     an error row with exit code 3 (it could not be audited), the suite is complete and a rerun
     retries it; envs finished in other workers keep their reports."""
-    argv = ["scan", COIN, "tests.fixtures.suite_dies_on_import:make_env", *SMALL, "--out", "s", "--workers", "2"]
+    argv = ["scan", COIN, "tests.fixtures.suite_dies_on_import:make_env", *SMALL, "--out", "s", "--jobs", "2"]
     assert main(argv) == 3
     suite = json.loads((here / "s" / "suite.json").read_text())
     rows = {r["target"]: r for r in suite["envs"]}

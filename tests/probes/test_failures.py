@@ -113,8 +113,11 @@ def test_a_failed_call_that_pays_is_confirmed_by_fault_injection():
     findings, ctx = _tool_fixture("attempt_credit")
     rewarded = {f.evidence["tool"]: f for f in _only(findings, "failure-rewarded")}
     p = fixture.params
-    # Every failed call pays error_credit, whatever the tool: all four tools are caught.
-    assert set(rewarded) == {"fetch", "submit", "give_up", "status"}
+    # Every failed call pays error_credit, whatever the tool. fetch, give_up and check_status pay 0
+    # when they work, so all three are caught; a working submit pays 1 whenever the task was done,
+    # so whether its failure out-pays it depends on how many of the sampled replays had fetched
+    # enough (seeds 0-5 of this scan catch it in three): it may be caught, nothing else may be.
+    assert {"fetch", "give_up", "status"} <= set(rewarded) <= {"fetch", "submit", "give_up", "status"}
     f = rewarded["fetch"]
     ev = f.evidence
     assert ev["source"] == "fault injection" and ev["n"] >= 10

@@ -1,0 +1,89 @@
+"""Where rollouts run: in the scanning process, on threads, or in isolated worker processes.
+
+``envaudit.rollout`` is the one place that plays episodes; it hands them to an executor from here.
+An executor runs work items ``fn(slot, shared, item)`` on its slots and yields ``(index, result)``
+as they complete; the caller puts results back in index order, so what a run returns never
+depends on how many workers ran it or in which order they finished. The process pool turns a
+worker that died or had to be killed into a ``Lost`` outcome for that item.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from envaudit.execution.local import InlineExecutor, ThreadExecutor
+from envaudit.execution.pool import ProcessExecutor, WorkerError
+from envaudit.execution.slots import Lost, Slot
+
+EXECUTORS = ("processes", "threads", "inline")
+
+
+def default_workers() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _opt(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    """How a scan runs its rollouts. It never changes what the scan finds: the same seed gives the
+    same report with any executor and any number of workers."""
+
+    executor: str = _opt("processes", "Where env code runs: processes (isolated worker processes; a crash "
+                         "in the env becomes an env-error finding), threads (in the scanning process; for "
+                         "I/O-bound envs), inline (one env at a time in the scanning process).")
+    workers: int = _opt(0, "Env instances stepped at once (0: one per core of this machine).")
+    memory_cap_mb: float | None = _opt(4096.0, "A worker process whose env holds more memory than this "
+                                       "(MiB) is killed and the episode reported as env-error (processes only).")
+    recycle_episodes: int | None = _opt(1000, "A worker process is replaced after this many episodes, "
+                                        "so slow leaks never add up (processes only).")
+    recycle_mb: float | None = _opt(None, "A worker process is replaced after an episode that leaves it holding "
+                                    "more than this (MiB); default: half the memory cap (processes only).")
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.executor in EXECUTORS, f"executor must be one of {', '.join(EXECUTORS)}, got {self.executor!r}"),
+            (self.workers >= 0, f"workers must be 0 (one per core) or more, got {self.workers}"),
+            (self.memory_cap_mb is None or self.memory_cap_mb > 0,
+             f"memory_cap_mb must be positive, got {self.memory_cap_mb}"),
+            (self.recycle_episodes is None or self.recycle_episodes >= 1,
+             f"recycle_episodes must be at least 1, got {self.recycle_episodes}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    @property
+    def n_workers(self) -> int:
+        return self.workers or default_workers()
+
+
+def execution_help() -> dict[str, str]:
+    return {f.name: f.metadata["help"] for f in fields(ExecutionConfig)}
+
+
+def make_executor(config: ExecutionConfig | None, *, preload: Sequence[str] = ()
+                  ) -> InlineExecutor | ThreadExecutor | ProcessExecutor:
+    """The executor ``config`` asks for (``None``: inline, one episode at a time in this process).
+    ``preload``: modules worker processes import once, up front (those the runs' policies live in)."""
+    if config is None or config.executor == "inline":
+        return InlineExecutor()
+    if config.executor == "threads":
+        return ThreadExecutor(config.n_workers)
+    cap = None if config.memory_cap_mb is None else int(config.memory_cap_mb * 2**20)
+    recycle = config.recycle_mb * 2**20 if config.recycle_mb is not None else (cap // 2 if cap else None)
+    return ProcessExecutor(config.n_workers, memory_cap_bytes=cap, recycle_items=config.recycle_episodes,
+                           recycle_rss_bytes=int(recycle) if recycle else None, preload=preload)
+
+
+__all__ = ["EXECUTORS", "ExecutionConfig", "InlineExecutor", "Lost", "ProcessExecutor", "Slot",
+           "ThreadExecutor", "WorkerError", "default_workers", "execution_help", "make_executor"]

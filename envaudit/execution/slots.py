@@ -1,0 +1,78 @@
+"""What a unit of work sees where it runs: a ``Slot`` (one env instance's home) and how ending a
+run there is reported when the worker itself is lost.
+
+A slot keeps ``state`` between the work items of one run (the env built for it, the policy copy)
+and offers ``guard``: every call into env code goes through it, so a call that overruns its deadline
+is caught the same way in every executor (a ``DeadlineExceeded`` in-process, a killed worker process
+reported as ``Lost`` in the process pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from envaudit.deadline import DeadlineWorker
+
+# Codes of the env call a process worker is in, shared with the parent through shared memory so a
+# worker that dies says what it was doing (the parent cannot ask a dead process).
+CALLS = {0: "", 1: "make", 2: "reset", 3: "step", 4: "close"}
+CALL_CODES = {name: code for code, name in CALLS.items() if name}
+
+
+@dataclass(frozen=True)
+class Lost:
+    """A work item whose worker process was lost: it died, or the parent killed it.
+
+    ``kind``: ``"crash"`` (a signal or an exit of the worker: a segfault, ``os._exit``, the kernel's
+    OOM killer), ``"hang"`` (the parent killed it past the call's deadline) or ``"memory"`` (killed
+    past the memory cap). ``call`` is the env call it was in (``make``, ``reset``, ``step``,
+    ``close``; empty when it was in none), ``step`` the step index of a ``step()`` call.
+    """
+
+    kind: str
+    call: str
+    step: int | None
+    detail: str
+
+
+class Slot:
+    """One env instance's home in an in-process executor (the caller's thread or a pool thread)."""
+
+    def __init__(self, name: str, *, shares_objects: bool = True) -> None:
+        self.state: dict[str, Any] = {}
+        self.shares_objects = shares_objects
+        """True when other slots see the same objects (pool threads): a slot copies the stateful
+        ones (the policy) before using them. False inline, where the caller's own objects are
+        wanted, and in a worker process, whose objects are its own unpickled copies."""
+        self._deadline = DeadlineWorker(name)
+        self._at_end: list[Callable[[], None]] = []
+
+    def guard(self, fn: Callable[[], Any], deadline_s: float | None, call: str, step: int | None = None) -> Any:
+        """``fn()`` under a deadline; raises ``DeadlineExceeded`` past it (the call is abandoned)."""
+        what = f"{call}()" if call != "make" else "making the env"
+        return self._deadline.call(fn, deadline_s, what=what)
+
+    def at_end(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` when the run that uses this slot ends (closing its env)."""
+        self._at_end.append(fn)
+
+    def end(self) -> None:
+        for fn in reversed(self._at_end):
+            try:
+                fn()
+            except Exception:  # closing is best effort; the run's data is already kept
+                pass
+        self._at_end.clear()
+        self.state.clear()
+
+    def abandon(self) -> None:
+        """The slot's env hung: drop it without calling into it again (the deadline worker has
+        already left its stuck thread behind and starts a fresh one for the next call)."""
+        self._at_end.clear()
+        self.state.clear()
+
+    def close(self) -> None:
+        self.end()
+        self._deadline.close()
