@@ -4,6 +4,8 @@ Each flawed instance's twin is the same spec with ``flaw=None`` (``envaudit.fami
 generator first made the base able to carry the flaw, so the twin differs by exactly the planted
 incentive). Severities follow from the generator's design, not from what a scan printed:
 
+- ``timeout-drop`` (1-step tasks): the env is clean; the pipeline drops timed-out rollouts, so a
+  failing rollout that times out escapes its negative advantage (the twin keeps every rollout).
 - ``lenient-grader``: every wrong answer pays ``amount`` >= the success reward plus all shaping, so
   with honest successes to compare with (an env with an ``oracle()``) the ending is ``fail``; without
   any success seen it still clearly beats an ending paid like a typical step (``warn``).
@@ -49,3 +51,32 @@ def test_a_grader_that_pays_every_answer_is_named_and_its_twin_is_silent(case):
     if case.spec.has_oracle:
         assert any(f.severity == "fail" for f in found), found
     assert not scan(twin(case), ("intent",)).incentive_flags
+
+
+# -- timeout-drop on 1-step tasks -----------------------------------------------------------------
+def _one_step_quit_drops(n: int) -> list[Case]:
+    """1-step tasks with a quit action under a dropping pipeline: random play mostly fails outright
+    (quits or answers before the one call), so most exploration groups are all-failure and carry
+    no advantage to escape from; the groups that do must be found by more play, not by luck."""
+    out = []
+    for i in range(200):
+        case = flawed_case(SEED, i, "timeout-drop")
+        if len(case.spec.path) == 1 and case.spec.quit_action:
+            out.append(case)
+        if len(out) == n:
+            return out
+    raise AssertionError(f"fewer than {n} 1-step timeout-drop cases with a quit action in 200 draws")
+
+
+DROPS = _one_step_quit_drops(4)
+
+
+@pytest.mark.parametrize("case", DROPS, ids=lambda c: c.name)
+def test_a_dropping_pipeline_on_a_one_step_task_is_named_and_keeping_timeouts_is_silent(case):
+    # The generator's timeout-drop base succeeds often under random play and has tools that time
+    # out, so dropping timed-out rollouts lets a failing rollout escape its negative advantage.
+    assert dict(case.scan_overrides), "a timeout-drop case scans under a pipeline that drops timeouts"
+    result = scan(case, ("pipeline",))
+    assert loud(result, "timeout-drop-incentive"), f"{case.name}: {result.flags}"
+    kept = Case(f"kept-{case.name}", case.spec)  # the same env, trained on every rollout
+    assert not scan(kept, ("pipeline",)).incentive_flags
