@@ -6,6 +6,8 @@ incentive). Severities follow from the generator's design, not from what a scan 
 
 - ``timeout-drop`` (1-step tasks): the env is clean; the pipeline drops timed-out rollouts, so a
   failing rollout that times out escapes its negative advantage (the twin keeps every rollout).
+- ``failure-cost`` (1-step ToolEnv tasks): every failed call costs `amount` beyond its step, sized
+  so that at the env's own failure rates giving up beats persisting (``fail``).
 - ``lenient-grader``: every wrong answer pays ``amount`` >= the success reward plus all shaping, so
   with honest successes to compare with (an env with an ``oracle()``) the ending is ``fail``; without
   any success seen it still clearly beats an ending paid like a typical step (``warn``).
@@ -80,3 +82,33 @@ def test_a_dropping_pipeline_on_a_one_step_task_is_named_and_keeping_timeouts_is
     assert loud(result, "timeout-drop-incentive"), f"{case.name}: {result.flags}"
     kept = Case(f"kept-{case.name}", case.spec)  # the same env, trained on every rollout
     assert not scan(kept, ("pipeline",)).incentive_flags
+
+
+# -- failure-cost on 1-step tasks -----------------------------------------------------------------
+def _one_step_failure_costs(n: int) -> list[Case]:
+    """1-step ToolEnv tasks whose failures cost more than their step: persisting's return swings
+    by several successes' worth on the rare failed call, so its mean favours giving up while a
+    small sample cannot say so."""
+    out = []
+    for i in range(200):
+        case = flawed_case(SEED, i, "failure-cost")
+        if len(case.spec.path) == 1 and case.spec.base == "toolenv":
+            out.append(case)
+        if len(out) == n:
+            return out
+    raise AssertionError(f"fewer than {n} 1-step ToolEnv failure-cost cases in 200 draws")
+
+
+COSTS = _one_step_failure_costs(3)
+
+
+@pytest.mark.parametrize("case", COSTS, ids=lambda c: c.name)
+def test_a_large_failure_cost_on_a_one_step_task_is_named_and_its_twin_is_silent(case):
+    # By design persisting expects to lose 0.3-0.6 of the success reward to failure charges while
+    # giving up loses nothing: at the env's own failure rates, giving up pays more (fail).
+    spec = case.spec
+    assert spec.flaw.amount * spec.expected_path_failures() > 0.3 * spec.success_reward
+    result = scan(case, ("failures",))
+    found = loud(result, "failure-shortcut")
+    assert any(f.severity == "fail" for f in found), f"{case.name}: {result.flags}"
+    assert not scan(twin(case), ("failures",)).incentive_flags
