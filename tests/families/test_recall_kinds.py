@@ -8,6 +8,8 @@ incentive). Severities follow from the generator's design, not from what a scan 
   failing rollout that times out escapes its negative advantage (the twin keeps every rollout).
 - ``failure-cost`` (1-step ToolEnv tasks): every failed call costs `amount` beyond its step, sized
   so that at the env's own failure rates giving up beats persisting (``fail``).
+- ``sequence-exploit``: calling two distractors back to back pays more than success with success
+  false; random play hits it by chance, and replaying the richest such episode shows it pays (``fail``).
 - ``lenient-grader``: every wrong answer pays ``amount`` >= the success reward plus all shaping, so
   with honest successes to compare with (an env with an ``oracle()``) the ending is ``fail``; without
   any success seen it still clearly beats an ending paid like a typical step (``warn``).
@@ -112,3 +114,29 @@ def test_a_large_failure_cost_on_a_one_step_task_is_named_and_its_twin_is_silent
     found = loud(result, "failure-shortcut")
     assert any(f.severity == "fail" for f in found), f"{case.name}: {result.flags}"
     assert not scan(twin(case), ("failures",)).incentive_flags
+
+
+# -- sequence exploits (learned-exploit / exploit-policy) -----------------------------------------
+def _sequence_case(seed: int) -> Case:
+    """Two reliable distractors whose back-to-back calls end the episode paying 1.2 (success pays
+    1) with success false. Random play over 5 actions (3 calls, submit, give_up) takes the pair
+    at a given step with probability 1/25, so 64 exploration episodes complete it a few times;
+    no single repeated call reaches it."""
+    from envaudit.families import EnvSpec, Flaw, ToolSpec
+
+    spec = EnvSpec(tools=(ToolSpec("search", error_rate=0.1), ToolSpec("ping"), ToolSpec("lint")),
+                   path=("search",), max_steps=8, quit_action=True, step_cost=0.01,
+                   flaw=Flaw("sequence-exploit", amount=1.2, sequence=("ping", "lint")),
+                   label=f"sequence-{seed}")
+    return Case(spec.label, spec, expected=frozenset({"exploit-policy"}))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_multi_call_exploit_seen_by_chance_is_replayed_and_its_twin_is_silent(seed):
+    case = _sequence_case(seed)
+    result = evaluate_case(case, seed=seed, quick=True, probes=("exploits",), baseline=False)
+    found = loud(result, "exploit-policy")
+    # 1.2 beats everything honest success earns (1 less step costs): fail.
+    assert any(f.severity == "fail" and "replay" in f.summary for f in found), f"{case.name}: {result.flags}"
+    clean = evaluate_case(twin(case), seed=seed, quick=True, probes=("exploits",), baseline=False)
+    assert not clean.incentive_flags
