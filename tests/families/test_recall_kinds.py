@@ -72,7 +72,7 @@ def _one_step_quit_drops(n: int) -> list[Case]:
     raise AssertionError(f"fewer than {n} 1-step timeout-drop cases with a quit action in 200 draws")
 
 
-DROPS = _one_step_quit_drops(4)
+DROPS = _one_step_quit_drops(3)
 
 
 @pytest.mark.parametrize("case", DROPS, ids=lambda c: c.name)
@@ -101,7 +101,7 @@ def _one_step_failure_costs(n: int) -> list[Case]:
     raise AssertionError(f"fewer than {n} 1-step ToolEnv failure-cost cases in 200 draws")
 
 
-COSTS = _one_step_failure_costs(3)
+COSTS = _one_step_failure_costs(2)
 
 
 @pytest.mark.parametrize("case", COSTS, ids=lambda c: c.name)
