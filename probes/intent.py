@@ -49,7 +49,7 @@ from envaudit.probes.timeouts import (
     sample_size,
     typical_step_pay,
 )
-from envaudit.protocol import FAILURE
+from envaudit.protocol import FAILURE, TOOL_OK
 from envaudit.rollout import Policy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap
 
@@ -133,7 +133,10 @@ def ending_candidates(table: pd.DataFrame, steps: pd.DataFrame) -> list[dict]:
     the behaviour and there is nothing to contrast. The contrast left is within each episode: the
     ending step against what a typical step pays. Each candidate carries its counterfactual
     alternative: the same episodes had their ending paid like a typical step (``alternative``)."""
-    typical = typical_step_pay(steps)
+    # What an ordinary step pays: a working call's or one that made none. Failed calls are left
+    # out, so that an env charging failures heavily does not make every ending look paid.
+    ordinary = steps[steps["tool_status"].isna() | (steps["tool_status"] == TOOL_OK)]
+    typical = typical_step_pay(ordinary)
     if typical is None:
         typical = 0.0
     sub = steps[steps["episode_id"].isin(table["episode_id"])]
@@ -183,7 +186,7 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
         row = {"policy": policy.describe(), "label": label, "verdict": verdict, "records": result.records,
                "final_step_share": share,
                "mean_exploit": float(rest["return"].mean()) if len(rest) else None, "n_exploit": int(len(rest)),
-               "success_rate": float(run_eps["success"].eq(True).mean()) if len(run_eps) else None,
+               "success_rate": float(run_eps["success"].eq(True).fillna(False).mean()) if len(run_eps) else None,
                "mean_alternative": float(alternative.mean()) if len(alternative) else None,
                "examples": [int(e) for e in rest.sort_values("return", ascending=False)["episode_id"][:5]]}
         if not best or LEVEL_RANK[verdict["level"]] > LEVEL_RANK[best["verdict"]["level"]]:

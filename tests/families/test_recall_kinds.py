@@ -140,3 +140,17 @@ def test_a_multi_call_exploit_seen_by_chance_is_replayed_and_its_twin_is_silent(
     assert any(f.severity == "fail" and "replay" in f.summary for f in found), f"{case.name}: {result.flags}"
     clean = evaluate_case(twin(case), seed=seed, quick=True, probes=("exploits",), baseline=False)
     assert not clean.incentive_flags
+
+
+@pytest.mark.parametrize("index", [1, 2])
+def test_an_ending_is_not_read_as_paid_against_heavily_charged_failed_calls(index):
+    # failure-cost charges each failed call several steps' worth; a wrong answer then pays what
+    # an ordinary step pays, which is no reward without success.
+    case = flawed_case(0, index, "failure-cost")
+    assert not loud(scan(case, ("intent",)), "reward-without-success")
+
+
+def test_confirming_an_ending_on_an_env_that_raises_does_not_crash_the_probe():
+    # raise-in-state: some confirmation episodes end in an exception and carry no success flag.
+    result = scan(flawed_case(0, 2, "raise-in-state"), ("intent",))
+    assert not [f for f in result.flags if f.probe == "intent" and f.code == "env-error"], result.flags
