@@ -2,14 +2,22 @@
 
 Three stacks are timed on the same env: bare, under Gymnasium's ``RecordEpisodeStatistics`` (the
 usual per-episode bookkeeping) and under ``envaudit.AuditWrapper`` (a row per step plus the end
-reason and outcome class per episode). Timed blocks of the three stacks are interleaved and the
-medians reported, so machine noise hits every stack alike and the ratios are measured in one run.
+reason and outcome class per episode). Timed blocks of the three stacks are interleaved; each
+repeat gives one ratio per stack against its neighbours in that repeat, and the medians and the
+min-max spread of those paired ratios are reported, so machine noise hits every stack alike.
+
+The AuditWrapper keeps what it records as it was stepped and builds its rows when the tables are
+asked for (once per run of a scan); that build is timed separately ("tables", per recorded step).
+
+Time is the process's CPU time by default: on a shared machine, wall time mostly measures how
+long the process waited for a core. ``--clock wall`` times wall-clock instead (use it with
+``--tool-deadline``, whose worker-thread handoff waits rather than computes).
 
 Two envs: a ``gymnasium.Env`` whose step is nearly free, and a one-tool ``ToolEnv`` (its tool has
 no deadline by default, so the tool path is measured without the worker-thread handoff; pass
 ``--tool-deadline`` to include it).
 
-    python benchmarks/wrapper_overhead.py --steps 20000 --repeats 7
+    python benchmarks/wrapper_overhead.py --steps 20000 --repeats 15
 """
 
 from __future__ import annotations
@@ -64,6 +72,8 @@ class TrivialToolEnv(ToolEnv):
         return Transition(observation=int(result.value or 0), reward=1.0)
 
 
+CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
+
 STACKS: dict[str, Callable[[gym.Env], gym.Env]] = {
     "bare": lambda env: env,
     "RecordEpisodeStatistics": lambda env: gym.wrappers.RecordEpisodeStatistics(env),
@@ -71,39 +81,58 @@ STACKS: dict[str, Callable[[gym.Env], gym.Env]] = {
 }
 
 
-def time_block(make_env: Callable[[], gym.Env], stack: Callable[[gym.Env], gym.Env], steps: int) -> float:
-    """Steps/second of ``steps`` steps (resetting at episode ends) through a freshly built stack."""
+def time_block(make_env: Callable[[], gym.Env], stack: Callable[[gym.Env], gym.Env], steps: int,
+               clock: Callable[[], float] = time.process_time) -> tuple[float, float | None]:
+    """Steps/second of ``steps`` steps (resetting at episode ends) through a freshly built stack,
+    and for an ``AuditWrapper`` the seconds its tables then take to build (else None)."""
     env = stack(make_env())
     env.reset(seed=0)
     action = np.int64(1)  # what a policy sampling from Discrete hands over
     step = env.step
-    start = time.perf_counter()
+    start = clock()
     for _ in range(steps):
         _, _, terminated, truncated, _ = step(action)
         if terminated or truncated:
             env.reset()
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
+    tables = None
+    if isinstance(env, AuditWrapper):
+        start = clock()
+        env.recorder.records()
+        tables = clock() - start
     env.close()
-    return steps / elapsed
+    return steps / elapsed, tables
 
 
-def measure(make_env: Callable[[], gym.Env], steps: int, repeats: int) -> dict[str, float]:
-    """Median steps/second of each stack over ``repeats`` interleaved blocks."""
+def measure(make_env: Callable[[], gym.Env], steps: int, repeats: int,
+            clock: Callable[[], float]) -> tuple[dict[str, list[float]], list[float]]:
+    """Steps/second of each stack in each of ``repeats`` interleaved blocks, and the seconds per
+    recorded step of the AuditWrapper's table builds."""
     for stack in STACKS.values():  # warm-up: imports, first allocations, thread start
-        time_block(make_env, stack, min(steps, 1000))
+        time_block(make_env, stack, min(steps, 1000), clock)
     rates: dict[str, list[float]] = {name: [] for name in STACKS}
+    tables: list[float] = []
     for r in range(repeats):
         names = list(STACKS) if r % 2 == 0 else list(reversed(STACKS))  # no fixed position bias
         for name in names:
-            rates[name].append(time_block(make_env, STACKS[name], steps))
-    return {name: statistics.median(v) for name, v in rates.items()}
+            rate, built = time_block(make_env, STACKS[name], steps, clock)
+            rates[name].append(rate)
+            if built is not None:
+                tables.append(built / steps)
+    return rates, tables
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    return f"{format(statistics.median(values), fmt)} [{format(min(values), fmt)}-{format(max(values), fmt)}]"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=20000, help="steps per timed block")
-    parser.add_argument("--repeats", type=int, default=7, help="timed blocks per stack (median reported)")
+    parser.add_argument("--repeats", type=int, default=15, help="timed blocks per stack (median reported)")
     parser.add_argument("--episode-length", type=int, default=100, help="steps per episode")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                        help="cpu: the process's CPU time (default; robust on a shared machine); wall: wall-clock")
     parser.add_argument("--tool-deadline", type=float, default=None,
                         help="deadline of the ToolEnv's tool in seconds (default none: no worker thread)")
     args = parser.parse_args(argv)
@@ -114,16 +143,22 @@ def main(argv: list[str] | None = None) -> None:
         "gymnasium.Env": lambda: TrivialEnv(args.episode_length),
         "ToolEnv": lambda: TrivialToolEnv(args.episode_length, args.tool_deadline),
     }
-    print(f"{args.steps} steps per block, median of {args.repeats} interleaved blocks, "
-          f"episodes of {args.episode_length} steps")
-    header = f"{'env':<14} {'stack':<24} {'steps/s':>12} {'vs bare':>8} {'vs RES':>8}"
+    print(f"{args.steps} steps per block, {args.repeats} interleaved blocks per stack, "
+          f"episodes of {args.episode_length} steps, {args.clock} time; median [min-max]")
+    header = f"{'env':<14} {'stack':<24} {'steps/s':>30} {'vs bare':>20} {'vs RES':>20}"
     print(header)
     print("-" * len(header))
     for env_name, make_env in envs.items():
-        rates = measure(make_env, args.steps, args.repeats)
-        bare, res = rates["bare"], rates["RecordEpisodeStatistics"]
-        for stack, rate in rates.items():
-            print(f"{env_name:<14} {stack:<24} {rate:>12,.0f} {bare / rate:>7.2f}x {res / rate:>7.2f}x")
+        rates, tables = measure(make_env, args.steps, args.repeats, CLOCKS[args.clock])
+        for stack, values in rates.items():
+            # Paired ratios: each repeat's blocks ran back to back, so they saw the same machine.
+            vs_bare = [b / v for b, v in zip(rates["bare"], values, strict=True)]
+            vs_res = [b / v for b, v in zip(rates["RecordEpisodeStatistics"], values, strict=True)]
+            print(f"{env_name:<14} {stack:<24} {_spread(values, ',.0f'):>30} "
+                  f"{_spread(vs_bare, '.2f'):>20} {_spread(vs_res, '.2f'):>20}")
+        per_step = [t * 1e9 for t in tables]
+        print(f"{env_name:<14} {'AuditWrapper tables':<24} {_spread(per_step, '.0f'):>22} ns per recorded step "
+              "(built once, when asked for)")
     print("(vs bare / vs RES: how many times slower than the bare env / RecordEpisodeStatistics)")
 
 

@@ -53,8 +53,11 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     scan = sub.add_parser("scan", help="scan an env and write a report folder", epilog=EXIT_CODES,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    scan.add_argument("env", metavar="ENV", help="Gymnasium id, module:attr, path/file.py:attr, a module exposing make_env(), "
-                      "or an ecosystem target: reasoning-gym:DATASET, textarena:ENV_ID, gem:ENV_ID")
+    scan.add_argument("env", metavar="ENV", nargs="*",
+                      help="Gymnasium id, module:attr, path/file.py:attr, a module exposing make_env(), "
+                      "or an ecosystem target: reasoning-gym:DATASET, textarena:ENV_ID, gem:ENV_ID, "
+                      "skyrl-gym:ENV (with --tasks). Several ENVs, or a pattern ('reasoning-gym:*', "
+                      "'envaudit/*'), scan as a suite.")
     scan.add_argument("--seed", type=int, help=helps["seed"])
     scan.add_argument("--episodes", type=int, help=helps["episodes"])
     scan.add_argument("--group-size", type=int, help=helps["group_size"])
@@ -72,12 +75,19 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--probes", help="Comma-separated probe names (default: all; `envaudit probes` lists them).")
     scan.add_argument("--engine", choices=("torch", "vllm"), help=helps["engine"])
     scan.add_argument("--model", help=helps["model"])
+    scan.add_argument("--max-new-tokens", type=int, help=helps["max_new_tokens"])
+    scan.add_argument("--max-model-len", type=int, help=helps["max_model_len"])
     scan.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
     scan.add_argument("--env-arg", dest="env_args", action="append", default=[], metavar="KEY=VALUE",
                       help="An option for the env's adapter or factory (repeatable); VALUE is read as "
                            "JSON when it parses (5, true, [1,2]), else as text.")
+    scan.add_argument("--tasks", metavar="PATH",
+                      help="Task rows for an adapter whose tasks you supply (skyrl-gym: SkyRL dataset rows, "
+                           "JSONL or Parquet); the same as --env-arg tasks=PATH.")
+    _add_logs_parser(sub, helps)
+    _add_suite_arguments(scan)
     sub.add_parser("probes", help="list the registered probes")
     report = sub.add_parser("report", help="re-render report.md, report.html and the plots of a report folder")
     report.add_argument("folder", metavar="DIR", help="a report folder written by `envaudit scan` (holds report.json)")
@@ -87,6 +97,86 @@ def _build_parser() -> argparse.ArgumentParser:
     diff.add_argument("new", metavar="NEW", help="report folder of the env after the change")
     diff.add_argument("--force", action="store_true", help="compare reports of different envs anyway")
     return parser
+
+
+def _add_logs_parser(sub, helps: dict[str, str]) -> None:
+    from envaudit.logs.audit import FORMATS
+
+    logs = sub.add_parser("logs", help="audit a training run from its logged rollouts and write a report folder",
+                          epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    logs.add_argument("paths", metavar="PATH", nargs="+",
+                      help="the rollout log: an episode table (JSONL, Parquet or CSV) and optionally its step "
+                           "table, a folder holding episodes.* and steps.*, or a trainer's rollout dump")
+    logs.add_argument("--format", dest="log_format", choices=FORMATS, default="auto",
+                      help="who wrote the log (default auto: the trainer reader that recognises it, else generic)")
+    logs.add_argument("--map", dest="mapping", action="append", default=[], metavar="LOG_COLUMN=SCHEMA_COLUMN",
+                      help="read a log column as a schema column (repeatable), e.g. --map score=return")
+    logs.add_argument("--steps", help="the step table, when not given as the second PATH")
+    logs.add_argument("--env", dest="replay_env", metavar="ENV",
+                      help="replay the logged episodes against this env (same seeds, same actions)")
+    for flag, dest in (("--seed", "seed"), ("--alpha", "alpha"), ("--timeout-penalty", "timeout_penalty")):
+        logs.add_argument(flag, dest=dest, type=int if dest == "seed" else float, help=helps[dest])
+    logs.add_argument("--pipeline", metavar="PRESET", help=f"{helps['pipeline']} Presets: {', '.join(_preset_names())}.")
+    logs.add_argument("--timeout-handling", choices=HANDLINGS, help=helps["timeout_handling"])
+    logs.add_argument("--out", help=helps["out"])
+    logs.add_argument("--force", action="store_true", help="Replace the report folder at --out if it already holds a report.")
+    logs.add_argument("--fail-on", choices=FAIL_ON, help=helps["fail_on"])
+    logs.add_argument("--quick", action="store_true", default=None, help=helps["quick"])
+    logs.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
+    logs.set_defaults(probes=None)
+
+
+def _logs(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from envaudit.logs.audit import default_out_dir, read_log, run_logs
+    from envaudit.logs.generic import parse_mapping
+    from envaudit.logs.schema import LogSchemaError
+
+    config = _config(args)
+    try:
+        config.rollout_pipeline()
+        mapping = parse_mapping(args.mapping)
+    except (ValueError, LogSchemaError) as exc:
+        raise UsageError(str(exc)) from None
+    if config.out is not None:
+        _check_out(Path(config.out), args.force)
+    run = read_log(args.paths, fmt=args.log_format, mapping=mapping, steps=args.steps)
+    label = Path(args.paths[0]).stem or Path(args.paths[0]).name
+    show = not args.no_progress and err.is_terminal
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not show) as bar:
+        task = bar.add_task("reading", total=1.0)
+        report = run_logs(run, config, env=args.replay_env, label=label,
+                          progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
+    _raise_if_interrupted()
+    try:
+        folder = report.write(config.out or default_out_dir(label), replace=args.force)
+    except FileExistsError as exc:
+        raise UsageError(str(exc)) from None
+    console.print(report)
+    console.print(f"report written to {folder}/")
+    if report.broken:
+        return 3
+    if report.reaches(config.fail_severity):
+        return 1
+    return 4 if report.incomplete else 0
+
+
+def _add_suite_arguments(scan: argparse.ArgumentParser) -> None:
+    suite = scan.add_argument_group("suites", "several ENVs, a pattern or --suite FILE scan into one folder: a "
+                                    "report folder per env\nand summary.md, summary.html, suite.json ranking them; "
+                                    "exit status: the most urgent\nof the envs' codes, in the order 2, 3, 1, 4, 0")
+    suite.add_argument("--suite", metavar="FILE", help="A suite TOML file: [[env]] entries (target, name, "
+                       "env_args, tasks, any scan option) and [defaults] (see the README, Suites).")
+    suite.add_argument("--workers", type=int, help="Envs scanned at once, each in a worker process "
+                       "(default 1: one after another in this process); with --executor ray, the CPUs of "
+                       "the local Ray instance (default up to 4).")
+    suite.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local: this machine's processes; ray: each env's scan is a Ray task "
+                       "(pip install 'envaudit-rl[ray]').")
+    suite.add_argument("--ray-address", help="An existing Ray cluster (default: start a local instance).")
+    suite.add_argument("--resume", action="store_true", help="Reuse a finished suite folder at --out: keep "
+                       "the envs already scanned with the same options, scan new or changed ones "
+                       "(an interrupted suite resumes without it).")
 
 
 def _version() -> str:
@@ -175,10 +265,15 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
                   console=err, transient=True, disable=not show) as bar:
         task = bar.add_task("starting", total=1.0)
         target, env_id = args.env, None
-        if args.env_args:  # options reach the env through its factory, resolved here
+        env_args = _env_args(args.env_args)
+        if args.tasks is not None:
+            if env_args.get("tasks", args.tasks) != args.tasks:
+                raise UsageError(f"--tasks {args.tasks} and --env-arg tasks={env_args['tasks']} disagree; give one")
+            env_args["tasks"] = args.tasks
+        if env_args:  # options reach the env through its factory, resolved here
             from envaudit.resolve import resolve_env
 
-            env_id, target = resolve_env(args.env, _env_args(args.env_args))
+            env_id, target = resolve_env(args.env, env_args)
         report = run_scan(target, config, env_id=env_id,
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
     _raise_if_interrupted()
@@ -197,6 +292,43 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     if reached:
         return 1
     return 4 if report.incomplete else 0
+
+
+def _scan_any(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from envaudit.suite import is_suite
+
+    if not args.env and args.suite is None:
+        raise UsageError("the following arguments are required: ENV (one or more), or --suite FILE "
+                         "(see `envaudit scan --help`)")
+    if is_suite(args.env, args.suite, getattr(args, "tasks", None)):
+        from envaudit.cli_suite import scan_suite
+
+        return scan_suite(args, console, err, options=_suite_options(args),
+                          interrupted=_raise_if_interrupted)
+    suite_only = [flag for flag, used in (("--workers", args.workers is not None),
+                                          ("--executor ray", args.executor != "local"),
+                                          ("--ray-address", args.ray_address is not None),
+                                          ("--resume", args.resume)) if used]
+    if suite_only:
+        raise UsageError(f"{', '.join(suite_only)} appl{'y' if len(suite_only) > 1 else 'ies'} to suites; "
+                         "give several ENVs or --suite FILE, or drop it for a single env")
+    args.env = args.env[0]
+    return _scan(args, console, err)
+
+
+def _suite_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(``[tool.envaudit]``, the command line's scan options, its ``--env-arg`` options) for a suite."""
+    base = _pyproject_options(Path.cwd())
+    flags = {f.name: getattr(args, f.name) for f in fields(ScanConfig)
+             if f.name != "out" and getattr(args, f.name, None) is not None}
+    if isinstance(args.probes, str):
+        flags["probes"] = [p.strip() for p in args.probes.split(",") if p.strip()]
+    env_args = _env_args(args.env_args)
+    if getattr(args, "tasks", None) is not None:  # as for one env: --tasks is --env-arg tasks=PATH
+        if env_args.get("tasks", args.tasks) != args.tasks:
+            raise UsageError(f"--tasks {args.tasks} and --env-arg tasks={env_args['tasks']} disagree; give one")
+        env_args["tasks"] = args.tasks
+    return base, flags, env_args
 
 
 def _check_out(out: Path, force: bool) -> None:
@@ -278,7 +410,9 @@ def main(argv: list[str] | None = None) -> int:
             return _report(args, console)
         if args.command == "diff":
             return _diff(args, console)
-        return _scan(args, console, err)
+        if args.command == "logs":
+            return _logs(args, console, err)
+        return _scan_any(args, console, err)
     except UsageError as exc:
         print(f"envaudit: error: {exc}", file=sys.stderr)
         return 2

@@ -38,6 +38,8 @@ class ScanConfig:
     alpha: float = _opt(0.05, "Family-wise error rate for the Holm correction across a scan's tests.")
     engine: str = _opt("torch", "Policy engine of the GRPO probe: torch (embedded MLP) or vllm (language model).")
     model: str | None = _opt(None, "Local Hugging Face causal LM directory for --engine vllm (default: a tiny model built for the env).")
+    max_new_tokens: int | None = _opt(None, "--engine vllm: tokens per turn at most (default 12 for the tiny model, 96 otherwise).")
+    max_model_len: int | None = _opt(None, "--engine vllm: context length of the vLLM engine (default 1024 for the tiny model, else min(model's, 4096)).")
     out: str | None = _opt(None, "Report folder (default reports/<env>-<timestamp>/).")
 
     def __post_init__(self) -> None:
@@ -54,6 +56,7 @@ class ScanConfig:
             (self.engine in ("torch", "vllm"), f"engine must be 'torch' or 'vllm', got {self.engine!r}"),
             (self.model is None or self.engine == "vllm",
              f"model {self.model!r} is for the language-model engine; add --engine vllm or drop --model"),
+            *lm_length_checks(self, "add --engine vllm or drop it"),
         ]
         for ok, message in checks:
             if not ok:
@@ -83,3 +86,13 @@ class ScanConfig:
 
 def config_help() -> dict[str, str]:
     return {f.name: f.metadata["help"] for f in fields(ScanConfig)}
+
+
+def lm_length_checks(config: Any, fix: str) -> list[tuple[bool, str]]:
+    """``max_new_tokens`` / ``max_model_len``: positive, and only for the language-model engine."""
+    out = []
+    for name in ("max_new_tokens", "max_model_len"):
+        value = getattr(config, name)
+        out.append((value is None or value >= 1, f"{name} must be at least 1, got {value}"))
+        out.append((value is None or config.engine == "vllm", f"{name} is for the vllm engine; {fix}"))
+    return out

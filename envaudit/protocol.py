@@ -43,27 +43,47 @@ def read_tool_info(info: Mapping[str, Any], key: str = TOOL_KEY) -> dict[str, An
     kept as ``"error"`` with the unknown status in ``error``, so a typo in an env cannot hide a
     failure from the probes.
     """
-    raw = info.get(key)
+    fields = tool_fields(info.get(key), key)
+    return None if fields is None else dict(zip(TOOL_FIELDS, fields, strict=True))
+
+
+TOOL_FIELDS = ("name", "status", "latency_s", "error", "injected")
+_STATUSES = frozenset(TOOL_STATUSES)
+
+
+def tool_fields(raw: Any, key: str = TOOL_KEY) -> tuple[str, str, float | None, str | None, bool] | None:
+    """``read_tool_info`` on the value of ``info[key]``, as a tuple in ``TOOL_FIELDS`` order.
+
+    The recorder calls this on every step of a tool env, so the usual case (a dict of plain
+    strings) takes no conversions; every other input normalises exactly as ``read_tool_info`` says.
+    """
     if raw is None:
         return None
-    if not isinstance(raw, Mapping):
+    if raw.__class__ is not dict and not isinstance(raw, Mapping):
         raise TypeError(
             f"info[{key!r}] must be a mapping with 'name' and 'status', got {type(raw).__name__}; "
             "pass tool_key=... to envaudit.wrap if your env uses another key"
         )
-    status = str(raw.get("status", TOOL_OK))
-    error = raw.get("error")
-    if status not in TOOL_STATUSES:
+    get = raw.get
+    status = get("status", TOOL_OK)
+    if status.__class__ is not str:
+        status = str(status)
+    error = get("error")
+    if status not in _STATUSES:
         error = f"unknown tool status {status!r}" + (f": {error}" if error else "")
         status = TOOL_ERROR
-    latency = raw.get("latency_s")
-    return {
-        "name": str(raw.get("name", "")),
-        "status": status,
-        "latency_s": float(latency) if latency is not None else None,
-        "error": None if error is None else str(error),
-        "injected": bool(raw.get("injected", False)),
-    }
+    elif error is not None and error.__class__ is not str:
+        error = str(error)
+    name = get("name", "")
+    if name.__class__ is not str:
+        name = str(name)
+    latency = get("latency_s")
+    if latency is not None and latency.__class__ is not float:
+        latency = float(latency)
+    injected = get("injected", False)
+    if injected.__class__ is not bool:
+        injected = bool(injected)
+    return name, status, latency, error, injected
 
 
 def end_reason(

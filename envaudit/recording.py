@@ -11,6 +11,8 @@ import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import reduce
+from operator import add
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from envaudit.protocol import (
     TOOL_TIMEOUT,
     end_reason,
     outcome_class,
-    read_tool_info,
+    tool_fields,
 )
 
 SuccessFn = Callable[[Mapping[str, Any]], "bool | None"]
@@ -49,7 +51,6 @@ def action_labels_of(env: gym.Env) -> list[str] | None:
 
 
 def _plain_action(action: Any) -> Any:
-    # Fast paths for what policies usually hand over (this runs on every recorded step).
     kind = type(action)
     if kind is int or kind is float or kind is str:  # str: Text actions (tool calls as text) as written
         return action
@@ -65,6 +66,31 @@ def _plain_action(action: Any) -> Any:
     if arr.shape == () and np.issubdtype(arr.dtype, np.floating):
         return float(arr)
     return repr(action.tolist() if hasattr(action, "tolist") else action)
+
+
+def _concrete(base: type) -> list[type]:
+    found = []
+    for sub in base.__subclasses__():
+        found += [sub, *_concrete(sub)]
+    return found
+
+
+# Immutable scalar actions are stored as given and made plain once per episode (``_plain_actions``);
+# anything else (arrays, lists, bools: they may be mutated by the policy, or need repr) is made
+# plain on its step. Each converter gives what ``_plain_action`` gives for that type.
+_CONVERT: dict[type, Callable[[Any], Any] | None] = {int: None, float: None, str: None, np.str_: str}
+_CONVERT.update({t: int for t in _concrete(np.integer)})
+_CONVERT.update({t: float for t in _concrete(np.floating)})
+_RAW_ACTIONS = frozenset(_CONVERT)
+
+
+def _plain_actions(actions: list) -> list:
+    """``_plain_action`` of every action of an episode (each one a type of ``_RAW_ACTIONS``)."""
+    kinds = set(map(type, actions))
+    if len(kinds) == 1:
+        convert = _CONVERT[kinds.pop()]
+        return actions if convert is None else list(map(convert, actions))
+    return [a if (convert := _CONVERT[type(a)]) is None else convert(a) for a in actions]
 
 
 @dataclass
@@ -108,12 +134,18 @@ class Records:
 
 
 class Recorder:
-    """Collects steps and episodes from one or more ``AuditWrapper``s; ids are unique within it."""
+    """Collects steps and episodes from one or more ``AuditWrapper``s; ids are unique within it.
+
+    A wrapper hands over each finished episode as it was stepped (actions as given, rewards, tool
+    calls, the last step's flags); the rows are derived from that only when the tables are asked
+    for, so recording costs the rollout a few appends per step and one per episode.
+    """
 
     def __init__(self, *, ids: Iterator[int] | None = None) -> None:
         self._steps: dict[str, list] = {c: [] for c in STEP_COLUMNS}
         self._episodes: dict[str, list] = {c: [] for c in EPISODE_COLUMNS}
         self._tags: list[dict[str, Any]] = []
+        self._ended: list[tuple] = []  # finished episodes not yet in the columns, see ``_expand``
         # Recorders that share an id iterator give ids unique across all of them (one per scan).
         self._ids = ids if ids is not None else itertools.count()
         self.abandoned = 0
@@ -122,23 +154,27 @@ class Recorder:
         return next(self._ids)
 
     def add_step(self, row: tuple) -> None:
+        self._flush()
         for column, value in zip(STEP_COLUMNS, row, strict=True):
             self._steps[column].append(value)
 
     def add_step_columns(self, columns: list[list]) -> None:
         """Add the steps of one episode at once: one list per column, in ``STEP_COLUMNS`` order."""
+        self._flush()
         for column, values in zip(STEP_COLUMNS, columns, strict=True):
             self._steps[column].extend(values)
 
     def add_episode(self, row: tuple, tags: Mapping[str, Any]) -> None:
+        self._flush()
         for column, value in zip(EPISODE_COLUMNS, row, strict=True):
             self._episodes[column].append(value)
         self._tags.append(dict(tags))
 
     def __len__(self) -> int:
-        return len(self._episodes["episode_id"])
+        return len(self._episodes["episode_id"]) + len(self._ended)
 
     def records(self) -> Records:
+        self._flush()
         steps = pd.DataFrame(self._steps, columns=STEP_COLUMNS)
         episodes = pd.DataFrame(self._episodes, columns=EPISODE_COLUMNS)
         if self._tags:
@@ -147,6 +183,68 @@ class Recorder:
                 episodes[column] = tags[column]
         episodes["success"] = episodes["success"].astype("boolean")
         return Records(steps, episodes)
+
+    def _flush(self) -> None:
+        ended, self._ended = self._ended, []
+        for episode in ended:
+            self._expand(*episode)
+
+    def _expand(self, episode_id: int, seed: int | None, actions: list, rewards: list[float],
+                tools: list, terminated: bool, truncated: bool, success: bool | None,
+                exception: str | None, action_labels: list | None, labels: list[str] | None,
+                success_threshold: float | None, tags: dict[str, Any]) -> None:
+        """The step rows and episode row of one episode as ``AuditWrapper`` handed it over.
+
+        ``actions`` are as given (immutable scalars) or already plain; ``tools`` holds the step
+        index and ``tool_fields`` of each step that called a tool, one after the other;
+        ``action_labels`` are the labels when the env named them itself, else they come from
+        ``labels`` (the env's action labels).
+        """
+        n = len(rewards)
+        actions = _plain_actions(actions)
+        # The failing step of an env_exception episode has a NaN reward; the return is what was
+        # earned before it, so group statistics stay finite. (reduce adds in order, as a loop would.)
+        total = reduce(add, rewards if exception is None else rewards[:-1], 0.0)
+        if action_labels is None:
+            if labels is None:
+                action_labels = [None] * n
+            else:
+                n_labels = len(labels)
+                action_labels = [labels[a] if type(a) is int and 0 <= a < n_labels else None for a in actions]
+        # Only an episode's last step can be terminated or truncated: any earlier one would have ended it.
+        ended_terminated, ended_truncated = [False] * n, [False] * n
+        ended_terminated[-1], ended_truncated[-1] = terminated, truncated
+        n_calls = len(tools) // 6
+        if n_calls == n:  # every step called a tool (step indices are distinct and below n)
+            names, statuses, latencies, errors, injected = (tools[i::6] for i in range(1, 6))
+        else:
+            names, statuses, latencies, errors = [None] * n, [None] * n, [None] * n, [None] * n
+            injected = [False] * n
+            called = tools[::6]
+            for i, column in enumerate((names, statuses, latencies, errors, injected), start=1):
+                for t, value in zip(called, tools[i::6], strict=True):
+                    column[t] = value
+        n_errors, n_timeouts = statuses.count(TOOL_ERROR), statuses.count(TOOL_TIMEOUT)
+        n_injected = injected.count(True)
+        if exception is not None:
+            errors[-1] = exception  # the failing step called no tool
+            reason = END_ENV_EXCEPTION
+        else:
+            reason = end_reason(terminated=terminated, truncated=truncated, tool_status=statuses[-1],
+                                success=success)
+        outcome = outcome_class(reason, success=success, episode_return=total,
+                                success_threshold=success_threshold)
+        step_columns = (
+            [episode_id] * n, range(n), actions, action_labels, rewards, ended_terminated,
+            ended_truncated, names, statuses, latencies, errors, injected,
+        )
+        for values, column in zip(step_columns, self._steps.values(), strict=True):
+            column.extend(values)
+        episode_row = (episode_id, seed, n, total, reason, outcome, success,
+                       n_calls, n_errors, n_timeouts, n_injected, exception)
+        for value, column in zip(episode_row, self._episodes.values(), strict=True):
+            column.append(value)
+        self._tags.append(tags)
 
 
 class AuditWrapper(gym.Wrapper):
@@ -197,8 +295,13 @@ class AuditWrapper(gym.Wrapper):
         self.episode_id = self.recorder.new_episode_id()
         self._seed = seed
         # Steps are buffered per episode and reach the recorder when it ends: an episode that is
-        # reset mid-way (or hangs) leaves no orphan rows behind, and a step costs one append.
-        self._rows: list[tuple] = []
+        # reset mid-way (or hangs) leaves no orphan rows behind. A step stores only its action and
+        # reward (and its tool call, if any); everything else is derived when the episode ends.
+        self._actions: list = []
+        self._rewards: list[float] = []
+        self._tools: list = []  # step, *tool_fields of each step that called a tool
+        self._add_action = self._actions.append
+        self._add_reward = self._rewards.append
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         if self._open:
@@ -213,67 +316,43 @@ class AuditWrapper(gym.Wrapper):
             obs, reward, terminated, truncated, info = self.env.step(action)
         except Exception as exc:
             if self._open:
-                message = f"{type(exc).__name__}: {exc}"
-                self._rows.append((_plain_action(action), float("nan"), False, False, None, message))
-                self._finish(None, exception=message)
+                self._actions.append(_plain_action(action))
+                self._rewards.append(float("nan"))
+                self._finish(None, False, False, exception=f"{type(exc).__name__}: {exc}")
             raise
         if self._open:
+            # This runs on every step of every rollout: identity tests instead of isinstance chains.
+            self._add_action(action if action.__class__ in _RAW_ACTIONS else _plain_action(action))
+            self._add_reward(float(reward))
+            key = self.tool_key
             # A non-mapping info breaks the API (the api probe reports it); record the step anyway.
-            has_info = isinstance(info, Mapping)
-            tool = read_tool_info(info, self.tool_key) if has_info and self.tool_key in info else None
-            self._rows.append((_plain_action(action), float(reward), terminated, truncated, tool, None))
+            if key in info if info.__class__ is dict else isinstance(info, Mapping) and key in info:
+                tool = tool_fields(info.get(key), key)
+                if tool is not None:
+                    # Flat, as plain values: a container kept per step would cost the rollout
+                    # more in garbage collection than the step itself.
+                    tools = self._tools
+                    tools.append(len(self._rewards) - 1)
+                    tools.extend(tool)
             if terminated or truncated:
-                self._finish(info)
+                self._finish(info, terminated, truncated)
         return obs, reward, terminated, truncated, info
 
-    def _finish(self, info: Mapping[str, Any] | None, exception: str | None = None) -> None:
+    def _finish(self, info: Any, terminated: Any, truncated: Any, exception: str | None = None) -> None:
         self._open = False
         success = None
-        if isinstance(info, Mapping):
+        if info.__class__ is dict or isinstance(info, Mapping):
             flag = self._success(info)
             success = None if flag is None else bool(flag)
-        episode_id, n = self.episode_id, len(self._rows)
-        actions, rewards, terminated, truncated, tools, errors = map(list, zip(*self._rows, strict=True))
-        # The failing step of an env_exception episode has a NaN reward; the return is what was
-        # earned before it, so group statistics stay finite.
-        total = 0.0
-        for reward in rewards[:-1] if exception is not None else rewards:
-            total += reward
-        labels = self.labels
-        if callable(self.label_of):
+        actions, action_labels = self._actions, None
+        if callable(self.label_of):  # asked now: what an env's labels mean may change on its next reset
+            actions = _plain_actions(actions)
             action_labels = [self.label_of(a) for a in actions]
-        elif labels is None:
-            action_labels = [None] * n
-        else:
-            n_labels = len(labels)
-            action_labels = [labels[a] if type(a) is int and 0 <= a < n_labels else None for a in actions]
-        n_calls = n_errors = n_timeouts = n_injected = 0
-        names, statuses, latencies, injected = [None] * n, [None] * n, [None] * n, [False] * n
-        for t, tool in enumerate(tools):
-            if tool is not None:
-                names[t], statuses[t], latencies[t] = tool["name"], tool["status"], tool["latency_s"]
-                injected[t] = bool(tool.get("injected"))
-                n_calls += 1
-                n_errors += statuses[t] == TOOL_ERROR
-                n_timeouts += statuses[t] == TOOL_TIMEOUT
-                n_injected += injected[t]
-                errors[t] = errors[t] or tool["error"]
-        self.recorder.add_step_columns([
-            [episode_id] * n, range(n), actions, action_labels, rewards,
-            [bool(x) for x in terminated], [bool(x) for x in truncated],
-            names, statuses, latencies, errors, injected,
-        ])
-        if exception is not None:
-            reason = END_ENV_EXCEPTION
-        else:
-            reason = end_reason(terminated=bool(terminated[-1]), truncated=bool(truncated[-1]),
-                                tool_status=statuses[-1], success=success)
-        outcome = outcome_class(reason, success=success, episode_return=total,
-                                success_threshold=self.success_threshold)
-        self.recorder.add_episode((
-            episode_id, self._seed, n, total, reason, outcome, success,
-            n_calls, n_errors, n_timeouts, n_injected, exception,
-        ), self.tags)
+        self.recorder._ended.append((
+            self.episode_id, self._seed, actions, self._rewards, self._tools, bool(terminated),
+            bool(truncated), success, exception, action_labels, self.labels, self.success_threshold,
+            dict(self.tags),
+        ))
 
 
 def audit_wrap(env: gym.Env, *, tool_key: str = TOOL_KEY, success_threshold: float | None = None,

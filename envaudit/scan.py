@@ -16,7 +16,7 @@ import itertools
 import math
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -133,15 +133,22 @@ def run_scan(
     *,
     progress: Progress | None = None,
     env_id: str | None = None,
+    env_args: Mapping[str, Any] | None = None,
     **overrides: Any,
 ) -> Report:
-    """Scan an env (a spec string or a zero-argument factory) and return the report."""
+    """Scan an env (a spec string or a zero-argument factory) and return the report.
+
+    ``env_args`` are the options of a spec string's adapter or factory (``--env-arg``; e.g.
+    ``{"tasks": "rows.jsonl"}`` for ``skyrl-gym:gsm8k``)."""
     config = dataclasses.replace(config or ScanConfig(), **overrides) if overrides else (config or ScanConfig())
     started = time.monotonic()
     deadline = started + config.budget_s
     created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     if isinstance(target, str):
-        env_id, make_env = resolve_env(target)
+        env_id, make_env = resolve_env(target, dict(env_args or {}))
+    elif env_args:
+        raise UsageError(f"env_args {sorted(env_args)} are options of a spec string's adapter or factory; "
+                         "a factory passed as the target takes its own: functools.partial(factory, ...)")
     else:
         make_env, env_id = target, env_id or getattr(target, "__name__", repr(target))
     probes = select_probes(config.probes)

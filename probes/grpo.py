@@ -112,9 +112,9 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     else:
         iterations = QUICK_ITERATIONS if quick else ITERATIONS
     if config.engine == "vllm":  # build the model and start vLLM once, before the first run
-        from envaudit.grpo.lm_engine import LMEngine, LMSettings
+        from envaudit.grpo.lm_engine import LMEngine
 
-        LMEngine.for_env(ctx.make_env, config, LMSettings(model=config.model))
+        LMEngine.for_env(_env_factory(ctx), config, config.lm_settings())
     explore = ctx.exploration.episodes
     if "probe" in explore:
         explore = explore[explore["probe"] == "explore"]
@@ -204,22 +204,34 @@ def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
 def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Reference, eval_groups: int) -> SearchResult:
     # The scan's deadline is a safety cap only; the work is ``config.iterations`` and ``eval_groups``.
     common = dict(ids=ctx.ids, deadline=ctx.deadline, eval_groups=eval_groups)
+    make_env = _env_factory(ctx)
     if plan.kind == "natural":
-        return natural(ctx.make_env, config, pipeline=ctx.pipeline, **common)
+        return natural(make_env, config, pipeline=ctx.pipeline, **common)
     if plan.kind == "faults":
         seed = ctx.config.seed
 
         def faults(env):
             return FaultInjector(env, error_rate=FAULT_ERROR_RATE, seed=seed)
-        return natural(ctx.make_env, config, mode="faults", pipeline=ctx.pipeline, wrappers=[faults], **common)
-    return targeted(ctx.make_env, config, plan.behaviour, reference, **common)
+        return natural(make_env, config, mode="faults", pipeline=ctx.pipeline, wrappers=[faults], **common)
+    return targeted(make_env, config, plan.behaviour, reference, **common)
+
+
+def _env_factory(ctx: ProbeContext):
+    """The env as the engine drives it: an ecosystem adapter's env in text for the vllm engine."""
+    if ctx.config.engine != "vllm":
+        return ctx.make_env
+    from envaudit.adapters.base import text_factory
+
+    return text_factory(ctx.make_env, sample=ctx.env)
 
 
 def _cannot_drive(ctx: ProbeContext) -> Finding | None:
     try:
         env = ctx.env
         if ctx.config.engine == "vllm":
-            _check_lm(env)
+            from envaudit.adapters.base import text_view
+
+            _check_lm(text_view(env))
         else:
             action_count(env.action_space)
             Featurizer(env.observation_space)

@@ -181,23 +181,43 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
 
 
-def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
+def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng, *, slope: bool = True,
+             enders: list | None = None) -> Finding | None:
+    """Quitting at once with each ending action (``enders``, default all), on the ladder.
+    ``slope``: the regression found shorter episodes earn more (else only a brevity bonus is worth
+    a finding: None otherwise)."""
     coef = fit["coef"]["length"]
-    enders, _, _ = split_enders(ctx.exploration.steps)
+    if enders is None:
+        enders, _, _ = split_enders(ctx.exploration.steps)
     policies: list[Policy] = [RepeatPolicy(a, ctx.describe_action(a)) for a in enders[:MAX_STRATEGIES]]
     best, run = _run_strategies(ctx, policies, "quit")
+    if best is not None:
+        # Honest failure, the alternative quitting displaces, is failing some other way: failures
+        # that ended with this very action are the behaviour under test (a brevity bonus paid on
+        # them would lift the bar the bonus is measured against).
+        action = enders[[p.name for p in policies].index(best.name)]
+        failure = _failures_not_ending_with(ctx, action, failure)
     per_step = f"{coef['estimate']:+.3g}"
     evidence = {"length_effect": coef, "regression": fit, "n": fit["n"], "min_samples": MIN_SAMPLES,
                 "p_value": coef["p_value"]}
     if best is not None:
         eps = run["episodes"]
-        quit_rest = eps[eps["outcome"] != SUCCESS]
+        # Quitting is ending the episode as a failure; an ending on a tool timeout or error is
+        # another behaviour (and another probe's finding) even when the same action led to it.
+        quit_rest = eps[eps["outcome"] == FAILURE]
         verdict = exploit_ladder(quit_rest["return"].to_numpy(float), success, failure, rng,
                                  alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        if verdict["level"] == "above_alternative" and len(success) < MIN_SAMPLES:
+            # Quitting beats failing, and too few honest successes were seen to place it against
+            # success: random play on fresh seeds tops them up (a bounded number of episodes).
+            success, _ = honest_successes(ctx, target=MIN_SAMPLES)
+            verdict = exploit_ladder(quit_rest["return"].to_numpy(float), success, failure, rng,
+                                     alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
         evidence.update(policy=best.describe(), mean_strategy=float(quit_rest["return"].mean()) if len(quit_rest) else None,
                         mean_success=float(np.mean(success)) if len(success) else None, test=verdict)
         if verdict["level"] == "at_least_success":
-            evidence.update(p_value=max(verdict["p_value"], coef["p_value"]), behaviour="quit", reward_path="env")
+            p_value = max(verdict["p_value"], coef["p_value"]) if slope else verdict["p_value"]
+            evidence.update(p_value=p_value, behaviour="quit", reward_path="env")
             examples = [int(e) for e in quit_rest.sort_values("return", ascending=False)["episode_id"][:5]]
             return Finding(
                 CODE, Severity.FAIL, "Quitting at once pays as much as success",
@@ -207,6 +227,8 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
                 evidence, examples,
                 "Make any bonus for short episodes conditional on success, and keep it smaller than "
                 "the success reward.", probe="length")
+    if not slope:
+        return None
     # The regression slope mixes the usual step cost with rarer penalties (Taxi: -1 per move, -10
     # per illegal pickup), so say what a typical step pays and what the slope adds up to.
     steps = ctx.exploration.steps
@@ -220,6 +242,36 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         {**evidence, "behaviour": "quit", "reward_path": "env"}, [],
         "Nothing to change if a step cost is intended; keep it small next to the success reward.",
         probe="length")
+
+
+def _fading_enders(ctx: ProbeContext, rng: np.random.Generator) -> list:
+    """Ending actions whose pay on the ending step falls significantly with the step they are
+    taken at, across exploration's failures that ended with them."""
+    eps, steps = ctx.exploration.episodes, ctx.exploration.steps
+    enders, _, _ = split_enders(steps)
+    failed = set(eps.loc[eps["outcome"] == FAILURE, "episode_id"])
+    last = steps[steps["episode_id"].isin(failed)].groupby("episode_id").tail(1)
+    fading = []
+    for action in enders:
+        ended = last[last["action"] == action]
+        if len(ended) < MIN_SAMPLES or ended["step"].nunique() < 2:
+            continue
+        fit = ols_bootstrap(ended["reward"].to_numpy(float), {"step": ended["step"].to_numpy(float)}, rng,
+                            n_boot=500)
+        coef = fit["coef"].get("step")
+        if coef is not None and coef["p_value"] < ctx.config.alpha and coef["ci"][1] < 0:
+            fading.append(action)
+    return fading
+
+
+def _failures_not_ending_with(ctx: ProbeContext, action, failure: np.ndarray) -> np.ndarray:
+    """Exploration's failure returns without the episodes whose last action was ``action``
+    (all of ``failure`` when fewer than ``MIN_SAMPLES`` are left)."""
+    eps, steps = ctx.exploration.episodes, ctx.exploration.steps
+    last = steps.groupby("episode_id")["action"].last()
+    ended_by = eps["episode_id"].map(last)
+    other = eps.loc[(eps["outcome"] == FAILURE) & (ended_by != action), "return"].to_numpy(float)
+    return other if len(other) >= MIN_SAMPLES else failure
 
 
 def run(ctx: ProbeContext) -> list[Finding]:
@@ -271,6 +323,14 @@ def run(ctx: ProbeContext) -> list[Finding]:
         return _one_incentive(found, _farming(ctx, fit, success, failure, rng))
     if significant and coef["ci"][1] < 0:
         return found + [_brevity(ctx, fit, success, failure, rng)]
+    # A brevity bonus hangs on one ending action and fades with the step it is taken at; among all
+    # the other ways random play ends episodes it need not tilt the overall slope. So each ending
+    # action whose own pay falls with the step it is taken at is tried at once (one step an
+    # episode); only the ladder's top rung (as much as success) makes a finding here. An ending
+    # that pays the same whenever it is taken is no length effect (reward without success, if any).
+    fading = _fading_enders(ctx, rng)
+    brevity = _brevity(ctx, fit, success, failure, rng, slope=False, enders=fading) if fading else None
+    found += [brevity] if brevity is not None else []
     return found
 
 

@@ -93,13 +93,16 @@ def _groups(episodes: pd.DataFrame) -> pd.DataFrame:
 
 def effective_advantages(eps: pd.DataFrame, pipeline: Pipeline) -> pd.DataFrame:
     """Per episode: the advantage the policy gradient sees under ``pipeline`` (0 when not trained)."""
-    parts = []
-    for _, g in eps.groupby("_group", sort=True):
-        ga = group_advantages(g["_return"].to_numpy(), list(g["outcome"]), pipeline)
-        parts.append(pd.DataFrame({"episode_id": g["episode_id"].to_numpy(), "_group": g["_group"].to_numpy(),
-                                   "outcome": g["outcome"].to_numpy(), "return": g["_return"].to_numpy(),
-                                   "advantage": ga.advantages, "trained": ga.trained}))
-    return pd.concat(parts, ignore_index=True)
+    # Arrays split at group boundaries, one frame at the end: a logged run has thousands of groups.
+    eps = eps.sort_values(["_group", "episode_id"], kind="stable")
+    keys, returns, outcomes = eps["_group"].to_numpy(), eps["_return"].to_numpy(float), eps["outcome"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, int)
+    advantage, trained = np.zeros(len(keys)), np.zeros(len(keys), dtype=bool)
+    for a, b in zip(starts, np.r_[starts[1:], len(keys)], strict=True):
+        ga = group_advantages(returns[a:b], list(outcomes[a:b]), pipeline)
+        advantage[a:b], trained[a:b] = ga.advantages, ga.trained
+    return pd.DataFrame({"episode_id": eps["episode_id"].to_numpy(), "_group": keys, "outcome": outcomes,
+                         "return": returns, "advantage": advantage, "trained": trained})
 
 
 def _cluster_mean_ci(values: np.ndarray, groups: np.ndarray, rng: np.random.Generator,
@@ -406,7 +409,18 @@ def _more_groups(ctx: ProbeContext, eps: pd.DataFrame, reachable: dict) -> tuple
     return eps, info
 
 
-def run(ctx: ProbeContext) -> list[Finding]:
+def observed_reach(ctx: ProbeContext, eps: pd.DataFrame) -> dict[str, Any]:
+    """Whether the agent causes timeouts, from the recorded episodes alone (no stall runs): what
+    ``envaudit logs`` knows of a logged run, whose policy either timed out or did not."""
+    rate = float((eps["outcome"] == TIMEOUT).mean()) if len(eps) else 0.0
+    n = int((eps["outcome"] == TIMEOUT).sum())
+    return {"exploration_timeouts": n, "exploration_rate": rate, "stall_action": None, "stall_rate": 0.0,
+            "stall_episodes": 0, "stall_returns": [], "stall_examples": [], "tried": [], "by_stall": False,
+            "reachable": n > 0}
+
+
+def run(ctx: ProbeContext, *, reach_of=reach) -> list[Finding]:
+    """``reach_of``: how timeouts are shown reachable (stall runs by default; ``observed_reach`` on logs)."""
     episodes = ctx.exploration.episodes
     if episodes.empty:
         ctx.notes["skipped"] = "no exploration episodes"
@@ -416,8 +430,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
     pipelines = [("configured", pipeline)] + ([] if _same_as_keep(pipeline) else [("keep", KEEP)])
     special = treats_specially(pipeline, TIMEOUT)
     can_test = bool((eps["outcome"] == FAILURE).any())
-    reachable = reach(ctx, eps) if special and can_test else None
-    if reachable is not None and reachable["reachable"]:
+    reachable = reach_of(ctx, eps) if special and can_test else None
+    if reachable is not None and reachable["reachable"] and reach_of is reach:
+        # More groups need the env itself; a logged run (``observed_reach``) has only its episodes.
         eps, ctx.notes["extra_groups"] = _more_groups(ctx, eps, reachable)
     target, source = _target_returns(eps, TIMEOUT, reachable["stall_returns"] if reachable else [])
 

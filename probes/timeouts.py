@@ -383,6 +383,7 @@ def _summary(best: dict, mean_s: float | None, mean_f: float | None) -> str:
                 f"{fmt(best['mean_timeout'])} on average")
     else:
         what = {"exploration": "Episodes that timed out during random exploration earn",
+                "logged": "Episodes that timed out in the logged run earn",
                 "stall": f"Stalling until the step limit ({best['what']}) earns"}.get(
                     best["arm"], f"Timing out by {best['what'].replace('repeat ', 'repeating ', 1)} earns")
         head = f"{what} {fmt(best['mean_timeout'])} on average"
@@ -421,6 +422,13 @@ def run(ctx: ProbeContext) -> list[Finding]:
     arms += _scripted_arms(ctx, success, failure, rng)
     if ctx.is_tool_env and not ctx.over_cap("timeout injection into every tool"):
         arms += _injection_arms(ctx, success, failure, rng)
+    return arms_finding(ctx, arms, success, success_sources, failure)
+
+
+def arms_finding(ctx: ProbeContext, arms: list[dict], success: np.ndarray, success_sources: dict,
+                 failure: np.ndarray) -> list[Finding]:
+    """The finding of the strongest arm (none when no arm reached a level); the ``arms`` table.
+    Reads records only, so ``envaudit logs`` judges a logged run's timeouts with it too."""
     ctx.table("arms", pd.DataFrame([{k: v for k, v in a.items() if k not in ("verdict", "examples")}
                                     for a in arms]))
     best = max(arms, key=lambda a: (LEVEL_RANK[a["level"]], -a["p_value"]))

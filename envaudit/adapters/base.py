@@ -10,6 +10,7 @@ ecosystem rejected, termination vs truncation from its turn limit.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -133,3 +134,58 @@ class CatalogueEnv(gym.Env):
             return None
         index = self.action_labels.index(REFERENCE)
         return lambda: SequencePolicy([index], name="oracle")
+
+
+# -- the text view, for the language-model engine ----------------------------------------------
+class CatalogueText(AnyText):
+    """Text actions of an adapter env; ``sample()`` is one of the current state's catalogue texts.
+
+    A uniform draw over the catalogue is the random agent in text: the tiny model's warm-up corpus
+    (``envaudit.grpo.lm_model.collect_turns``) is made of these draws, so the model starts by
+    writing the strategies the catalogue names, about uniformly, before GRPO moves it.
+    """
+
+    def __init__(self, env: CatalogueEnv, max_length: int = MAX_OBSERVATION_CHARS) -> None:
+        super().__init__(max_length)
+        self._env = env
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        texts = list(self._env.candidates().values())
+        if not texts:
+            raise RuntimeError("sample() before reset(): the catalogue is made per state")
+        return texts[int(self.np_random.integers(len(texts)))]
+
+
+class TextView(gym.Wrapper):
+    """An adapter env seen with ``Text`` actions: what ``--engine vllm`` drives. Steps pass the
+    model's text to the ecosystem unchanged; labels and the info protocol are the env's own."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.action_space = CatalogueText(env.unwrapped)
+
+
+def _needs_view(env: gym.Env) -> bool:
+    return isinstance(env.unwrapped, CatalogueEnv) and not isinstance(env.action_space, gym.spaces.Text)
+
+
+def text_view(env: gym.Env) -> gym.Env:
+    """``env`` with text actions: an adapter env's ``TextView``; any other env as it is."""
+    return TextView(env) if _needs_view(env) else env
+
+
+def _viewed(make_env: Any) -> gym.Env:
+    return TextView(make_env())
+
+
+def text_factory(make_env: Any, *, sample: gym.Env | None = None) -> Any:
+    """``make_env`` for the language-model engine: an adapter env (a ``CatalogueEnv`` with a
+    ``Discrete`` catalogue) gets its text view; any other env's factory is returned as it is.
+    ``sample`` is an env the factory already made (saves building one to look at)."""
+    env = sample if sample is not None else make_env()
+    try:
+        needs = _needs_view(env)
+    finally:
+        if sample is None:
+            env.close()
+    return functools.partial(_viewed, make_env) if needs else make_env

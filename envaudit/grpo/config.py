@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from envaudit.config import lm_length_checks
 from envaudit.pipeline import HANDLINGS, SCALINGS, Pipeline, timeout_handling_pipeline
 
 LOSS_AGGREGATIONS = ("trajectory", "step")
@@ -47,6 +48,8 @@ class GRPOConfig:
     engine: str = _opt("torch", "Policy engine: torch (embedded MLP over the action catalogue) or vllm (a language "
                        "model that writes text tool calls, sampled on vLLM; envaudit.grpo.lm_engine).")
     model: str | None = _opt(None, "vllm engine: local Hugging Face causal LM directory; None builds a tiny model.")
+    max_new_tokens: int | None = _opt(None, "vllm engine: tokens per turn at most (default 12 tiny model, else 96).")
+    max_model_len: int | None = _opt(None, "vllm engine: context length (default 1024 tiny model, else min(model's, 4096)).")
 
     def __post_init__(self) -> None:
         checks = [
@@ -74,6 +77,7 @@ class GRPOConfig:
             (self.step_timeout_s > 0, f"step_timeout_s must be positive, got {self.step_timeout_s}"),
             (self.engine in ENGINES, f"engine must be 'torch' or 'vllm', got {self.engine!r}"),
             (self.model is None or self.engine == "vllm", f"model {self.model!r} is for the vllm engine; set engine='vllm'"),
+            *lm_length_checks(self, "set engine='vllm'"),
         ]
         for ok, message in checks:
             if not ok:
@@ -100,8 +104,16 @@ class GRPOConfig:
         """The trainer settings a scan implies (seed, group size, pipeline, step limits)."""
         base = dict(group_size=scan.group_size, pipeline=scan.rollout_pipeline(), max_steps=scan.max_steps,
                     step_timeout_s=scan.step_timeout_s, success_threshold=scan.success_threshold,
-                    seed=scan.seed, engine=getattr(scan, "engine", "torch"), model=getattr(scan, "model", None))
+                    seed=scan.seed, engine=getattr(scan, "engine", "torch"), model=getattr(scan, "model", None),
+                    max_new_tokens=getattr(scan, "max_new_tokens", None),
+                    max_model_len=getattr(scan, "max_model_len", None))
         return cls(**{**base, **overrides})
+
+    def lm_settings(self) -> Any:
+        """The vllm engine's ``LMSettings`` for this config."""
+        from envaudit.grpo.lm_engine import LMSettings
+
+        return LMSettings(model=self.model, max_new_tokens=self.max_new_tokens, max_model_len=self.max_model_len)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -128,3 +140,4 @@ def _resolve_pipeline(value: Pipeline | str) -> Pipeline:
 
 def config_help() -> dict[str, str]:
     return {f.name: f.metadata["help"] for f in fields(GRPOConfig)}
+

@@ -73,7 +73,7 @@ class LMEngine:
     """A ``PolicyEngine`` over a causal LM: sampling on vLLM, training in transformers."""
 
     def __init__(self, model_dir: str, config: GRPOConfig, settings: LMSettings | None = None,
-                 *, backend: Any = None) -> None:
+                 *, backend: Any = None, system: str | None = None) -> None:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -83,6 +83,7 @@ class LMEngine:
         self.config = config
         self.settings = settings or LMSettings()
         self.model_dir = str(model_dir)
+        self.system = system or lm_model.SYSTEM_PROMPT  # the env's own system prompt, where it has one
         tiny = lm_model.is_tiny_model(model_dir)
         s = self.settings
         self.max_new_tokens = s.max_new_tokens or (12 if tiny else 96)
@@ -109,8 +110,11 @@ class LMEngine:
     def for_env(cls, make_env: Callable[[], gym.Env], config: GRPOConfig,
                 settings: LMSettings | None = None) -> LMEngine:
         """The engine for a text env: ``settings.model``, or a tiny model built for this env."""
+        from envaudit.grpo.lm_model import env_system_prompt
+
         settings = settings or LMSettings()
         model_dir = settings.model
+        system = env_system_prompt(make_env)
         if model_dir is None:
             from envaudit.grpo.lm_model import build_tiny_model
             from envaudit.grpo.torch_engine import single_thread
@@ -119,7 +123,7 @@ class LMEngine:
                 model_dir = str(build_tiny_model(make_env, seed=config.seed))
         else:
             _check_text_env(make_env)
-        return cls(model_dir, config, settings)
+        return cls(model_dir, config, settings, system=system)
 
     # -- acting -------------------------------------------------------------------------------
     def encode(self, observation: Any) -> tuple[int, ...]:
@@ -129,7 +133,7 @@ class LMEngine:
         key = str(observation)
         ids = self._prompts.get(key)
         if ids is None:
-            ids = _fit(prompt_ids(self.tokenizer, key), self.max_model_len - self.max_new_tokens)
+            ids = _fit(prompt_ids(self.tokenizer, key, self.system), self.max_model_len - self.max_new_tokens)
             if len(self._prompts) > 4096:
                 self._prompts.clear()
             self._prompts[key] = ids

@@ -72,20 +72,25 @@ class TinyModelSpec:
                              f"got {self.vocab_size}")
 
 
-def chat_messages(observation: str) -> list[dict[str, str]]:
+def system_prompt_of(env: gym.Env) -> str:
+    """The env's own system prompt (an ecosystem adapter's ``system_prompt``), else envaudit's."""
+    return getattr(env.unwrapped, "system_prompt", None) or SYSTEM_PROMPT
+
+
+def chat_messages(observation: str, system: str = SYSTEM_PROMPT) -> list[dict[str, str]]:
     """The chat the engine shows the model for one turn: a system line and the transcript."""
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": str(observation)}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": str(observation)}]
 
 
-def prompt_ids(tokenizer: Any, observation: str) -> list[int]:
+def prompt_ids(tokenizer: Any, observation: str, system: str = SYSTEM_PROMPT) -> list[int]:
     """Token ids of one turn's prompt, through the tokenizer's chat template when it has one."""
-    messages = chat_messages(observation)
+    messages = chat_messages(observation, system)
     if getattr(tokenizer, "chat_template", None):
         ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
         if isinstance(ids, dict) or hasattr(ids, "keys"):  # transformers 5 may return a BatchEncoding
             ids = ids["input_ids"]
         return [int(i) for i in ids]
-    text = f"{SYSTEM_PROMPT}\n\n{observation}\n\nTool call:"
+    text = f"{system}\n\n{observation}\n\nTool call:"
     return [int(i) for i in tokenizer(text, add_special_tokens=True)["input_ids"]]
 
 
@@ -116,8 +121,10 @@ def collect_turns(make_env: Callable[[], gym.Env], episodes: int, seed: int) -> 
     return turns
 
 
-def corpus_key(turns: Sequence[tuple[str, str]], spec: TinyModelSpec, seed: int) -> str:
-    digest = hashlib.sha256(json.dumps([BUILDER_VERSION, asdict(spec), seed, list(turns)]).encode())
+def corpus_key(turns: Sequence[tuple[str, str]], spec: TinyModelSpec, seed: int,
+               system: str = SYSTEM_PROMPT) -> str:
+    extra = [] if system == SYSTEM_PROMPT else [system]  # keys of envaudit's own prompt stay as they were
+    digest = hashlib.sha256(json.dumps([BUILDER_VERSION, asdict(spec), seed, list(turns), *extra]).encode())
     return digest.hexdigest()[:16]
 
 
@@ -172,13 +179,14 @@ def build_tiny_model(
     """Build (or reuse from the cache) the tiny model for ``make_env``'s text env; returns its dir."""
     spec = spec or TinyModelSpec()
     turns = collect_turns(make_env, spec.corpus_episodes, seed)
+    system = env_system_prompt(make_env)
     root = Path(cache_dir) if cache_dir is not None else Path(tempfile.gettempdir()) / "envaudit-lm"
-    out = root / f"tiny-{corpus_key(turns, spec, seed)}"
+    out = root / f"tiny-{corpus_key(turns, spec, seed, system)}"
     if (out / "done").exists():
         return out
     tmp = Path(tempfile.mkdtemp(prefix=out.name + ".", dir=_mkdir(root)))
     try:
-        _build(turns, spec, seed, tmp)
+        _build(turns, spec, seed, tmp, system)
         (tmp / "done").write_text("ok\n")
         try:
             tmp.rename(out)
@@ -195,11 +203,20 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def _build(turns: Sequence[tuple[str, str]], spec: TinyModelSpec, seed: int, out: Path) -> None:
+def env_system_prompt(make_env: Callable[[], gym.Env]) -> str:
+    env = make_env()
+    try:
+        return system_prompt_of(env)
+    finally:
+        env.close()
+
+
+def _build(turns: Sequence[tuple[str, str]], spec: TinyModelSpec, seed: int, out: Path,
+           system: str = SYSTEM_PROMPT) -> None:
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    rendered = [render_chat(obs) + call + "<|im_end|>\n" for obs, call in turns]
+    rendered = [render_chat(obs, system) + call + "<|im_end|>\n" for obs, call in turns]
     tokenizer = train_tokenizer(rendered, spec.vocab_size)
     eos, pad = tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")
     config = Qwen2Config(
@@ -212,7 +229,7 @@ def _build(turns: Sequence[tuple[str, str]], spec: TinyModelSpec, seed: int, out
     with torch.random.fork_rng(devices=[]):  # the global torch RNG stays as the caller left it
         torch.manual_seed(child_seed(seed, "lm", "init"))
         model = Qwen2ForCausalLM(config).float()
-    rows = [(prompt_ids(tokenizer, obs), tokenizer(call, add_special_tokens=False)["input_ids"] + [eos])
+    rows = [(prompt_ids(tokenizer, obs, system), tokenizer(call, add_special_tokens=False)["input_ids"] + [eos])
             for obs, call in turns]
     warm_up(model, rows, spec, seed, pad)
     model.generation_config.eos_token_id = eos
@@ -223,9 +240,10 @@ def _build(turns: Sequence[tuple[str, str]], spec: TinyModelSpec, seed: int, out
                                                    "spec": asdict(spec), "turns": len(turns)}, indent=1))
 
 
-def render_chat(observation: str) -> str:
+def render_chat(observation: str, system: str = SYSTEM_PROMPT) -> str:
     """``CHAT_TEMPLATE`` rendered as text for one turn (what the tokenizer is trained on)."""
-    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in chat_messages(observation)) \
+    return "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n"
+                   for m in chat_messages(observation, system)) \
         + "<|im_start|>assistant\n"
 
 

@@ -71,9 +71,9 @@ def make_collector(make_env: EnvFactory, config: GRPOConfig, *, wrappers: Sequen
 
 def default_engine(collector: LockstepCollector, config: GRPOConfig) -> PolicyEngine:
     if config.engine == "vllm":
-        from envaudit.grpo.lm_engine import LMEngine, LMSettings
+        from envaudit.grpo.lm_engine import LMEngine
 
-        return LMEngine.for_env(collector.make_env, config, LMSettings(model=config.model))
+        return LMEngine.for_env(collector.make_env, config, config.lm_settings())
     from envaudit.grpo.torch_engine import TorchEngine
 
     observation_space, action_space = collector.spaces()

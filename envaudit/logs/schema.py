@@ -54,3 +54,48 @@ class LoggedRun:
     """What was mapped from what, and anything dropped, in the user's terms (shown in the report)."""
     missing: list[str] = field(default_factory=list)
     """Columns of the schema the log did not provide."""
+
+
+class LogSchemaError(ValueError):
+    """A log that cannot be read into the schema; the message names the column and the fix."""
+
+
+def check_run(run: LoggedRun) -> LoggedRun:
+    """Check ``run`` against the schema once, for every reader: required columns present, ids
+    unique, ``end_reason`` values from ``END_REASONS``, steps pointing at logged episodes. Records
+    each absent optional column in ``run.missing`` (never filled in). Returns ``run``."""
+    eps = run.episodes
+    absent = [c for c in REQUIRED_EPISODE_COLUMNS if c not in eps.columns]
+    if absent:
+        raise LogSchemaError(
+            f"the {run.source} log has no {', '.join(absent)} column{'s' if len(absent) > 1 else ''} "
+            f"(it has: {', '.join(map(str, eps.columns)) or 'none'}); map yours onto the schema with "
+            f"--map YOUR_COLUMN={absent[0]}")
+    if eps["episode_id"].duplicated().any():
+        dup = eps.loc[eps["episode_id"].duplicated(), "episode_id"].iloc[0]
+        raise LogSchemaError(f"episode_id {dup} appears more than once in the {run.source} log; "
+                             "episode ids must be unique (map a unique column with --map COLUMN=episode_id)")
+    if "end_reason" in eps.columns:
+        bad = sorted(set(eps["end_reason"].dropna().astype(str)) - set(END_REASONS))
+        if bad:
+            raise LogSchemaError(f"end_reason holds {', '.join(map(repr, bad[:5]))}; expected one of "
+                                 f"{', '.join(END_REASONS)} (rename the values in the log, or drop the column)")
+    for column in EPISODE_COLUMNS:
+        if column not in eps.columns and column not in run.missing:
+            run.missing.append(column)
+    if run.steps is not None:
+        steps = run.steps
+        for column in ("episode_id", "step"):
+            if column not in steps.columns:
+                raise LogSchemaError(f"the step table has no {column} column (it has: "
+                                     f"{', '.join(map(str, steps.columns))}); map it with --map COLUMN={column}")
+        orphans = ~steps["episode_id"].isin(eps["episode_id"])
+        if orphans.any():
+            raise LogSchemaError(f"{int(orphans.sum())} logged steps belong to episodes the episode table does "
+                                 f"not have (first: episode_id {steps.loc[orphans, 'episode_id'].iloc[0]!r}); "
+                                 "give the step table of the same run")
+        for column in STEP_COLUMNS:
+            name = f"steps.{column}"
+            if column not in steps.columns and name not in run.missing:
+                run.missing.append(name)
+    return run

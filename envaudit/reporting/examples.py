@@ -1,17 +1,26 @@
 """Regenerate the example report folders in ``reports/``: ``python -m envaudit.reporting.examples``.
 
 One flawed bundled env, its clean twin and a Gymnasium classic, scanned with the default
-configuration and a fixed seed; each folder is written beside the old one and swapped in, so an
+configuration and a fixed seed; then one real shipped env or dataset per LLM-RL ecosystem, quick
+scans through its adapter. Each folder is written beside the old one and swapped in, so an
 interrupted run never leaves a half-written example. ``reports/README.md`` indexes them.
 Options: ``--out DIR`` (default ``reports``), ``--budget SECONDS`` (safety cap per scan), ``--only NAME``.
+An example whose ecosystem package is not installed here is skipped with a note: GEM's and
+OpenEnv's live in the second venv (``scripts/setup --alt-only``;
+``.venv-alt/bin/python -m envaudit.reporting.examples --only gem-guess-the-number``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import subprocess
 import sys
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from envaudit.atomic import atomic_write
 from envaudit.config import ScanConfig
@@ -23,6 +32,19 @@ class Example:
     folder: str
     env_id: str
     about: str
+    env_args: dict[str, Any] = field(default_factory=dict)
+    quick: bool = False
+    needs: str | None = None
+    """The module the ecosystem's package provides; without it the example is skipped."""
+    prepare: Callable[[], None] | None = None
+
+
+def scaffold_openenv_echo() -> None:
+    """``openenv init echo_env`` (OpenEnv's own template) into a temporary folder, importable."""
+    root = tempfile.mkdtemp(prefix="envaudit-openenv-")
+    subprocess.run([sys.executable, "-m", "openenv.cli", "init", "echo_env", "--output-dir", root],
+                   check=True, capture_output=True)
+    sys.path.insert(0, root)
 
 
 EXAMPLES = (
@@ -32,13 +54,26 @@ EXAMPLES = (
     Example("codefix", "envaudit/CodeFix-v0",
             "the clean twin: a timed-out suite run costs the step and proves nothing; +1 only for a correct fix"),
     Example("cartpole", "CartPole-v1", "a plain Gymnasium classic: no tool info, no success flag"),
+    Example("reasoning-gym-leg-counting", "reasoning-gym:leg_counting",
+            "reasoning-gym's leg_counting dataset (100 entries), quick scan", {"size": 100}, True, "reasoning_gym"),
+    Example("textarena-guess-the-number", "textarena:GuessTheNumber-v0",
+            "TextArena's GuessTheNumber-v0, quick scan", {}, True, "textarena"),
+    Example("gem-guess-the-number", "gem:game:GuessTheNumber-v0-easy",
+            "GEM's GuessTheNumber-v0-easy, quick scan (made in .venv-alt)", {}, True, "gem"),
+    Example("openenv-echo", "openenv:echo_env.server.echo_env_environment:EchoEnvironment",
+            "the echo env `openenv init echo_env` scaffolds, in process, quick scan (made in .venv-alt)",
+            {}, True, "openenv", scaffold_openenv_echo),
 )
 SEED = 0
 
 
 def regenerate(out: str | Path = "reports", *, config: ScanConfig | None = None,
-               only: str | None = None) -> list[Path]:
-    """Scan every example env (default: ``ScanConfig(seed=SEED)``) and write its folder under ``out``."""
+               only: str | None = None, skipped: list[str] | None = None) -> list[Path]:
+    """Scan every example env (default: ``ScanConfig(seed=SEED)``) and write its folder under ``out``.
+    Examples whose package is missing are left as they are, their folder names added to ``skipped``."""
+    import dataclasses
+
+    from envaudit.resolve import resolve_env
     from envaudit.scan import run_scan
 
     out = Path(out)
@@ -47,7 +82,15 @@ def regenerate(out: str | Path = "reports", *, config: ScanConfig | None = None,
         raise ValueError(f"unknown example {only!r}; expected one of {', '.join(e.folder for e in EXAMPLES)}")
     written = []
     for example in chosen:
-        report = run_scan(example.env_id, config or ScanConfig(seed=SEED))
+        if example.needs and importlib.util.find_spec(example.needs) is None:
+            if skipped is not None:
+                skipped.append(example.folder)
+            continue
+        if example.prepare is not None:
+            example.prepare()
+        env_id, make_env = resolve_env(example.env_id, example.env_args)
+        base = config or ScanConfig(seed=SEED)
+        report = run_scan(make_env, dataclasses.replace(base, quick=base.quick or example.quick), env_id=env_id)
         written.append(report.write(out / example.folder, replace=True))
     atomic_write(out / "README.md", index(out))
     return written
@@ -59,8 +102,11 @@ def index(out: Path) -> str:
 
     lines = ["# Example reports", "",
              "Written by `envaudit scan` on bundled envs and a Gymnasium classic (seed "
-             f"{SEED}, default configuration). Regenerate them with `python -m envaudit.reporting.examples`",
-             "(one scan per folder, default work units).", "",
+             f"{SEED}, default configuration), and on one real shipped env or dataset per LLM-RL ecosystem",
+             "(quick scans through the adapters). Regenerate them with `python -m envaudit.reporting.examples`",
+             "(one scan per folder); GEM's and OpenEnv's need the second venv: `scripts/setup --alt-only`, then",
+             "`.venv-alt/bin/python -m envaudit.reporting.examples --only gem-guess-the-number` (and `--only openenv-echo`).",
+             "",
              "| folder | env | incentives (finding groups) | what it is |", "| --- | --- | --- | --- |"]
     for example in EXAMPLES:
         folder = out / example.folder
@@ -85,8 +131,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="wall-clock safety cap of each scan in seconds (default: the scan default)")
     parser.add_argument("--only", choices=[e.folder for e in EXAMPLES], help="regenerate one example only")
     args = parser.parse_args(argv)
-    for folder in regenerate(args.out, config=ScanConfig(seed=SEED, budget_s=args.budget), only=args.only):
+    skipped: list[str] = []
+    for folder in regenerate(args.out, config=ScanConfig(seed=SEED, budget_s=args.budget), only=args.only,
+                             skipped=skipped):
         print(f"wrote {folder}/")
+    for name in skipped:
+        example = next(e for e in EXAMPLES if e.folder == name)
+        print(f"skipped {name}: its package ({example.needs}) is not installed in this venv "
+              "(GEM and OpenEnv: scripts/setup --alt-only, then .venv-alt/bin/python -m envaudit.reporting.examples "
+              f"--only {name})")
     return 0
 
 

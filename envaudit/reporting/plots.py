@@ -299,6 +299,8 @@ def grpo_curves(report: Any) -> Figure:
         return missing(title, why_missing(view, "grpo", "curves"))
     if "iteration" not in curves.columns:
         return missing(title, "the grpo_curves table has no iteration column")
+    if "mode" in curves.columns and (curves["mode"] == "logged run").all():
+        title = "Logged training run: behaviour per iteration"  # envaudit logs keeps its curves here
     fig = _figure(10, 5.4)
     axes = fig.subplots(2, 3, sharex=True).ravel()
     groups = list(curves.groupby("mode", sort=False)) if "mode" in curves.columns else [("run", curves)]

@@ -1,11 +1,9 @@
 """GEM end to end: shipped games through GEM's own API (gem.make, reset(seed), step(str)).
 
-gem-llm 0.1.0 pins reasoning-gym==0.1.23, so it lives in a venv of its own; this module skips
-where gem is not installed. To run it for real::
+gem-llm 0.1.0 pins reasoning-gym==0.1.23, so it lives in the second venv; this module skips
+where gem is not installed. To run it for real (``.ci/run`` does, and fails if it skips there)::
 
-    python -m venv .venv-gem && .venv-gem/bin/pip install torch==2.13.0
-    .venv-gem/bin/pip install -e '.[gem]' pytest pytest-timeout   # not [dev]: it holds reasoning-gym 0.1.25
-    .venv-gem/bin/python -m pytest tests/adapters/test_gem.py
+    scripts/setup --alt-only && .venv-alt/bin/python -m pytest tests/adapters/test_gem.py
 
 game:GuessTheNumber-v0-easy: numbers 1-10, 4 turns. By GEM's source: the right guess ends the
 game with GEM's win message and reward 1; a reply without ``\\boxed{}`` ends it with the format

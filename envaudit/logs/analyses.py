@@ -1,0 +1,195 @@
+"""The probes' record analyses, run on a logged run's episodes instead of the scan's exploration.
+
+Each probe splits into what it reads from recorded episodes and what it learns by running its own
+policies on the env. A logged run has only the former, so:
+
+- ``timeouts``: the logged timed-out episodes placed on the ladder against the logged failures and
+  successes (``timeouts._judge``, the exploration arm of the probe), ending premium included;
+- ``pipeline``: the probe as it is, timeouts counted reachable when the logged policy timed out
+  (``pipeline.observed_reach``) instead of by stall runs;
+- ``failures``: the probe's plain-env path (exploration statistics: failed steps that pay, steps
+  that pay after a failure, failures that make ending early pay), which never runs episodes;
+- ``length``: the regression of return on length with outcome held fixed (a correlation: ``info``)
+  and, from GRPO groups, whether successes reached later earn more than the fastest success from
+  the same start (``grpo.verdicts.delayed_success``: ``fail``);
+- ``intent``: the actions whose use raises non-success return beyond length and failures
+  (``intent.candidates``), their logged non-success episodes placed on the ladder.
+
+An analysis whose columns the log lacks adds a note naming them and produces nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from envaudit.findings import Finding, Severity
+from envaudit.grpo.verdicts import delayed_success
+from envaudit.logs.records import Converted, NeedsEnv
+from envaudit.probe import ProbeContext
+from envaudit.probes import failures as failures_probe
+from envaudit.probes import intent as intent_probe
+from envaudit.probes import length as length_probe
+from envaudit.probes import pipeline as pipeline_probe
+from envaudit.probes import timeouts as timeouts_probe
+from envaudit.protocol import FAILURE, SUCCESS
+from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
+
+MIN_EFFECT = 0.1
+
+
+def _needs(converted: Converted, *columns: str) -> list[str]:
+    have = {"success": converted.has_success, "end_reason": converted.has_end_reason,
+            "steps": converted.has_steps, "steps.tool_status": converted.has_tool_status,
+            "steps.reward": converted.has_steps and converted.records.steps["reward"].notna().all(),
+            "steps.action": converted.has_steps and converted.records.steps["action"].notna().all(),
+            "group_id": converted.records.episodes["group"].notna().all(), "length": converted.has_length}
+    return [c for c in columns if not have[c]]
+
+
+def timeouts(ctx: ProbeContext, converted: Converted) -> list[Finding]:
+    eps = ctx.exploration.episodes
+    failure = timeouts_probe.returns_of(eps, FAILURE)
+    if len(failure) == 0:
+        ctx.notes["skipped"] = "no failed episode in the log to compare timeouts with"
+        return []
+    success = timeouts_probe.returns_of(eps, SUCCESS)
+    rng = ctx.rng("stats")
+    verdict = timeouts_probe._judge(ctx, None, success, failure, rng)
+    arm = timeouts_probe._arm("logged", "the logged policy", eps, ctx.exploration.steps, verdict)
+    return timeouts_probe.arms_finding(ctx, [arm], success, {"n_logged": int(len(success))}, failure)
+
+
+def pipeline(ctx: ProbeContext, converted: Converted) -> list[Finding]:
+    found = pipeline_probe.run(ctx, reach_of=pipeline_probe.observed_reach)
+    # The probe words reachability as exploration's; here it is the logged policy's own timeouts.
+    return [_reword(f) for f in found]
+
+
+def _reword(f: Finding) -> Finding:
+    import dataclasses
+
+    return dataclasses.replace(f, summary=f.summary.replace("exploration timed out", "the logged run timed out"))
+
+
+def failures(ctx: ProbeContext, converted: Converted) -> list[Finding]:
+    return failures_probe.run(ctx)
+
+
+def length(ctx: ProbeContext, converted: Converted) -> list[Finding]:
+    eps = ctx.exploration.episodes
+    if len(eps) < MIN_SAMPLES:
+        ctx.notes["skipped"] = f"only {len(eps)} logged episodes (need {MIN_SAMPLES})"
+        return []
+    found = []
+    fit = length_probe.regress(eps, ctx.rng("regression"))
+    ctx.notes["regression"] = fit
+    coef = fit["coef"].get("length")
+    if coef is not None and coef["p_value"] < ctx.config.alpha and (coef["ci"][0] > 0 or coef["ci"][1] < 0):
+        longer = coef["ci"][0] > 0
+        held = "Beyond success, each" if "success" in fit["coef"] else "With no success signal to hold fixed, each"
+        found.append(Finding(
+            "length-bias", Severity.INFO,
+            "Return rises with episode length in the logged run" if longer
+            else "Shorter episodes earn more in the logged run",
+            f"{held} extra step changes the logged return by {coef['estimate']:+.3g} on average (outcome and "
+            "tool failures held fixed). A correlation in the trainer's own episodes: scan the env "
+            "(`envaudit scan`) to see whether a policy can farm it.",
+            {"length_effect": coef, "regression": fit, "n": fit["n"], "p_value": coef["p_value"],
+             "behaviour": "stall" if longer else "quit", "reward_path": "env", "source": "logs"}, [],
+            "If longer (or shorter) episodes are not meant to pay more, look for per-step rewards or "
+            "length penalties.", probe="length"))
+    if converted.has_success and eps["group"].notna().all():
+        success = eps.loc[eps["outcome"] == SUCCESS, "return"].to_numpy(float)
+        failure = eps.loc[eps["outcome"] == FAILURE, "return"].to_numpy(float)
+        margin = MIN_EFFECT * reward_scale(success, failure)
+        d = delayed_success({"logged": _with_late_successes(eps)}, ctx.rng("delay"), margin=margin,
+                            alpha=ctx.config.alpha)
+        ctx.notes["delayed_success"] = {k: v for k, v in d.items() if k != "examples"}
+        if d["holds"]:
+            test, fast = d["test"], d["fastest"]
+            found.append(Finding(
+                "length-bias", Severity.FAIL, "Delaying success pays in the logged run",
+                f"Within the logged groups, successes reached after about {d['extra_steps']:.1f} extra steps "
+                f"earned {test['mean_delayed']:.2f} on average against {test['mean_fastest']:.2f} for the "
+                f"fastest success from the same start ({d['n_sets']} groups with both); a return maximiser "
+                "delays a success it could reach at once.",
+                {"source": "logs", "behaviour": "delay-success", "reward_path": "env", "p_value": test["p_value"],
+                 "delayed_vs_fastest": test, "n_groups": d["n_sets"], "extra_steps": d["extra_steps"],
+                 "margin": d["margin"], "fastest_success": fast},
+                examples=d["examples"][:5],
+                fix="Pay for the outcome once: no per-attempt or per-step credit that a successful episode "
+                    "keeps collecting before it succeeds.", probe="length"))
+    return found
+
+
+def _with_late_successes(eps: pd.DataFrame) -> pd.DataFrame:
+    """The successes of the (iteration, group, failed calls) sets where some success came later than
+    the fastest: the only sets ``delayed_success`` can pair (the others it passes over one by one)."""
+    wins = eps[eps["outcome"] == SUCCESS]
+    key = [wins["iteration"], wins["group"], wins["n_tool_errors"] + wins["n_tool_timeouts"]]
+    spread = wins.groupby(key)["length"].transform(lambda x: x.max() > x.min())
+    return wins[spread.astype(bool).to_numpy()]
+
+
+def intent(ctx: ProbeContext, converted: Converted) -> list[Finding]:
+    eps = ctx.exploration.episodes
+    flagged = eps[eps["success"].notna()]
+    non_success = flagged[intent_probe._ended_unsuccessful(flagged)]
+    if len(non_success) < MIN_SAMPLES:
+        ctx.notes["skipped"] = f"only {len(non_success)} non-success episodes the env ended (need {MIN_SAMPLES})"
+        return []
+    success = flagged.loc[flagged["success"].astype(bool), "return"].to_numpy(float)
+    rng = ctx.rng("stats")
+    actions = [int(a) for a in range(int(ctx.env.action_space.n))]
+    table = intent_probe.behaviours(non_success, ctx.exploration.steps)
+    found = intent_probe.candidates(table, actions, ctx.config.alpha, rng)
+    ctx.notes["candidates"] = [{k: v for k, v in c.items() if k != "mask"} for c in found]
+    for cand in found[: intent_probe.MAX_CONFIRM]:
+        honest = table[~cand["mask"] & (table["outcome"] == FAILURE).to_numpy(bool)]
+        shown = table[cand["mask"]]
+        verdict = exploit_ladder(shown["return"].to_numpy(float), success, honest["return"].to_numpy(float),
+                                 rng, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        if verdict["level"] is None:
+            continue
+        label = ctx.describe_action(cand["action"])
+        fail = verdict["level"] == "at_least_success"
+        what = f"{cand['kind'].replace('ends with', 'end with').replace('uses', 'use')} '{label}'"
+        mean_s = float(success.mean()) if len(success) else None
+        return [Finding(
+            "reward-without-success", Severity.FAIL if fail else Severity.WARN,
+            f"'{label}' pays without success in the logged run" + (" as much as success" if fail else ""),
+            f"Logged episodes that {what} earn {shown['return'].mean():.2f} with success=False, "
+            + (f"at least as much as succeeding ({mean_s:.2f})" if fail else
+               f"more than the other failures ({honest['return'].mean():.2f})")
+            + f", beyond what their length and tool failures explain: the trainer paid '{label}' without the task.",
+            {"source": "logs", "behaviour": "degenerate-answer", "reward_path": "env", "p_value": verdict["p_value"],
+             "pattern": f"{cand['kind']} '{label}'", "test": verdict,
+             "exploration": {"effect_beyond_length": cand["effect"], "p_value": cand["p_value"],
+                             "n_with": cand["n_with"], "n_without": cand["n_without"]}},
+            [int(e) for e in shown.sort_values("return", ascending=False)["episode_id"][:5]],
+            f"Pay '{label}' only when the task is really done, or remove its reward.", probe="intent")]
+    return intent_probe._high_return_fact(ctx, success, non_success)
+
+
+ANALYSES: dict[str, tuple[Callable[[ProbeContext, Converted], list[Finding]], tuple[str, ...]]] = {
+    "timeouts": (timeouts, ("end_reason", "success")),
+    "pipeline": (pipeline, ("end_reason", "success", "group_id")),
+    "length": (length, ("length",)),
+    "intent": (intent, ("success", "steps", "steps.action")),
+    "failures": (failures, ("steps", "steps.tool_status", "steps.reward")),
+}
+"""Each analysis and the columns it cannot do without (``steps.X``: the step table's column)."""
+
+
+def run_analysis(name: str, ctx: ProbeContext, converted: Converted) -> tuple[list[Finding], str | None]:
+    """One analysis, or the reason it did not run (the columns it needs, named)."""
+    fn, needs = ANALYSES[name]
+    absent = _needs(converted, *needs)
+    if absent:
+        return [], f"not run: the log has no {', '.join(absent)} column{'s' if len(absent) > 1 else ''}"
+    try:
+        return fn(ctx, converted), None
+    except NeedsEnv as exc:
+        return [], f"not run: {exc}"

@@ -1,0 +1,263 @@
+"""Drift over a logged training run: what the trainer's policy learned, iteration by iteration.
+
+Per iteration: return, success rate, timeout rate, tool-failure rate (failed calls per call), mean
+length and the action mix (``curves``). Then the GRPO probe's own judgement of a trained policy
+(``envaudit.grpo.drift.drift`` for what moved, ``envaudit.grpo.lessons.judge`` for where the move
+sits on the severity ladder), applied to the run's first iterations (``before``) against its last
+(``after``): a behaviour that rose while success did not, paid for by the env or the pipeline, is a
+``learned-exploit`` naming the behaviour and the iteration where it started. The start is the knot
+of a hinge fit to the behaviour's per-iteration series (flat, then rising from the knot), weighted
+by the episodes of each iteration.
+
+Missing columns: without ``group_id`` the group advantages cannot be formed (the pipeline's favour
+of timeouts is not tested); without ``success`` a move cannot be told from learning the task (an
+``info`` fact at most); without step ``tool_status`` or ``action`` the failure and action-mix moves
+are not tested. Each is a note, never a guess.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from envaudit.findings import Finding, Severity
+from envaudit.grpo.drift import drift
+from envaudit.grpo.lessons import Honest, judge, typical_trajectory
+from envaudit.grpo.search import Reference, SearchResult
+from envaudit.grpo.trainer import with_advantages
+from envaudit.logs.records import Converted
+from envaudit.probe import ProbeContext
+from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
+from envaudit.recording import Records
+from envaudit.stats import MIN_SAMPLES
+
+WINDOW_SHARE = 0.25
+"""The first and the last quarter of the iterations are compared (at least one iteration each)."""
+MAX_MIX_ACTIONS = 12
+"""Action-mix columns kept in the curves (the most used actions)."""
+SERIES = {"timeout": "timeout_rate", "failure": "failed_episode_rate", "length": "mean_length"}
+
+
+def curves(converted: Converted) -> pd.DataFrame:
+    """One row per iteration: episodes, return, success_rate, timeout_rate, failure_rate,
+    failed_episode_rate, mean_length and ``mix:<action>`` shares; NaN where the log lacks the column."""
+    eps, steps = converted.records.episodes, converted.records.steps
+    by = eps.groupby("iteration", sort=True)
+    out = pd.DataFrame({
+        "episodes": by.size(),
+        "return": by["return"].mean(),
+        "mean_length": by["length"].mean(),
+        "timeout_rate": by["outcome"].agg(lambda o: float((o == TIMEOUT).mean())),
+    })
+    if converted.has_success:
+        out["success_rate"] = eps.assign(s=eps["outcome"] == SUCCESS).groupby("iteration")["s"].mean()
+    else:
+        out["success_rate"] = np.nan
+    if converted.has_tool_status:
+        calls = by["n_tool_calls"].sum()
+        failed = by["n_tool_errors"].sum() + by["n_tool_timeouts"].sum()
+        out["failure_rate"] = (failed / calls.where(calls > 0)).astype(float)
+        out["failed_episode_rate"] = eps.assign(
+            f=(eps["n_tool_errors"] + eps["n_tool_timeouts"]) > 0).groupby("iteration")["f"].mean()
+    else:
+        out["failure_rate"] = np.nan
+        out["failed_episode_rate"] = np.nan
+    if converted.has_steps and steps["action"].notna().any():
+        keyed = pd.DataFrame({"iteration": eps["iteration"].to_numpy()[steps["episode_id"].to_numpy()],
+                              "key": _words(steps, converted.labels)})
+        top = keyed["key"].value_counts().head(MAX_MIX_ACTIONS).index
+        mix = pd.crosstab(keyed["iteration"], keyed["key"], normalize="index")
+        for key in top:
+            out[f"mix:{key}"] = mix[key]
+    out = out.reset_index()
+    out["mode"] = "logged run"
+    return out
+
+
+def _words(steps: pd.DataFrame, labels: list[str] | None) -> pd.Series:
+    if labels is not None:
+        return pd.Series(np.asarray(labels, dtype=object)[steps["action"].to_numpy(np.int64)], index=steps.index)
+    return steps["action"].astype(str)
+
+
+def windows(iterations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first and last ``WINDOW_SHARE`` of the logged iterations (disjoint, at least one each)."""
+    its = np.unique(iterations)
+    k = max(1, math.ceil(WINDOW_SHARE * len(its)))
+    k = min(k, len(its) // 2)
+    return its[:k], its[-k:]
+
+
+MAX_KNOTS = 120
+"""Candidate knots of the ramp fit (the iterations, thinned evenly beyond this many)."""
+
+
+def start_iteration(iterations: np.ndarray, values: np.ndarray, weights: np.ndarray, *, rising: bool = True) -> int | None:
+    """The iteration from which the series leaves its starting level: the first knot ``s`` of the
+    best ramp fit ``a + b * clip(t - s, 0, e - s)`` (flat, then moving, then flat again; ``b`` in the
+    direction of the move), weighted least squares over the iterations' values with their episode
+    counts as weights; the earliest start among equal fits. A plateau after the move (a behaviour
+    that saturates) does not pull the start later, as a single hinge would."""
+    keep = np.isfinite(values)
+    t, y, w = iterations[keep].astype(float), values[keep].astype(float), weights[keep].astype(float)
+    if len(t) < 3:
+        return None
+    knots = t if len(t) <= MAX_KNOTS else np.unique(np.quantile(t, np.linspace(0, 1, MAX_KNOTS)))
+    best, best_sse = None, np.inf
+    wsum = w.sum()
+    for i, s in enumerate(knots[:-1]):
+        # Every end knot at once: x = clip(t - s, 0, e - s) for each e, a weighted simple regression.
+        ends = knots[i + 1:]
+        x = np.clip(t[None, :] - s, 0.0, (ends - s)[:, None])
+        xm = (x * w).sum(1) / wsum
+        ym = float((y * w).sum() / wsum)
+        sxx = ((x - xm[:, None]) ** 2 * w).sum(1)
+        sxy = ((x - xm[:, None]) * (y - ym) * w).sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            b = np.where(sxx > 0, sxy / sxx, 0.0)
+        tiny = 1e-9 * (float(np.abs(y).max()) + 1.0)  # a flat series leaves only float noise in b
+        ok = b > tiny if rising else b < -tiny
+        if not ok.any():
+            continue
+        sse = ((y - ym) ** 2 * w).sum() - np.where(sxx > 0, b * sxy, 0.0)
+        sse = np.where(ok, sse, np.inf)
+        j = int(np.argmin(sse))
+        if sse[j] < best_sse - 1e-9 * max(1.0, abs(best_sse) if np.isfinite(best_sse) else 1.0):
+            best, best_sse = int(s), float(sse[j])
+    return best
+
+
+def _series(move_key: str, table: pd.DataFrame, move_evidence: dict) -> tuple[str | None, bool]:
+    if move_key == "takeover":
+        column = f"mix:{move_evidence.get('action')}"
+        return (column if column in table else None), True
+    return SERIES.get(move_key), move_key != "length"
+
+
+def analyse(ctx: ProbeContext, converted: Converted, table: pd.DataFrame, notes: list[str]) -> list[Finding]:
+    """The learned-exploit findings of the logged run (see the module docstring)."""
+    eps, steps = converted.records.episodes, converted.records.steps
+    first, last = windows(eps["iteration"].to_numpy())
+    if len(np.unique(eps["iteration"])) < 2:
+        notes.append("drift: the log holds a single iteration, so nothing can have drifted over training")
+        return []
+    before = eps[eps["iteration"].isin(first)].reset_index(drop=True)
+    after = eps[eps["iteration"].isin(last)].reset_index(drop=True)
+    before_steps = steps[steps["episode_id"].isin(before["episode_id"])] if converted.has_steps else steps
+    after_steps = steps[steps["episode_id"].isin(after["episode_id"])] if converted.has_steps else steps
+    has_groups = eps["group"].notna().all()
+    if has_groups:
+        # Every logged group, as the GRPO probe reads its whole training run: the pipeline's favour
+        # of timing out is a property of the groups the trainer formed, early ones included.
+        training = with_advantages(eps, eps["return"].to_numpy(float), ctx.pipeline)
+    else:
+        notes.append("drift: no group_id column, so whether the pipeline favoured timing out within groups "
+                     "was not tested")
+        training = eps.iloc[0:0].assign(advantage=pd.Series(dtype=float), group=pd.Series(dtype=object))
+    labels = converted.labels
+    d = drift(before, before_steps if converted.has_steps else pd.DataFrame(),
+              after, after_steps if converted.has_steps else pd.DataFrame(), training, ctx.rng("drift"),
+              pipeline=ctx.pipeline, alpha=ctx.config.alpha, labels=labels)
+    for ok, column, what in ((converted.has_tool_status, "steps.tool_status", "failure"),
+                             (converted.has_length, "length", "length"),
+                             (converted.has_end_reason, "end_reason", "timeout"),
+                             (converted.has_steps, "steps.action", "takeover")):
+        if not ok:  # a column the log lacks reads as constant: its move is not tested, and says so
+            d["moves"] = [m for m in d["moves"] if m.key != what]
+            notes.append(f"drift: no {column} column, so {what} moves were not tested")
+    summary = {"before_iterations": [int(first[0]), int(first[-1])], "after_iterations": [int(last[0]), int(last[-1])],
+               "moves": [{"behaviour": m.behaviour, "before": m.before, "after": m.after, "p_value": m.p_value,
+                          "exploit": m.exploit, "why": m.why} for m in d["moves"]],
+               "success_before": d["success_before"], "success_after": d["success_after"]}
+    ctx.notes["drift"] = summary
+    if not d["moves"]:
+        return []
+    if not d["success_signal"]:
+        return [_unjudged(d, summary)]
+    exploits = [m for m in d["moves"] if m.exploit]
+    if not exploits:
+        return []
+    honest = _honest(eps, before)
+    reference = Reference.from_episodes(before)
+    result = SearchResult(mode="logged", behaviour=None, training=None,  # type: ignore[arg-type]
+                          evaluation=Records(after_steps if converted.has_steps else steps.iloc[0:0], after))
+    verdicts = [v for m in exploits if (v := judge(ctx, result, m, before, before_steps, honest, reference, labels))]
+    if not verdicts:
+        return []
+    main = max(verdicts, key=lambda v: v.severity)
+    column, rising = _series(main.move.key, table, main.move.evidence)
+    start = None
+    if column is not None and table[column].notna().sum() >= 3:
+        start = start_iteration(table["iteration"].to_numpy(), table[column].to_numpy(float),
+                                table["episodes"].to_numpy(float), rising=rising)
+    return [_finding(ctx, d, main, [v.move for v in verdicts], start, column, summary, labels, after_steps)]
+
+
+def _honest(eps: pd.DataFrame, before: pd.DataFrame) -> Honest:
+    """Honest success: every logged success; honest failure: failing outright early in the run (all
+    logged failures when the first iterations hold too few); persisting: episodes that kept going
+    after a failed tool call."""
+    success = eps.loc[eps["outcome"] == SUCCESS, "return"].to_numpy(float)
+    failure = before.loc[before["outcome"] == FAILURE, "return"].to_numpy(float)
+    if len(failure) < MIN_SAMPLES:
+        failure = eps.loc[eps["outcome"] == FAILURE, "return"].to_numpy(float)
+    reference = Reference.from_episodes(before)
+    failed = eps["n_tool_errors"] + eps["n_tool_timeouts"]
+    persist = eps[(failed > 0) & (eps["length"] > reference.short_length)].reset_index(drop=True)
+    return Honest(success, failure, persist)
+
+
+def _finding(ctx, d: dict, v, moves, start: int | None, column: str | None, summary: dict,
+             labels, after_steps: pd.DataFrame) -> Finding:
+    names = ", ".join(f"{m.behaviour} ({m.before:.2f} → {m.after:.2f})" for m in moves)
+    when = (f" It started rising at iteration {start}." if start is not None and column != "mean_length"
+            else f" It started falling at iteration {start}." if start is not None else "")
+    trajectory = typical_trajectory(after_steps, v.shown["episode_id"], labels) if len(after_steps) else ""
+    success = (f" Success went {d['success_before']:.2f} → {d['success_after']:.2f}.")
+    summary_text = (f"Over the logged run (iterations {summary['before_iterations'][0]}–{summary['before_iterations'][1]} "
+                    f"against {summary['after_iterations'][0]}–{summary['after_iterations'][1]}), the policy learned "
+                    f"{names}: {v.reason}.{success}{when}")
+    if trajectory:
+        summary_text += f" Typical trajectory of these episodes: {trajectory}."
+    title = {"timeout": "The logged run learned to time out",
+             "failure-shortcut": "The logged run learned to stop early because failed tool calls cost reward",
+             "failure-conditioned": "The logged run learned to end right after a failed tool call, which pays",
+             "failures-pay": "The logged run learned to hit tool failures, which pay",
+             "at-least-success": f"The logged run learned {v.move.behaviour}, which pays as much as success",
+             "exploration-collapse": "The logged run collapsed to ending early: an exploration hint, not an exploit",
+             }.get(v.kind, f"The logged run learned {v.move.behaviour}")
+    pipeline_pays = v.kind == "timeout" and (ctx.pipeline.handling_of(TIMEOUT) != "keep"
+                                             or TIMEOUT in ctx.pipeline.mask_group_on)
+    fav = v.move.evidence.get("timeout_favoured") or {}
+    supporting = fav.get("p_value", 1.0) if v.kind == "timeout" else (d["beyond_outcome"] or {}).get("p_value", 1.0)
+    from envaudit.grpo.lessons import _fix
+
+    return Finding(
+        "learned-exploit", v.severity, title, summary_text,
+        {"source": "logs", "p_value": v.move.p_value, "attribution_p": supporting, "behaviour": v.behaviour,
+         "reward_path": "pipeline" if pipeline_pays else "env", "verdict": v.kind,
+         "learned": v.move.behaviour, "start_iteration": start, "series": column,
+         "moves": summary["moves"], "before_iterations": summary["before_iterations"],
+         "after_iterations": summary["after_iterations"], "success_before": d["success_before"],
+         "success_after": d["success_after"], "success_fell": d["success_fell"], "return": d["return"],
+         "beyond_outcome": d["beyond_outcome"], "advantage_by_outcome": d["advantage_by_outcome"],
+         **v.evidence, "typical_trajectory": trajectory, "pipeline": ctx.pipeline.to_dict(),
+         "n_before": d["n_before"], "n_after": d["n_after"]},
+        examples=v.shown["episode_id"].astype(int).drop_duplicates().tolist()[:5], fix=_fix(v), probe="drift")
+
+
+def _unjudged(d: dict, summary: dict) -> Finding:
+    names = ", ".join(f"{m.behaviour} ({m.before:.2f} → {m.after:.2f})" for m in d["moves"])
+    return Finding(
+        "learned-exploit", Severity.INFO, "Behaviour changed over the logged run; no success signal to judge it",
+        f"Over the logged run the policy moved {names}. The log has no success column (or no episode the "
+        "env ended with a verdict), so envaudit cannot tell learning the task from exploiting it.",
+        {"source": "logs", "moves": summary["moves"], "return": d["return"], "behaviour": "exploration"},
+        fix="Log the task's success signal per rollout (the schema's success column).", probe="drift")
+
+
+def describe_moves(summary: dict[str, Any]) -> str:
+    return ", ".join(m["behaviour"] for m in summary.get("moves", [])) or "nothing moved"
