@@ -77,6 +77,7 @@ from envaudit.stats import bootstrap_ci, compare, holm, paired_compare
 from . import failure_charge as charge
 from . import failure_conditioned as conditioned
 from .failure_conditioned import int_actions, replay_items
+from .failure_confirm import second_look
 from .failure_plain import natural_failure_rate, shortcut_exploration
 
 FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
@@ -496,13 +497,27 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
                                          "than ending at once, so it is no honest yardstick")
         return []
     cost = _charge_words(fee)
+    short_records = per_rate[0.0][zero["best"].name]
+    if not wins(zero["short"], zero["short"]["p_bonferroni"]):
+        look = second_look(ctx, persist, zero["best"], short_records, per_rate[0.0][persist.name], ref)
+        if look is not None:
+            evidence["second_look"] = {k: look["short"][k] for k in ("second_look", "diff", "p_value", "mean_short",
+                                                                     "mean_persist")}
+            if wins(look["short"], look["short"]["p_bonferroni"]):
+                zero = {**zero, "short": look["short"]}
+                short_records = look["records"]
+                evidence.update(persist_mean_return=look["short"]["mean_persist"],
+                                short_mean_return=look["short"]["mean_short"])
     if wins(zero["short"], zero["short"]["p_bonferroni"]):
-        ctx.keep(per_rate[0.0][zero["best"].name])
-        examples = per_rate[0.0][zero["best"].name].episodes["episode_id"].head(4).tolist()
+        ctx.keep(short_records)
+        examples = short_records.episodes["episode_id"].head(4).tolist()
         evidence.update(p_value=zero["short"]["p_bonferroni"], p_raw=zero["short"]["p_value"],
                         diff=zero["short"]["diff"], diff_ci=zero["short"]["diff_ci"],
-                        test=f"paired t-test on returns, short strategy vs persisting, same seeds, "
-                             f"one-sided; Bonferroni over the {len(shorts)} short strategies")
+                        test=("paired t-test on returns, short strategy vs persisting, same fresh seeds, "
+                              "one-sided at alpha/2 (a second, larger look; see failure_confirm)"
+                              if "second_look" in zero["short"] else
+                              f"paired t-test on returns, short strategy vs persisting, same seeds, "
+                              f"one-sided; Bonferroni over the {len(shorts)} short strategies"))
         return [Finding(
             code="failure-shortcut", severity=Severity.FAIL,
             title="giving up pays more than persisting through tool failures",

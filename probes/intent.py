@@ -11,7 +11,9 @@ Signal (info protocol only): exploration episodes the env ended itself with ``su
 probes). Each action is tested as a behaviour — "ends the episode with it" and "uses it at all" —
 by regressing return, less any pay for failed tool calls (``failure-rewarded``), on the behaviour
 with length and tool failures held fixed (so per-step pay, ``length-bias``, is not mistaken for
-it). The strongest candidates are confirmed on fresh seeds by a scripted policy that takes the
+it). A grader that pays every answer leaves no unpaid ending to contrast with, so each ending
+action whose last step pays a lump beyond a typical step is a candidate too, its honest
+alternative the same episodes with the ending paid like a typical step. The strongest candidates are confirmed on fresh seeds by a scripted policy that takes the
 action (repeatedly, or after a random prefix as long as the episodes that showed it), and the
 confirmed non-success returns are placed on DESIGN.md's ladder against honest successes
 (exploration's, plus the env's ``oracle()`` policy when it has one, topped up by random play to
@@ -45,8 +47,9 @@ from envaudit.probes.timeouts import (
     fmt,
     honest_successes,
     sample_size,
+    typical_step_pay,
 )
-from envaudit.protocol import FAILURE
+from envaudit.protocol import FAILURE, TOOL_OK
 from envaudit.rollout import Policy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap
 
@@ -122,6 +125,35 @@ def candidates(table: pd.DataFrame, actions: list[int], alpha: float, rng: np.ra
     return sorted(found, key=lambda c: -c["effect"])
 
 
+def ending_candidates(table: pd.DataFrame, steps: pd.DataFrame) -> list[dict]:
+    """Ending actions whose last step pays a lump beyond a typical step, when no contrast exists.
+
+    ``candidates`` compares non-success episodes with and without a behaviour; when every way the
+    env ends an episode without success pays (a grader that pays every answer), all of them share
+    the behaviour and there is nothing to contrast. The contrast left is within each episode: the
+    ending step against what a typical step pays. Each candidate carries its counterfactual
+    alternative: the same episodes had their ending paid like a typical step (``alternative``)."""
+    # What an ordinary step pays: a working call's or one that made none. Failed calls are left
+    # out, so that an env charging failures heavily does not make every ending look paid.
+    ordinary = steps[steps["tool_status"].isna() | (steps["tool_status"] == TOOL_OK)]
+    typical = typical_step_pay(ordinary)
+    if typical is None:
+        typical = 0.0
+    sub = steps[steps["episode_id"].isin(table["episode_id"])]
+    last = sub.groupby("episode_id")["reward"].last()
+    lump = (table["episode_id"].map(last).to_numpy(float) - typical)
+    alternative = table["return"].to_numpy(float) - np.nan_to_num(lump, nan=0.0)
+    found = []
+    for a in pd.unique(table["final"].dropna()):
+        mask = (table["final"] == a).to_numpy(bool)
+        if mask.sum() < MIN_SAMPLES or np.median(lump[mask]) <= 0:
+            continue
+        found.append({"action": int(a), "kind": "ends with", "effect": float(np.median(lump[mask])),
+                      "p_value": None, "n_with": int(mask.sum()), "n_without": int((~mask).sum()),
+                      "mask": mask, "alternative": alternative[mask], "typical_step_pay": typical})
+    return sorted(found, key=lambda c: -c["effect"])
+
+
 def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[int],
              success: np.ndarray, rng: np.random.Generator) -> dict:
     """Run scripted policies that take the candidate's action; place them on the ladder."""
@@ -130,6 +162,8 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
     if len(honest) < MIN_SAMPLES:
         honest = table[(table["outcome"] == FAILURE).to_numpy(bool)]
     alternative = honest["return"].to_numpy(float)
+    if "alternative" in cand:  # no honest failure to contrast: the ending paid like a typical step
+        alternative = np.asarray(cand["alternative"], float)
     k = max(0, int(np.median(table.loc[cand["mask"], "length"])) - 1)
     policies: list[Policy] = [RepeatPolicy(a, label)]
     if k > 0:
@@ -152,7 +186,7 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
         row = {"policy": policy.describe(), "label": label, "verdict": verdict, "records": result.records,
                "final_step_share": share,
                "mean_exploit": float(rest["return"].mean()) if len(rest) else None, "n_exploit": int(len(rest)),
-               "success_rate": float(run_eps["success"].eq(True).mean()) if len(run_eps) else None,
+               "success_rate": float(run_eps["success"].eq(True).fillna(False).mean()) if len(run_eps) else None,
                "mean_alternative": float(alternative.mean()) if len(alternative) else None,
                "examples": [int(e) for e in rest.sort_values("return", ascending=False)["episode_id"][:5]]}
         if not best or LEVEL_RANK[verdict["level"]] > LEVEL_RANK[best["verdict"]["level"]]:
@@ -192,6 +226,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
     if actions is not None and not ctx.exploration.steps.empty:
         table = behaviours(non_success, ctx.exploration.steps)
         found = candidates(table, actions, ctx.config.alpha, rng)
+        # An ending lump shared by every unsuccessful ending has no contrast in the regression
+        # (or only a side effect of it does, e.g. progress shaping): test it on its own.
+        found = sorted(found + ending_candidates(table, ctx.exploration.steps), key=lambda c: -c["effect"])
         if found:
             # Too few successes leave the ladder unable to say "as much as success" at all.
             success, success_sources = honest_successes(ctx, target=MIN_SAMPLES)
@@ -202,7 +239,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
             if best:
                 best["candidate"] = cand
                 confirmed.append(best)
-    ctx.notes["candidates"] = [{k: v for k, v in c.items() if k != "mask"} for c in found]
+    ctx.notes["candidates"] = [{k: v for k, v in c.items() if k not in ("mask", "alternative")} for c in found]
     strongest = max(confirmed, key=lambda c: (LEVEL_RANK[c["verdict"]["level"]], c["mean_exploit"] or 0.0),
                     default=None)
     if strongest is not None and strongest["verdict"]["level"] is not None:
@@ -242,8 +279,10 @@ def _finding(ctx: ProbeContext, best: dict, success: np.ndarray, success_sources
             f"{fmt(best['mean_exploit'])} with success=False ({best['policy']} on fresh seeds)")
     summary = (f"{head}, at least as much as succeeding ({fmt(mean_s)}), so an agent learns "
                f"'{best['label']}' instead of doing the task." if fail else
-               f"{head}, more than an honest failure ({fmt(best['mean_alternative'])}) though less than "
-               f"succeeding ({fmt(mean_s)}), so an agent that cannot do the task learns '{best['label']}'.")
+               f"{head}, more than an honest failure ({fmt(best['mean_alternative'])})"
+               + (f" though less than succeeding ({fmt(mean_s)})" if mean_s is not None
+                  else "; no honest success was seen to compare with")
+               + f", so an agent that cannot do the task learns '{best['label']}'.")
     return Finding(
         CODE, Severity.FAIL if fail else Severity.WARN,
         f"'{best['label']}' pays without success" + (" as much as success" if fail else ""),

@@ -17,7 +17,9 @@ exploration, else of the stall runs) and its advantage recomputed; a group's gap
 with a non-zero gap gives ``p_value``. The same rollout switched to a success (with the return a
 success earns there) is what "as good as succeeding" is measured against. Switching, rather than
 comparing the timeouts that happened, keeps the test powered when exploration seldom times out
-and compares like with like (same task, same group). Then the probe checks that the agent can
+and compares like with like (same task, same group). An all-failure group carries no gap, so
+when too few groups carry one for the sign test to decide (a task random play mostly fails
+outright), the probe adds random-play groups on fresh seeds, up to ``EXTRA_GROUPS``. Then the probe checks that the agent can
 cause a timeout: it repeats the action most tied to timeouts in exploration (a tool that times
 out, or an action that never ends the episode) on a few groups' seeds and names it in the
 catalogue's words; timeouts seen in exploration also count as reachable.
@@ -60,7 +62,7 @@ from envaudit.pipeline import CLASSES, Pipeline, group_advantages
 from envaudit.presets import timeout_fix
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import ERROR, FAILURE, SUCCESS, TIMEOUT
-from envaudit.rollout import SequencePolicy
+from envaudit.rollout import RandomPolicy, SequencePolicy
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci
 
 CODE = "timeout-drop-incentive"
@@ -72,6 +74,10 @@ STALL_SHARE = 0.5
 MAX_CANDIDATES = 4
 """Stall actions tried when exploration already names suspects; all actions (up to 12) otherwise."""
 TOL = 1e-9
+EXTRA_GROUPS = 32
+"""Exploration groups the probe may add (random play, fresh reset seeds) when too few groups carry
+a gap for the sign test to decide at all: a task that random play mostly fails outright leaves
+most groups all-failure, and an all-failure group has no advantage to escape from."""
 
 
 # -- effective advantages --------------------------------------------------------------------------
@@ -361,6 +367,48 @@ def _error_note(ctx: ProbeContext, eps: pd.DataFrame) -> dict[str, Any]:
                                  "on purpose is measured by the failure probes"}
 
 
+def _decidable(n_nonzero: int, alpha: float) -> bool:
+    """Whether a one-sided sign test over ``n_nonzero`` groups can reach ``alpha`` at all."""
+    return n_nonzero >= MIN_SAMPLES and 0.5 ** n_nonzero < alpha
+
+
+def _more_groups(ctx: ProbeContext, eps: pd.DataFrame, reachable: dict) -> tuple[pd.DataFrame, dict]:
+    """Exploration ``eps`` with random-play groups added until the timeout switch has enough
+    groups with a gap to be decided (``_decidable``), within ``EXTRA_GROUPS`` groups.
+
+    Each batch is sized from the share of groups that carried a gap so far, so the work is a count
+    of groups, never of seconds. Returns the groups and what was added."""
+    size = int(eps.groupby("_group").size().max())
+    added, batch = 0, 0
+    info: dict[str, Any] = {"added_groups": 0, "added_episodes": 0}
+    while True:
+        target, _ = _target_returns(eps, TIMEOUT, reachable["stall_returns"])
+        _, test = _analyse(eps, ctx.pipeline, TIMEOUT, target, ctx.rng("more-groups", "test", batch))
+        n_nonzero = int(test.get("n_groups_nonzero", 0))
+        if _decidable(n_nonzero, ctx.config.alpha) or added >= EXTRA_GROUPS:
+            break
+        if ctx.over_cap("extra exploration groups for the timeout switch"):
+            break
+        share = max(n_nonzero, 1) / max(int(eps["_group"].nunique()), 1)
+        need = max(MIN_SAMPLES - n_nonzero, 1)
+        n = min(EXTRA_GROUPS - added, max(2, int(np.ceil(1.5 * need / share))))
+        parts = []
+        for k, seed in enumerate(ctx.seeds(n, "more-groups", batch)):
+            g = f"pipeline-{added + k}"
+            res = ctx.run(RandomPolicy(), [seed] * size, tags={"group": g}, rng_name=f"more-groups-{added + k}")
+            ctx.keep(res.records)
+            parts.append(res.records.episodes)
+        more = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+        if more.empty:
+            break
+        eps = pd.concat([eps, _groups(more)], ignore_index=True).sort_values(["_group", "episode_id"])
+        eps = eps.reset_index(drop=True)
+        added, batch = added + n, batch + 1
+        info.update(added_groups=added, added_episodes=info["added_episodes"] + int(len(more)))
+    info["groups_with_gap"] = n_nonzero
+    return eps, info
+
+
 def observed_reach(ctx: ProbeContext, eps: pd.DataFrame) -> dict[str, Any]:
     """Whether the agent causes timeouts, from the recorded episodes alone (no stall runs): what
     ``envaudit logs`` knows of a logged run, whose policy either timed out or did not."""
@@ -383,6 +431,9 @@ def run(ctx: ProbeContext, *, reach_of=reach) -> list[Finding]:
     special = treats_specially(pipeline, TIMEOUT)
     can_test = bool((eps["outcome"] == FAILURE).any())
     reachable = reach_of(ctx, eps) if special and can_test else None
+    if reachable is not None and reachable["reachable"] and reach_of is reach:
+        # More groups need the env itself; a logged run (``observed_reach``) has only its episodes.
+        eps, ctx.notes["extra_groups"] = _more_groups(ctx, eps, reachable)
     target, source = _target_returns(eps, TIMEOUT, reachable["stall_returns"] if reachable else [])
 
     rows, tests, per_groups = [], {}, {}
