@@ -120,6 +120,9 @@ def _add_logs_parser(sub, helps: dict[str, str]) -> None:
     logs.add_argument("--map", dest="mapping", action="append", default=[], metavar="LOG_COLUMN=SCHEMA_COLUMN",
                       help="read a log column as a schema column (repeatable), e.g. --map score=return")
     logs.add_argument("--steps", help="the step table, when not given as the second PATH")
+    logs.add_argument("--reader-arg", dest="reader_args", action="append", default=[], metavar="KEY=VALUE",
+                      help="an option of the trainer's reader (repeatable), e.g. --reader-arg success_field=acc, "
+                           "prime-rl's --reader-arg subset=effective")
     logs.add_argument("--env", dest="replay_env", metavar="ENV",
                       help="replay the logged episodes against this env (same seeds, same actions)")
     for flag, dest in (("--seed", "seed"), ("--alpha", "alpha"), ("--timeout-penalty", "timeout_penalty")):
@@ -147,7 +150,8 @@ def _logs(args: argparse.Namespace, console: Console, err: Console) -> int:
         raise UsageError(str(exc)) from None
     if config.out is not None:
         _check_out(Path(config.out), args.force)
-    run = read_log(args.paths, fmt=args.log_format, mapping=mapping, steps=args.steps)
+    run = read_log(args.paths, fmt=args.log_format, mapping=mapping, steps=args.steps,
+                   reader_options=_env_args(args.reader_args, flag="--reader-arg"))
     label = Path(args.paths[0]).stem or Path(args.paths[0]).name
     show = not args.no_progress and err.is_terminal
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
@@ -242,15 +246,15 @@ def _execution(args: argparse.Namespace) -> ExecutionConfig:
         raise UsageError(str(exc)) from None
 
 
-def _env_args(items: list[str]) -> dict[str, Any]:
-    """``--env-arg KEY=VALUE`` options as keyword arguments; VALUE as JSON when it parses."""
+def _env_args(items: list[str], flag: str = "--env-arg") -> dict[str, Any]:
+    """``--env-arg KEY=VALUE`` (or ``flag``) options as keyword arguments; VALUE as JSON when it parses."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key.isidentifier():
-            raise UsageError(f"--env-arg {item!r}: expected KEY=VALUE with KEY a Python identifier, "
-                             "e.g. --env-arg size=50")
+            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE with KEY a Python identifier, "
+                             f"e.g. {flag} size=50")
         try:
             out[key] = json.loads(raw)
         except ValueError:

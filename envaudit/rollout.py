@@ -33,7 +33,15 @@ import numpy as np
 from envaudit.deadline import DeadlineExceeded
 from envaudit.errors import user_frame
 from envaudit.execution import InlineExecutor, Lost, Slot
-from envaudit.recording import AuditWrapper, Recorder, Records, audit_wrap, strip_user_wrapper
+from envaudit.recording import (
+    EPISODE_COLUMNS,
+    STEP_COLUMNS,
+    AuditWrapper,
+    Recorder,
+    Records,
+    audit_wrap,
+    strip_user_wrapper,
+)
 from envaudit.seeding import child_seed
 
 EnvFactory = Callable[[], gym.Env]
@@ -153,22 +161,19 @@ def limit_steps(env: gym.Env, max_steps: int) -> gym.Env:
 
 
 class _Capture(Recorder):
-    """Keeps the rows of the one episode its env plays, for the run to add in index order."""
+    """Records the one episode its env plays; ``rows()`` hands its rows to the run, which adds them
+    in index order (whichever worker played it)."""
 
     def __init__(self, episode_id: int) -> None:
         super().__init__(ids=itertools.repeat(episode_id))
-        self.step_rows: list[tuple] = []
-        self.step_columns: list[list] | None = None
-        self.episode: tuple[tuple, dict[str, Any]] | None = None
 
-    def add_step(self, row: tuple) -> None:
-        self.step_rows.append(row)
-
-    def add_step_columns(self, columns: list[list]) -> None:
-        self.step_columns = [list(c) for c in columns]
-
-    def add_episode(self, row: tuple, tags: Mapping[str, Any]) -> None:
-        self.episode = (tuple(row), dict(tags))
+    def rows(self) -> tuple[list[list], tuple, dict[str, Any]] | None:
+        """(step columns, episode row, tags) of the finished episode, or None when none finished."""
+        self._flush()
+        if not self._episodes["episode_id"]:
+            return None
+        return ([self._steps[c] for c in STEP_COLUMNS], tuple(self._episodes[c][0] for c in EPISODE_COLUMNS),
+                self._tags[0])
 
 
 @dataclass
@@ -392,12 +397,11 @@ class Runner:
             if i > stop_at[0]:  # played by another worker after the run had to stop: not this run's
                 continue
             out = outcomes[i]
-            if out.capture is not None and out.capture.episode is not None:
-                if out.capture.step_columns is not None:
-                    recorder.add_step_columns(out.capture.step_columns)
-                for row in out.capture.step_rows:
-                    recorder.add_step(row)
-                recorder.add_episode(*out.capture.episode)
+            rows = out.capture.rows() if out.capture is not None else None
+            if rows is not None:
+                steps, episode, tags = rows
+                recorder.add_step_columns(steps)
+                recorder.add_episode(episode, tags)
             if out.problem is not None:
                 problems.append(out.problem)
         done = sum(1 for i, out in outcomes.items() if i <= stop_at[0] and not out.stop)

@@ -34,23 +34,45 @@ CURVES_TABLE = "grpo_curves"
 
 
 def read_log(paths: Sequence[str | os.PathLike], *, fmt: str = "auto", mapping: Mapping[str, str] | None = None,
-             steps: str | os.PathLike | None = None) -> LoggedRun:
+             steps: str | os.PathLike | None = None, reader_options: Mapping[str, Any] | None = None) -> LoggedRun:
     """Read ``paths`` with the reader of ``fmt`` (``auto``: the trainer reader that recognises the
-    file, else the generic one)."""
+    file, else the generic one). ``mapping`` and ``steps`` are the generic schema's options;
+    ``reader_options`` a trainer reader's own (``success_field``, prime-rl's ``kind``/``subset``...)."""
     from envaudit.logs import generic
 
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
     options: dict[str, Any] = {"mapping": dict(mapping or {}), "steps": steps}
     try:
-        if fmt == "generic":
-            return generic.read(paths, **options)
-        reader = _trainer_reader(paths[0], None if fmt == "auto" else fmt)
+        reader = None if fmt == "generic" else _trainer_reader(paths[0], None if fmt == "auto" else fmt)
         if reader is None or getattr(reader, "NAME", None) == generic.NAME:
+            if reader_options:
+                raise UsageError(f"--reader-arg {', '.join(sorted(reader_options))}: options of a trainer's "
+                                 "reader; this log is read as the generic schema (use --map for its columns)")
             return generic.read(paths, **options)
-        return reader.read(paths[0] if len(paths) == 1 else list(paths), **options)
+        return _read_trainer_log(reader, paths, options, dict(reader_options or {}))
     except LogSchemaError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _read_trainer_log(reader: Any, paths: Sequence[str | os.PathLike], options: dict[str, Any],
+                      reader_options: dict[str, Any]) -> LoggedRun:
+    """A trainer's dump: one file or folder, its own columns (no --map/--steps), its reader's options."""
+    import inspect
+
+    name = reader.NAME
+    for flag, given in (("--map", options["mapping"]), ("--steps", options["steps"])):
+        if given:
+            raise UsageError(f"{flag} is for logs in the generic schema; a {name} dump is read by its own "
+                             "reader (drop it, or pass --format generic)")
+    if len(paths) != 1:
+        raise UsageError(f"a {name} dump is one file or folder; got {len(paths)} paths")
+    accepted = [p for p in inspect.signature(reader.read).parameters if p != "path"]
+    unknown = sorted(set(reader_options) - set(accepted))
+    if unknown:
+        raise UsageError(f"--reader-arg {', '.join(unknown)}: the {name} reader takes "
+                         + (", ".join(accepted) if accepted else "no options"))
+    return reader.read(paths[0], **reader_options)
 
 
 def _trainer_reader(path: str | os.PathLike, name: str | None):
