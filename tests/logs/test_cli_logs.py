@@ -51,3 +51,26 @@ def test_missing_columns_are_named_in_the_report(drifting_log, tmp_path):
     assert "success" in data["exploration"]["missing"]
     # Replaced with --force; under keep nothing here reaches warn.
     assert main(["logs", str(path), "--out", str(out), "--force", "--fail-on", "warn", "--no-progress"]) == 0
+
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("dump, reader", [("verl/rollout", "verl"), ("trl/completions", "trl"),
+                                          ("prime-rl/rollouts", "prime-rl"), ("skyrl", "skyrl"),
+                                          ("openrlhf", "openrlhf")])
+def test_a_trainers_dump_is_read_by_its_own_reader(dump, reader, tmp_path):
+    out = tmp_path / "r"
+    assert main(["logs", str(DATA / dump), "--out", str(out), "--no-progress"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    assert data["fingerprint"]["source"] == reader  # picked by sniffing, not read as the generic schema
+
+
+def test_reader_options_reach_the_reader_and_generic_options_do_not(tmp_path, capsys):
+    verl = str(DATA / "verl" / "rollout")
+    assert main(["logs", verl, "--reader-arg", "bogus=1", "--out", str(tmp_path / "a")]) == 2
+    assert "the verl reader takes success_field" in capsys.readouterr().err
+    assert main(["logs", verl, "--steps", verl, "--out", str(tmp_path / "b")]) == 2
+    assert "--steps is for logs in the generic schema" in capsys.readouterr().err
+    assert main(["logs", verl, "--reader-arg", "success_field=acc", "--out", str(tmp_path / "c"),
+                 "--no-progress"]) == 0
