@@ -34,7 +34,7 @@ from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
 DELAY_STEPS = 4
 """Extra actions inserted before a success ("succeeding after four wrong attempts")."""
 DELAY_CANDIDATES = 4
-"""Non-ending actions tried as the delay, the best-paying in exploration first."""
+"""Actions tried as the delay, the best-paying in exploration first."""
 DELAY_SCREEN, DELAY_CONFIRM = 8, 24
 """Successes replayed to pick the delay action, then fresh ones to confirm it (a quarter under --quick,
 never fewer than ``MIN_SAMPLES``)."""
@@ -137,7 +137,7 @@ def success_sequences(ctx: ProbeContext) -> list[Success]:
 
 
 def _delay_actions(ctx: ProbeContext, others: Sequence[int]) -> list[int]:
-    """The non-ending actions that paid most in exploration, best first (ties by action)."""
+    """The candidate actions that paid most in exploration, best first (ties by action)."""
     stats = action_stats(ctx.exploration, ctx.action_labels)
     pay = dict(zip(stats["action"].astype(int), stats["mean_reward"].astype(float), strict=True))
     return sorted(others, key=lambda a: (-pay.get(int(a), -np.inf), int(a)))[:DELAY_CANDIDATES]
@@ -164,8 +164,11 @@ def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int
 
 
 def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: np.random.Generator,
-                  *, min_effect: float) -> Finding | None:
-    """``length-bias`` at ``fail`` when succeeding after ``k`` extra actions earns more than at once."""
+                  *, min_effect: float, candidates: Sequence[int] | None = None) -> Finding | None:
+    """``length-bias`` at ``fail`` when succeeding after ``k`` extra actions earns more than at once.
+
+    ``others`` are the actions that leave episodes running (none: nothing can delay); ``candidates``
+    the actions screened as the delay (default ``others``), only replays that still succeed count."""
     if not others:
         ctx.notes["delay_success"] = "no action that leaves episodes running, so success cannot be delayed"
         return None
@@ -181,7 +184,7 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
     screen, confirm = sequences[:n_screen], sequences[n_screen:n_screen + n_confirm]
     k = max(1, min(DELAY_STEPS, limit - 1 - max(len(s.actions) for s in sequences[:n_screen + n_confirm])))
     gains = {}
-    for a in _delay_actions(ctx, others):
+    for a in _delay_actions(ctx, others if candidates is None else candidates):
         table, _ = _replay(ctx, screen, a, k, "screen")
         won = table[table["delayed_success"]] if len(table) else table
         if len(won):

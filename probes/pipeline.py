@@ -75,6 +75,7 @@ MAX_CANDIDATES = 4
 """Stall actions tried when exploration already names suspects; all actions (up to 12) otherwise."""
 TOL = 1e-9
 EXTRA_GROUPS = 32
+EXTRA_GROUP_BASE = 1_000_000
 """Exploration groups the probe may add (random play, fresh reset seeds) when too few groups carry
 a gap for the sign test to decide at all: a task that random play mostly fails outright leaves
 most groups all-failure, and an all-failure group has no advantage to escape from."""
@@ -394,7 +395,8 @@ def _more_groups(ctx: ProbeContext, eps: pd.DataFrame, reachable: dict) -> tuple
         n = min(EXTRA_GROUPS - added, max(2, int(np.ceil(1.5 * need / share))))
         parts = []
         for k, seed in enumerate(ctx.seeds(n, "more-groups", batch)):
-            g = f"pipeline-{added + k}"
+            # Integer ids past any exploration group's: the report's episode table keeps one type per column.
+            g = EXTRA_GROUP_BASE + added + k
             res = ctx.run(RandomPolicy(), [seed] * size, tags={"group": g}, rng_name=f"more-groups-{added + k}")
             ctx.keep(res.records)
             parts.append(res.records.episodes)

@@ -132,27 +132,33 @@ def test_env_that_random_play_never_finishes_is_said_so():
     assert "random play never finishes this env" in f.summary
 
 
-@pytest.mark.parametrize("index", [0, 1, 3])
-def test_a_brevity_bonus_hidden_in_the_overall_slope_is_caught(index):
+def test_a_brevity_bonus_hidden_in_the_overall_slope_is_caught():
     """Generated brevity-bonus envs: 'give_up' at step t pays amount * (1 - (t - 1) / max_steps),
     with amount above success's pay, so quitting at once out-earns succeeding; mixed with the other
-    endings of random play the overall length slope is not significant. Their clean twins (the
-    same spec with no flaw) give no warn/fail."""
+    endings of random play the overall length slope is not significant. Recall over the first 8
+    instances (6 of 8 at this seed: the misses see too few honest successes or no significant fading
+    in 64 random episodes), and their clean twins (the same spec with no flaw) give no warn/fail."""
     from dataclasses import replace
 
     from envaudit.families.envs import make_env
     from envaudit.families.generate import flawed_case
 
-    spec = flawed_case(0, index, "brevity-bonus").spec
-    findings, ctx = run_probe(probe, lambda: make_env(spec), episodes=64)
-    f = only_finding(findings)
-    assert f.severity == Severity.FAIL and f.evidence["behaviour"] == "quit"
-    assert f.evidence["policy"] == "repeat 'give_up'"
-    # Quitting at once (t = 1) is paid the whole bonus, above every honest success's return.
-    assert f.evidence["mean_strategy"] == pytest.approx(spec.flaw.amount - spec.step_cost)
-    assert f.evidence["mean_strategy"] > f.evidence["mean_success"]
-    twin = replace(spec, flaw=None)
-    assert flagged(run_probe(probe, lambda: make_env(twin), episodes=64)[0]) == []
+    caught = 0
+    for index in range(8):
+        spec = flawed_case(0, index, "brevity-bonus").spec
+        findings, ctx = run_probe(probe, lambda spec=spec: make_env(spec), episodes=64)
+        twin = replace(spec, flaw=None)
+        assert flagged(run_probe(probe, lambda twin=twin: make_env(twin), episodes=64)[0]) == []
+        if not flagged(findings):
+            continue
+        f = only_finding(findings)
+        assert f.severity == Severity.FAIL and f.evidence["behaviour"] == "quit"
+        assert f.evidence["policy"] == "repeat 'give_up'"
+        # Quitting at once (t = 1) is paid the whole bonus, above every honest success's return.
+        assert f.evidence["mean_strategy"] == pytest.approx(spec.flaw.amount - spec.step_cost)
+        assert f.evidence["mean_strategy"] > f.evidence["mean_success"]
+        caught += 1
+    assert caught >= 6
 
 
 def test_an_ending_that_pays_the_same_whenever_taken_is_no_brevity_bonus():
