@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import difflib
 import json
 import os
 import signal
@@ -24,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from envaudit.atomic import REPORT_MARKER
-from envaudit.config import FAIL_ON, ScanConfig, config_help
+from envaudit.config import FAIL_ON, ScanConfig, config_help, normalise_options
 from envaudit.execution import EXECUTORS, ExecutionConfig, execution_help
 from envaudit.pipeline import HANDLINGS
 from envaudit.resolve import UsageError
@@ -209,20 +208,7 @@ def _pyproject_options(cwd: Path) -> dict[str, Any]:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path} is not valid TOML ({exc}); fix it or run from another folder") from None
-    section = data.get("tool", {}).get("envaudit", {})
-    names = {f.name for f in fields(ScanConfig)}
-    aliases = {"step_timeout": "step_timeout_s", "budget": "budget_s"}
-    options = {}
-    for key, value in section.items():
-        name = aliases.get(key.replace("-", "_"), key.replace("-", "_"))
-        if name not in names:
-            close = difflib.get_close_matches(name, sorted(names), n=1)
-            raise UsageError(f"unknown key {key!r} in [tool.envaudit] of {path}"
-                             + (f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(names))}"))
-        options[name] = value
-    if isinstance(options.get("probes"), str):
-        options["probes"] = [p.strip() for p in options["probes"].split(",") if p.strip()]
-    return options
+    return normalise_options(data.get("tool", {}).get("envaudit", {}), f"[tool.envaudit] of {path}")
 
 
 def _config(args: argparse.Namespace) -> ScanConfig:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from envaudit.errors import UsageError
 from envaudit.findings import Severity
 from envaudit.pipeline import HANDLINGS, Pipeline, timeout_handling_pipeline
 
@@ -96,3 +99,27 @@ def lm_length_checks(config: Any, fix: str) -> list[tuple[bool, str]]:
         out.append((value is None or value >= 1, f"{name} must be at least 1, got {value}"))
         out.append((value is None or config.engine == "vllm", f"{name} is for the vllm engine; {fix}"))
     return out
+
+
+OPTION_ALIASES = {"step_timeout": "step_timeout_s", "budget": "budget_s"}
+"""Keys a table of options may use for ``ScanConfig`` fields (the CLI's flag names)."""
+
+
+def normalise_options(section: Mapping[str, Any], where: str, *, exclude: Sequence[str] = (),
+                      extra: Sequence[str] = ()) -> dict[str, Any]:
+    """A table of scan options (``[tool.envaudit]``, a suite file's ``[defaults]`` or ``[[env]]``)
+    with keys as ``ScanConfig`` field names; ``exclude`` are fields the table may not set, ``extra``
+    keys it may set beside them. An unknown key is a usage error naming the closest known one."""
+    names = {f.name for f in fields(ScanConfig)} - set(exclude)
+    options: dict[str, Any] = {}
+    for key, value in section.items():
+        name = OPTION_ALIASES.get(key.replace("-", "_"), key.replace("-", "_"))
+        if name not in names and name not in extra:
+            known = sorted(names | set(extra))
+            close = difflib.get_close_matches(name, known, n=1)
+            raise UsageError(f"unknown key {key!r} in {where}"
+                             + (f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"))
+        options[name] = value
+    if isinstance(options.get("probes"), str):
+        options["probes"] = [p.strip() for p in options["probes"].split(",") if p.strip()]
+    return options

@@ -34,7 +34,6 @@ file's ``[defaults]``, the command line's flags, then the env's own entry.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import glob
 import hashlib
@@ -43,11 +42,11 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envaudit.config import ScanConfig
+from envaudit.config import ScanConfig, normalise_options
 from envaudit.errors import UsageError
 
 ENTRY_KEYS = ("target", "name", "env_args", "tasks")
@@ -73,24 +72,6 @@ class SuiteEntry:
         blob = json.dumps({"target": self.target, "env_args": dict(self.env_args), "config": config,
                            "envaudit_version": version}, sort_keys=True, default=repr)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def normalise_options(section: Mapping[str, Any], where: str, *, extra: Sequence[str] = ()) -> dict[str, Any]:
-    """A table of scan options with keys as ``ScanConfig`` field names; unknown keys are usage errors."""
-    names = {f.name for f in fields(ScanConfig)} - {"out"}
-    aliases = {"step_timeout": "step_timeout_s", "budget": "budget_s"}
-    options: dict[str, Any] = {}
-    for key, value in section.items():
-        name = aliases.get(key.replace("-", "_"), key.replace("-", "_"))
-        if name not in names and name not in extra:
-            known = sorted(names | set(extra))
-            close = difflib.get_close_matches(name, known, n=1)
-            raise UsageError(f"unknown key {key!r} in {where}"
-                             + (f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"))
-        options[name] = value
-    if isinstance(options.get("probes"), str):
-        options["probes"] = [p.strip() for p in options["probes"].split(",") if p.strip()]
-    return options
 
 
 @dataclass(frozen=True)
@@ -119,7 +100,8 @@ def read_suite_file(path: str | Path) -> SuiteFile:
     if not isinstance(envs, list) or not envs or not all(isinstance(e, dict) for e in envs):
         raise UsageError(f"--suite {path} has no [[env]] entries; add one per env, e.g.\n"
                          '[[env]]\ntarget = "envaudit/Helpdesk-v0"')
-    defaults = normalise_options(data.get("defaults", {}), f"[defaults] of {path}", extra=("env_args",))
+    defaults = normalise_options(data.get("defaults", {}), f"[defaults] of {path}", exclude=("out",),
+                                 extra=("env_args",))
     out = data.get("out")
     if out is not None and not isinstance(out, str):
         raise UsageError(f"--suite {path}: out = {out!r}; expected a folder path as a string")
@@ -248,7 +230,7 @@ def build_entries(targets: Sequence[str], suite: SuiteFile | None, base: Mapping
             raise UsageError(f"{where} has no target; add target = \"ENV\" (a Gymnasium id, module:attr, "
                              "path/file.py:attr or an ecosystem target)")
         options = normalise_options({k: v for k, v in env.items() if k not in ("target", "name", "tasks")},
-                                    where, extra=("env_args",))
+                                    where, exclude=("out",), extra=("env_args",))
         tasks = env.get("tasks")
         if isinstance(tasks, str) and takes_row_files(target.strip()):
             # An adapter fed row files: tasks is the row file (or a glob of them), as --tasks is.
