@@ -120,7 +120,7 @@ class LMEngine:
             from envaudit.grpo.torch_engine import single_thread
 
             with single_thread():  # before vLLM starts (it makes set_num_threads a no-op)
-                model_dir = str(build_tiny_model(make_env, seed=config.seed))
+                model_dir = str(build_tiny_model(make_env, seed=config.seed, system=system))
         else:
             _check_text_env(make_env)
         return cls(model_dir, config, settings, system=system)

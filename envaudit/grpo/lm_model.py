@@ -175,11 +175,13 @@ def build_tiny_model(
     seed: int = 0,
     spec: TinyModelSpec | None = None,
     cache_dir: str | os.PathLike | None = None,
+    system: str | None = None,
 ) -> Path:
-    """Build (or reuse from the cache) the tiny model for ``make_env``'s text env; returns its dir."""
+    """Build (or reuse from the cache) the tiny model for ``make_env``'s text env; returns its dir.
+    ``system`` is the env's system prompt when the caller already has it (``env_system_prompt``)."""
     spec = spec or TinyModelSpec()
     turns = collect_turns(make_env, spec.corpus_episodes, seed)
-    system = env_system_prompt(make_env)
+    system = system or env_system_prompt(make_env)
     root = Path(cache_dir) if cache_dir is not None else Path(tempfile.gettempdir()) / "envaudit-lm"
     out = root / f"tiny-{corpus_key(turns, spec, seed, system)}"
     if (out / "done").exists():
