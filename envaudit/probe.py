@@ -18,17 +18,20 @@ from __future__ import annotations
 import importlib
 import itertools
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
+import cloudpickle
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 
 from envaudit.config import ScanConfig
 from envaudit.errors import ProbeRegistryError
+from envaudit.execution import InlineExecutor
 from envaudit.findings import CODES, Finding
 from envaudit.pipeline import Pipeline
 from envaudit.recording import Recorder, Records
@@ -65,6 +68,9 @@ class Probe:
     """Relative cost of the probe's work, for the progress bar only (work is sized in units)."""
     order: int = 50
     """Probes run in ascending order (cheap API checks first)."""
+    preload: tuple[str, ...] = ()
+    """Slow-to-import modules the probe's run imports: worker processes have them imported once, up
+    front (the one that runs the probe counts memory from there)."""
 
     def __post_init__(self) -> None:
         bad = [c for c in self.codes if c not in CODES]
@@ -201,10 +207,12 @@ class ProbeContext:
             return labels[int(action)]
         return repr(action)
 
-    def runner(self, make_env: EnvFactory | None = None) -> Runner:
+    def runner(self, make_env: EnvFactory | None = None, *, ids: Iterator[int] | None = None) -> Runner:
         c = self.config
+        remote = getattr(self.executor, "kind", None) == "remote"
         return Runner(make_env or self.make_env, step_timeout_s=c.step_timeout_s, max_steps=c.max_steps,
-                      success_threshold=c.success_threshold, ids=self.ids, executor=self.executor,
+                      success_threshold=c.success_threshold, ids=ids or self.ids,
+                      executor=InlineExecutor() if remote else self.executor,
                       spec=self.spec if make_env is None else None)
 
     def run(
@@ -225,9 +233,11 @@ class ProbeContext:
             return RunResult(Recorder().records(), [], stopped_early=True)
         seeds = list(seeds)
         rng = self.rng("policy", rng_name or policy.name)
-        result = self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers,
-                                           tags={"probe": self.name, "policy": policy.name, **(tags or {})},
-                                           deadline=self.deadline, ordered=ordered)
+        tags = {"probe": self.name, "policy": policy.name, **(tags or {})}
+        result = self._remote_run(make_env, policy, seeds, rng, wrappers, tags, ordered)
+        if result is None:
+            result = self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
+                                               deadline=self.deadline, ordered=ordered)
         self.hangs.extend(p for p in result.problems if p.kind == "hang")
         self.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
         if self.tally is not None:
@@ -237,6 +247,30 @@ class ProbeContext:
             done = len(result.records.episodes)
             self.incomplete(f"{len(seeds) - done} of {len(seeds)} episodes of policy {policy.name!r}")
         return result
+
+    def _remote_run(self, make_env: EnvFactory | None, policy: Policy, seeds: list[int], rng: np.random.Generator,
+                    wrappers: Sequence[Callable[[gym.Env], gym.Env]], tags: dict[str, Any],
+                    ordered: bool | None) -> RunResult | None:
+        """In a probe run in a worker process (``envaudit.probe_host``): the run played on the scan's
+        episode pool, or None when it stays here (in order on one instance, or not picklable)."""
+        if getattr(self.executor, "kind", None) != "remote":
+            return None
+        ids = [next(self.ids) for _ in seeds]  # what the runner would draw, in the same order
+        if ordered or (ordered is None and getattr(policy, "ordered", False)):
+            return self.runner(make_env, ids=iter(ids)).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
+                                                            deadline=self.deadline, ordered=True)
+        kwargs = dict(config=self.config, policy=policy, seeds=seeds, ids=ids, rng=rng, wrappers=tuple(wrappers),
+                      tags=tags, deadline=self.deadline)
+        try:
+            request = cloudpickle.dumps((make_env, kwargs))
+        except Exception as exc:
+            warnings.warn(f"policy {policy.name!r}: this run cannot be sent to worker processes "
+                          f"({type(exc).__name__}: {exc}), so it runs in the probe's own process; make the env "
+                          "factory, policy and wrappers picklable, or scan a spec string", RuntimeWarning,
+                          stacklevel=3)
+            return self.runner(make_env, ids=iter(ids)).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
+                                                            deadline=self.deadline, ordered=True)
+        return self.executor.run(request)
 
     # -- what goes into the report -------------------------------------------------------------
     def keep(self, records: Records) -> None:

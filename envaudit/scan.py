@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import difflib
-import itertools
 import math
 import time
 import traceback
@@ -30,6 +29,7 @@ from envaudit.execution import ExecutionConfig, make_executor
 from envaudit.findings import Finding, Severity
 from envaudit.grouping import group_findings
 from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
+from envaudit.probe_host import IdCounter, ProbeHost
 from envaudit.recording import Records
 from envaudit.report import ProbeStatus, Report
 from envaudit.resolve import UsageError, fingerprint, resolve_env
@@ -79,21 +79,23 @@ def _explore(make_env, config: ScanConfig, ids, deadline: float, skipped: list[d
     return result.records, result.problems
 
 
-def _lost_finding(lost: list[Problem]) -> Finding:
-    """One finding for every episode whose worker process died or was killed past the memory cap."""
+def _lost_finding(lost: list[Problem], probes: list[str]) -> Finding:
+    """One finding for every episode (or probe run) whose worker process died or was killed past
+    the memory cap; ``probes[i]`` is the probe whose work ``lost[i]`` was."""
     kinds = sorted({p.kind for p in lost})
     what = " and ".join({"crash": "crashed the process running it", "memory": "held memory past the cap"}[k]
                         for k in kinds)
     first = lost[0]
-    cases = [{"kind": p.kind, "call": p.where, "seed": p.seed, "step": p.step, "message": p.message}
-             for p in lost[:20]]
+    cases = [{"kind": p.kind, "probe": probe, "call": p.where, "seed": p.seed, "step": p.step, "message": p.message}
+             for p, probe in zip(lost[:20], probes, strict=False)]
+    where = ", ".join(dict.fromkeys(probes))
     return Finding(
         code="env-error", severity=Severity.FAIL, probe="scan",
         title="the env crashes its process" if "crash" in kinds else "the env outgrows the memory cap",
-        summary=f"In {len(lost)} episode{'s' if len(lost) != 1 else ''} the env {what}; the scan went on "
-                f"with fresh worker processes. First: {first.message}.",
+        summary=f"{len(lost)} time{'s' if len(lost) != 1 else ''} (in {where}) the env {what}; the scan went "
+                f"on with fresh worker processes. First: {first.message}.",
         evidence={"behaviour": "env-error", "reward_path": "env", "episodes": len(lost), "kinds": kinds,
-                  "cases": cases},
+                  "probes": list(dict.fromkeys(probes)), "cases": cases},
         fix="Reproduce it with the seed and call above (envaudit scan --executor inline shows the native "
             "traceback); a crash in a C extension, an os._exit or a leak kills a training run's rollout "
             "worker the same way.",
@@ -195,25 +197,33 @@ def run_scan(
         return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
                       time.monotonic() - started, _version(), broken=broken)
 
-    executor = make_executor(execution, preload=[p.run.__module__ for p in probes])
+    preload = list(dict.fromkeys([m for p in probes for m in (p.run.__module__, *p.preload)]))
+    executor = make_executor(execution, preload=preload)
+    host = None
+    if executor.kind == "processes":  # each probe's own env calls run in a worker process too
+        host = ProbeHost(executor, make_env, spec, memory_cap_bytes=executor.memory_cap_bytes, preload=preload)
     try:
         return _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,
-                      env_fingerprint, action_space)
+                      env_fingerprint, action_space, host)
     finally:
+        if host is not None:
+            host.close()
         executor.close()
 
 
 def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,
-           env_fingerprint, action_space) -> Report:
-    """Explore and run the probes (everything after the env proved it can be made)."""
+           env_fingerprint, action_space, host: ProbeHost | None = None) -> Report:
+    """Explore and run the probes (everything after the env proved it can be made); ``host`` runs
+    each probe in a worker process of its own."""
     findings: list[Finding] = []
     # Progress by the probes' relative cost; exploration counts as one probe of weight 1.
     total_weight = 1.0 + sum(p.weight for p in probes)
     tell("exploring", 0.0)
-    ids = itertools.count()
+    ids = IdCounter()
     incomplete: list[dict[str, str]] = []
     exploration, problems = _explore(make_env, config, ids, deadline, incomplete, executor, spec)
     lost = [p for p in problems if p.kind in ("crash", "memory")]
+    lost_in = {id(p): "explore" for p in lost}  # which probe's work each lost episode was
     tally = ReturnTally()  # every episode any probe runs, kept or not: the coverage check's view
     tally.add(exploration.episodes)
     if exploration.episodes.empty and problems:
@@ -241,7 +251,11 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
                            exploration_problems=problems, pipeline=pipeline, name=probe.name,
                            deadline=deadline, ids=ids, hangs=hangs, tally=tally, executor=executor, spec=spec,
                            lost=lost)
-        status, error, produced = _run_probe(probe, ctx)
+        hosted = host.run(probe, ctx) if host is not None else None
+        status, error, produced = hosted if hosted is not None else _run_probe(probe, ctx)
+        if status == "crashed" and not produced:  # its worker process died: its checks are missing
+            produced = [_probe_failure(probe, status, error)]
+        lost_in.update({id(p): probe.name for p in lost if id(p) not in lost_in})
         findings.extend(produced)
         kept.extend(ctx.kept)
         incomplete.extend(ctx.skipped)
@@ -250,7 +264,7 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
         ctx.close()
     tell("done", 1.0)
     if lost:
-        findings.append(_lost_finding(lost))
+        findings.append(_lost_finding(lost, [lost_in.get(id(p), "") for p in lost]))
     findings = _holm(findings, config.alpha)
     records = Records.concat(kept)
     # Probes may keep the same episodes twice (a replay kept by two analyses): one row each.

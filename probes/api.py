@@ -32,6 +32,7 @@ import numpy as np
 from gymnasium.utils.env_checker import check_env
 
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
+from envaudit.execution.slots import note
 from envaudit.findings import Finding
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import TOOL_KEY, TOOL_STATUSES
@@ -313,7 +314,8 @@ def _rollouts(ctx: ProbeContext, tally: Tally) -> bool:
                     tally.add("make_exception", "api rollouts", seed, None, f"{type(exc).__name__}: {exc}")
                     return True
             try:
-                result = worker.call(lambda s=seed, e=env: e.reset(seed=s), timeout, "reset()")
+                with note("reset", None, seed):
+                    result = worker.call(lambda s=seed, e=env: e.reset(seed=s), timeout, "reset()")
             except DeadlineExceeded as exc:
                 return hang("reset_hang", "reset", seed, None, exc)
             except Exception as exc:
@@ -336,7 +338,8 @@ def _rollouts(ctx: ProbeContext, tally: Tally) -> bool:
                     break
                 action = space.sample()
                 try:
-                    out = worker.call(lambda a=action, e=env: e.step(a), timeout, "step()")
+                    with note("step", t, seed):
+                        out = worker.call(lambda a=action, e=env: e.step(a), timeout, "step()")
                 except DeadlineExceeded as exc:
                     return hang("step_hang", "step", seed, t, exc)
                 except Exception as exc:
@@ -386,9 +389,17 @@ class _WithoutLatency(gym.Wrapper, gym.utils.RecordConstructorArgs):
     def __init__(self, env: gym.Env) -> None:
         gym.utils.RecordConstructorArgs.__init__(self)
         gym.Wrapper.__init__(self, env)
+        self._t, self._seed = 0, None
+
+    def reset(self, *, seed=None, options=None):
+        self._t, self._seed = 0, seed
+        with note("reset", None, seed):  # where a worker process that dies here was
+            return self.env.reset(seed=seed, options=options)
 
     def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        with note("step", self._t, self._seed):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+        self._t += 1
         if isinstance(info, dict) and isinstance(info.get(TOOL_KEY), Mapping):
             info = {**info, TOOL_KEY: {k: v for k, v in info[TOOL_KEY].items() if k != "latency_s"}}
         return obs, reward, terminated, truncated, info

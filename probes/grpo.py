@@ -450,4 +450,5 @@ probe = Probe(
            "reward-without-success", "length-bias"),
     weight=4.0,
     order=90,
+    preload=("envaudit.grpo.torch_engine",),
 )

@@ -42,12 +42,14 @@ class ExecutionConfig:
                          "in the env becomes an env-error finding), threads (in the scanning process; for "
                          "I/O-bound envs), inline (one env at a time in the scanning process).")
     workers: int = _opt(0, "Env instances stepped at once (0: one per core of this machine).")
-    memory_cap_mb: float | None = _opt(4096.0, "A worker process whose env holds more memory than this "
-                                       "(MiB) is killed and the episode reported as env-error (processes only).")
+    memory_cap_mb: float | None = _opt(4096.0, "A worker process that grows by more than this (MiB) past "
+                                       "what it held at start is killed and its episode (or probe) reported as "
+                                       "env-error (processes only).")
     recycle_episodes: int | None = _opt(1000, "A worker process is replaced after this many episodes, "
                                         "so slow leaks never add up (processes only).")
     recycle_mb: float | None = _opt(None, "A worker process is replaced after an episode that leaves it holding "
-                                    "more than this (MiB); default: half the memory cap (processes only).")
+                                    "more than this (MiB) past what it held at start; default: half the memory "
+                                    "cap (processes only).")
 
     def __post_init__(self) -> None:
         checks = [

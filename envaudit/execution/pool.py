@@ -5,6 +5,12 @@ died (a signal, an exit) or that the parent had to kill (a call past its deadlin
 cap) turns its item into a ``Lost`` outcome, and a fresh worker takes the next item. Workers are
 recycled after a number of items or once their resident memory passes the recycle limit, so a slow
 leak never grows into a crash. Results are yielded as they complete; the caller puts them in order.
+Memory is counted from what a worker holds when it starts (it forks from a server that has the
+imports done), so the cap is on what the work adds, however heavy the imports.
+
+A work item may ask the scanning process for something while it runs (``calls``: a probe run in a
+worker process plays its episodes on the scan's episode pool that way); the parent answers between
+its checks of the other workers.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 import cloudpickle
 
 from envaudit.execution.slots import CALLS, Lost
-from envaudit.execution.worker import CALL, DEADLINE, STARTED, STEP, rss_bytes, serve
+from envaudit.execution.worker import BASE, CALL, DEADLINE, MARKER_SIZE, SEED, STARTED, STEP, rss_bytes, serve
 
 GRACE_S = 0.25
 """Slack past a call's deadline before its worker is killed (the message has to cross a pipe)."""
@@ -79,11 +85,15 @@ def _main_not_imported() -> Iterator[None]:
                     main.__dict__.pop("__spec__", None)
 
 
+_BUSY = object()  # a message that was not the item's result (a call the parent answered)
+
+
 class _Worker:
-    def __init__(self, ctx: Any, name: str, memory_cap_bytes: int | None) -> None:
-        self.marker = ctx.RawArray("d", 4)
+    def __init__(self, ctx: Any, name: str, memory_cap_bytes: int | None, cap_address_space: bool) -> None:
+        self.marker = ctx.RawArray("d", MARKER_SIZE)
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=serve, args=(child, self.marker, memory_cap_bytes), name=name, daemon=True)
+        self.process = ctx.Process(target=serve, args=(child, self.marker, memory_cap_bytes, cap_address_space),
+                                   name=name, daemon=True)
         with _main_not_imported():
             self.process.start()
         child.close()
@@ -121,8 +131,11 @@ class ProcessExecutor:
 
     def __init__(self, workers: int, *, memory_cap_bytes: int | None = None, recycle_items: int | None = None,
                  recycle_rss_bytes: int | None = None, start_method: str | None = None,
-                 preload: Sequence[str] = ()) -> None:
+                 preload: Sequence[str] = (), cap_address_space: bool = True) -> None:
+        """``cap_address_space``: also cap each worker's address space (a backstop for the RSS
+        watch); off for workers that run threaded libraries whose reservations it would trip."""
         assert workers >= 1, f"a process pool needs at least one worker, got {workers}"
+        self.cap_address_space = cap_address_space
         self.workers = workers
         self.memory_cap_bytes = memory_cap_bytes
         self.recycle_items = recycle_items
@@ -146,24 +159,28 @@ class ProcessExecutor:
                 if w.retired:
                     w.process.join(2.0)  # let it close its env on the way out
                 w.kill()
-            w = _Worker(self._ctx, f"envaudit-worker-{next(self._names)}", self.memory_cap_bytes)
+            w = _Worker(self._ctx, f"envaudit-worker-{next(self._names)}", self.memory_cap_bytes,
+                        self.cap_address_space)
             self._slots[k] = w
             self.started += 1
         return w
 
     def _lost(self, w: _Worker, k: int, kind: str, detail: str) -> Lost:
         code = int(w.marker[CALL])
-        step = int(w.marker[STEP])
-        lost = Lost(kind, CALLS.get(code, ""), step if step >= 0 and code == 3 else None, detail)
+        step, seed = int(w.marker[STEP]), int(w.marker[SEED])
+        lost = Lost(kind, CALLS.get(code, ""), step if step >= 0 and code == 3 else None, detail,
+                    seed if seed >= 0 and code else None)
         w.kill()
         self._slots[k] = None
         return lost
 
     def map(self, fn: Callable[[Any, Any, Any], Any], shared: Any, items: Sequence[Any],
-            keep_going: Callable[[int], bool] = lambda _i: True) -> Iterator[tuple[int, Any]]:
+            keep_going: Callable[[int], bool] = lambda _i: True,
+            calls: Callable[[Any], Any] | None = None) -> Iterator[tuple[int, Any]]:
         """Yield ``(index, fn(slot, shared, item))`` or ``(index, Lost)`` as items complete.
 
         ``keep_going(i)`` is asked before item ``i`` is handed out; items are handed out in order.
+        ``calls(request)`` answers an item's ``slot.ask(request)``.
         Raises ``TypeError`` when ``(fn, shared)`` cannot be pickled for the workers.
         """
         blob = cloudpickle.dumps((fn, shared))
@@ -197,16 +214,19 @@ class ProcessExecutor:
                     w = self._slots[k]
                     outcome: Any = None
                     if w.conn in ready or w.process.sentinel in ready:
-                        outcome = self._receive(w, k)
+                        outcome = self._receive(w, k, calls)
+                        if outcome is _BUSY:
+                            continue
                     elif w.marker[CALL] and now > w.marker[STARTED] + w.marker[DEADLINE] + GRACE_S:
                         what = CALLS.get(int(w.marker[CALL]), "a call")
                         what = "making the env" if what == "make" else f"{what}()"
                         outcome = self._lost(w, k, "hang", f"{what} did not return within {w.marker[DEADLINE]:g} s")
                     elif check_memory:
                         rss = rss_bytes(w.process.pid)
-                        if rss is not None and rss > self.memory_cap_bytes:
-                            outcome = self._lost(w, k, "memory", f"the env's worker process used {rss / 2**20:.0f} MiB, "
-                                                 f"past the memory cap of {self.memory_cap_bytes / 2**20:.0f} MiB")
+                        if rss is not None and rss - w.marker[BASE] > self.memory_cap_bytes:
+                            outcome = self._lost(w, k, "memory", f"the env's worker process grew by "
+                                                 f"{(rss - w.marker[BASE]) / 2**20:.0f} MiB, past the memory cap "
+                                                 f"of {self.memory_cap_bytes / 2**20:.0f} MiB")
                     if outcome is None:
                         continue
                     del busy[k]
@@ -224,13 +244,22 @@ class ProcessExecutor:
                     w.send(("end",))
                     w.key = None
 
-    def _receive(self, w: _Worker, k: int) -> Any:
+    def _receive(self, w: _Worker, k: int, calls: Callable[[Any], Any] | None = None) -> Any:
         try:
             msg = w.conn.recv()
         except (EOFError, OSError):
             w.process.join(5)
             return self._lost(w, k, "crash", _describe_exit(w.process.exitcode))
         status, _index, payload, extra = msg
+        if status == "call":
+            try:
+                if calls is None:
+                    raise RuntimeError("this run answers no calls from its work items")
+                answer = (True, calls(payload))
+            except Exception as exc:  # the item decides what a failed call means
+                answer = (False, f"{type(exc).__name__}: {exc}")
+            w.send(answer)  # a worker that died meanwhile is seen at the next wait
+            return _BUSY
         if status == "load-error":
             raise WorkerError(f"a worker process could not load this run's env factory and policy: {payload}; "
                               "make the factory importable (a module-level function), scan a spec string, "
@@ -238,7 +267,7 @@ class ProcessExecutor:
         if status == "error":
             raise WorkerError(f"{payload}\n--- in the worker process ---\n{extra}")
         w.items += 1
-        w.rss = extra or 0
+        w.rss = max(0, (extra or 0) - int(w.marker[BASE]))
         if (self.recycle_items and w.items >= self.recycle_items) or (
                 self.recycle_rss_bytes and w.rss > self.recycle_rss_bytes):
             w.stop()  # replaced before its next item; its env is closed on the way out

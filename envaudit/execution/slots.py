@@ -9,7 +9,8 @@ reported as ``Lost`` in the process pool).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,26 @@ from envaudit.deadline import DeadlineWorker
 # worker that dies says what it was doing (the parent cannot ask a dead process).
 CALLS = {0: "", 1: "make", 2: "reset", 3: "step", 4: "close"}
 CALL_CODES = {name: code for code, name in CALLS.items() if name}
+
+current: Any = None
+"""The worker process's own slot (``worker.ProcessSlot``), set when this process is a worker."""
+
+
+@contextlib.contextmanager
+def note(call: str, step: int | None = None, seed: int | None = None) -> Iterator[None]:
+    """Tell the scanning process which env call this worker process is in (``make``, ``reset``,
+    ``step``, ``close``), so a death in code that steps the env itself (a probe run in a worker,
+    the GRPO lockstep groups) is reported with its call, step and seed. No deadline: the caller
+    keeps time. Outside a worker process it does nothing."""
+    slot = current
+    if slot is None:
+        yield
+        return
+    slot._mark(call, step, seed, None)
+    try:
+        yield
+    finally:
+        slot.marker[0] = 0  # no call
 
 
 @dataclass(frozen=True)
@@ -35,6 +56,8 @@ class Lost:
     call: str
     step: int | None
     detail: str
+    seed: int | None = None
+    """The reset seed of the episode, when the code that called the env said it (``worker.note``)."""
 
 
 class Slot:
@@ -52,7 +75,8 @@ class Slot:
     def guard(self, fn: Callable[[], Any], deadline_s: float | None, call: str, step: int | None = None) -> Any:
         """``fn()`` under a deadline; raises ``DeadlineExceeded`` past it (the call is abandoned)."""
         what = f"{call}()" if call != "make" else "making the env"
-        return self._deadline.call(fn, deadline_s, what=what)
+        with note(call, step):  # an in-process slot inside a worker process (a probe's ordered runs)
+            return self._deadline.call(fn, deadline_s, what=what)
 
     def at_end(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` when the run that uses this slot ends (closing its env)."""

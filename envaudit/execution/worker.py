@@ -6,6 +6,11 @@ worker writes which call it is in, the step and when it started into a small sha
 parent reads it to kill a call that overran its deadline and, after a death, to say which call of
 which episode died. The worker's address space is capped so an allocation far past the memory cap
 fails in the env (a ``MemoryError``) instead of taking the machine down.
+
+A work item may also ask the scanning process for something mid-way (``ProcessSlot.ask``): a probe
+run in a worker process has its episodes played on the scan's episode pool that way. Code that
+calls env code outside a guarded call (a probe's own stepping loop) says which call it is in with
+``slots.note``, so a death there is reported with its call, step and seed too.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from typing import Any
 
 import cloudpickle
 
+from envaudit.execution import slots
 from envaudit.execution.slots import CALL_CODES, Slot
 
-# marker layout (doubles): [call code, step (-1: none), started (time.monotonic), deadline_s]
-CALL, STEP, STARTED, DEADLINE = range(4)
+# marker layout (doubles): [call code, step (-1: none), started (time.monotonic), deadline_s,
+# reset seed (-1: none), the worker's resident bytes when it started]
+CALL, STEP, STARTED, DEADLINE, SEED, BASE = range(6)
+MARKER_SIZE = 6
 
 
 def rss_bytes(pid: int | str = "self") -> int | None:
@@ -67,28 +75,48 @@ def _cap_address_space(cap_bytes: int) -> None:
 class ProcessSlot(Slot):
     """A slot inside a worker process: env calls run on the main thread, the parent keeps time."""
 
-    def __init__(self, marker: Any) -> None:
+    def __init__(self, marker: Any, conn: Any = None) -> None:
         self.state: dict[str, Any] = {}
         self.shares_objects = False
         self._at_end: list[Callable[[], None]] = []
         self.marker = marker
+        self._conn = conn
+        self._index: int | None = None
 
     def guard(self, fn: Callable[[], Any], deadline_s: float | None, call: str, step: int | None = None) -> Any:
-        m = self.marker
-        m[STEP] = -1 if step is None else step
-        m[DEADLINE] = math.inf if deadline_s is None else deadline_s
-        m[STARTED] = time.monotonic()
-        m[CALL] = CALL_CODES[call]
+        self._mark(call, step, None, deadline_s)
         try:
             return fn()
         finally:
-            m[CALL] = 0
+            self.marker[CALL] = 0
+
+    def _mark(self, call: str, step: int | None, seed: int | None, deadline_s: float | None) -> None:
+        m = self.marker
+        m[STEP] = -1 if step is None else step
+        m[SEED] = -1 if seed is None else seed
+        m[DEADLINE] = math.inf if deadline_s is None else deadline_s
+        m[STARTED] = time.monotonic()
+        m[CALL] = CALL_CODES[call]
+
+    def ask(self, request: Any) -> Any:
+        """Send ``request`` to the scanning process and wait for its answer (the work item's
+        ``calls`` handler there); raises ``RuntimeError`` with the handler's error when it failed."""
+        self._conn.send(("call", self._index, request, None))
+        ok, value = self._conn.recv()
+        if not ok:
+            raise RuntimeError(value)
+        return value
 
     def close(self) -> None:
         self.end()
 
 
-def serve(conn: Any, marker: Any, memory_cap_bytes: int | None) -> None:
+def in_worker() -> bool:
+    """True inside a worker process of ``ProcessExecutor``."""
+    return slots.current is not None
+
+
+def serve(conn: Any, marker: Any, memory_cap_bytes: int | None, cap_address_space: bool = True) -> None:
     """Answer ``("run", key, blob, index, item)`` with ``("ok", index, result, rss)``.
 
     ``blob`` is the cloudpickled ``(fn, shared)`` of a run, sent once per worker per run (``None``
@@ -97,9 +125,12 @@ def serve(conn: Any, marker: Any, memory_cap_bytes: int | None) -> None:
     """
     # Ctrl-C is the scan's to handle: the parent ends its workers, they must not die mid-reply.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if memory_cap_bytes:
+    marker[STEP] = marker[SEED] = -1
+    marker[BASE] = rss_bytes() or 0  # the memory cap counts what the worker gains after this
+    if memory_cap_bytes and cap_address_space:
         _cap_address_space(memory_cap_bytes)
-    slot = ProcessSlot(marker)
+    slot = ProcessSlot(marker, conn)
+    slots.current = slot  # where ``slots.note`` writes
     key, fn, shared = None, None, None
     while True:
         try:
@@ -122,6 +153,7 @@ def serve(conn: Any, marker: Any, memory_cap_bytes: int | None) -> None:
                 key = None
                 continue
             key = run_key
+        slot._index = index
         try:
             result = fn(slot, shared, item)
         except BaseException as exc:  # noqa: BLE001 - a bug in the work function, not the env

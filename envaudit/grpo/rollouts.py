@@ -7,6 +7,11 @@ the policy act on all of them with one batched forward pass. Every env is wrappe
 ``envaudit.rollout.Runner``: an env that raises is recorded (an ``env_exception`` episode) and
 rebuilt, an env that hangs stops the collection (its thread cannot be killed, so the collector is
 dead from then on).
+
+Under the process executor the GRPO probe runs in a worker process of its own
+(``envaudit.probe_host``), so these envs are stepped outside the scanning process; each call says
+which env call, step and seed it is (``execution.slots.note``), so a group whose env kills that
+process is reported with them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
+from envaudit.execution.slots import note
 from envaudit.grpo.engine import PolicyEngine
 from envaudit.recording import AuditWrapper, Recorder, Records, audit_wrap, strip_user_wrapper
 from envaudit.rollout import EnvFactory, Problem, limit_steps
@@ -138,17 +144,22 @@ class LockstepCollector:
             self._discard(slot)
         self._worker.close()
 
-    def _round(self, calls: list[tuple[int, Callable[[], Any]]], what: str):
+    def _round(self, calls: list[tuple[int, Callable[[], Any]]], what: str,
+               marks: Mapping[int, tuple[int | None, int | None]] | None = None):
         """Run ``calls`` (slot, fn) in order on the worker; per call ``("ok", value)`` or
-        ``("error", exception)``. Raises ``DeadlineExceeded`` with ``where[0]`` the slot that hung."""
+        ``("error", exception)``. Raises ``DeadlineExceeded`` with ``where[0]`` the slot that hung.
+        ``marks[slot]``: the (step, seed) of the slot's call, for ``note``."""
         where = [None]
+        call = what.rstrip("()")
 
         def job() -> list[tuple[str, Any]]:
             out = []
             for slot, fn in calls:
                 where[0] = slot
+                step, seed = (marks or {}).get(slot, (None, None))
                 try:
-                    out.append(("ok", fn()))
+                    with note(call, step, seed):
+                        out.append(("ok", fn()))
                 except Exception as exc:  # the env raised: data for the caller, not a crash
                     out.append(("error", exc))
             return out
@@ -191,7 +202,8 @@ class LockstepCollector:
         episode_of: dict[int, int] = {}
         try:
             started = self._round([(slot, lambda s=slot, x=int(seed): start(s, x))
-                                   for slot, seed in enumerate(seeds)], "reset()")
+                                   for slot, seed in enumerate(seeds)], "reset()",
+                                  {slot: (None, int(seed)) for slot, seed in enumerate(seeds)})
         except DeadlineExceeded as exc:
             self.dead = True
             problems.append(Problem("hang", "reset", str(exc), int(seeds[exc.slot]) if exc.slot is not None else None))
@@ -223,7 +235,7 @@ class LockstepCollector:
                 record.logprobs.append(float(sample.logprobs[k]))
                 calls.append((slot, lambda env=self._envs[slot], a=action: env.step(a)))
             try:
-                outcomes = self._round(calls, "step()")
+                outcomes = self._round(calls, "step()", {s: (t[s], int(seeds[s])) for s in active})
             except DeadlineExceeded as exc:
                 self.dead, stopped = True, "hang"
                 slot = exc.slot

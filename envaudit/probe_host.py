@@ -1,0 +1,176 @@
+"""Each probe's run in a worker process, so env code anywhere in a scan is isolated.
+
+Episodes played through ``ctx.run`` already run in the scan's episode pool. A probe also calls env
+code of its own: the instance it inspects (``ctx.env``), Gymnasium's ``check_env``, its own raw
+stepping loops, runs that report back through shared state (``Policy.ordered``) and the GRPO
+probe's lockstep groups. Under the process executor the whole probe runs in a *host*: a fresh
+worker process per probe, from the same machinery as the episode pool. Its ``ctx.run`` asks the
+scanning process to play the episodes on the episode pool (so a run is as parallel as before);
+everything else the probe does runs in the host. A host that dies (a segfault, ``os._exit``, the
+OOM killer) or grows past the memory cap costs that probe: it is reported as ``crashed`` with an
+``env-error`` finding naming the call, step and seed where the probe said them
+(``execution.worker.note``), and the scan goes on with the next probe.
+
+What a probe hands back (findings, kept episodes, tables, notes, skipped work) and the scan's
+shared state it updates (episode ids, hangs, lost episodes, the return tally) travel back with its
+result, so a probe run in a host gives the report it gives in the scanning process: the same seed
+gives the same report.json under every executor and any number of workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import cloudpickle
+
+from envaudit.execution import Lost, ProcessExecutor
+from envaudit.execution.slots import Slot
+from envaudit.findings import Finding
+from envaudit.probe import Probe, ProbeContext
+from envaudit.rollout import Problem, Runner, RunResult
+
+
+class IdCounter:
+    """The scan's episode ids: an iterator whose position a probe run elsewhere can hand back."""
+
+    def __init__(self, start: int = 0) -> None:
+        self.value = start
+
+    def __iter__(self) -> IdCounter:
+        return self
+
+    def __next__(self) -> int:
+        value = self.value
+        self.value += 1
+        return value
+
+
+@dataclasses.dataclass
+class _Job:
+    """What a host needs to run one probe: its context, less the scanning process's own objects."""
+
+    probe: Probe
+    ctx: dict[str, Any]
+    first_id: int
+    where: tuple[str, list[str]]
+
+
+class _Remote:
+    """A host's ``ctx.executor``: ``ProbeContext.run`` sends its runs to the scanning process."""
+
+    kind = "remote"
+
+    def __init__(self, slot: Slot) -> None:
+        self.slot = slot
+
+    def run(self, request: bytes) -> RunResult:
+        return self.slot.ask(request)
+
+
+_SHARED = ("hangs", "lost", "tally", "exploration_problems")
+"""Context fields a probe may update and the scan reads after it (``exploration_problems`` only travels)."""
+_PLAIN = ("env_id", "config", "exploration", "pipeline", "name", "deadline", "spec")
+
+
+def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
+    """Run one probe in this worker process (the host side)."""
+    from envaudit.rollout import _factory_of
+    from envaudit.scan import _run_probe  # the scan sits above this module
+
+    try:
+        job: _Job = cloudpickle.loads(blob)
+        cwd, path = job.where
+        if os.getcwd() != cwd:
+            os.chdir(cwd)
+        sys.path[:] = path
+        make_env = job.ctx.pop("make_env") or _factory_of(job.ctx["spec"])
+    except Exception as exc:  # noqa: BLE001 - the scanning process runs the probe itself
+        return {"load_error": f"{type(exc).__name__}: {exc}"}
+    ids = IdCounter(job.first_id)
+    ctx = ProbeContext(make_env=make_env, ids=ids, executor=_Remote(slot), **job.ctx)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        status, error, produced = _run_probe(job.probe, ctx)
+        ctx.close()
+    return {"status": status, "error": error, "findings": produced, "kept": ctx.kept, "tables": ctx.tables,
+            "notes": ctx.notes, "skipped": ctx.skipped, "next_id": ids.value,
+            "shared": {k: getattr(ctx, k) for k in _SHARED},
+            "warnings": [(w.category, str(w.message)) for w in caught]}
+
+
+def lost_problem(lost: Lost, probe: str) -> Problem:
+    """A dead host as the scan reports lost episodes: the call, step and seed the probe noted."""
+    during = {"": "its own work, between env calls", "make": "making the env"}.get(lost.call, f"{lost.call}()")
+    at = f" at step {lost.step}" if lost.step is not None else ""
+    seed = f" (reset seed {lost.seed})" if lost.seed is not None else ""
+    message = f"{lost.detail}, in the {probe} probe, during {during}{at}{seed}"
+    return Problem(lost.kind, lost.call, message, lost.seed, lost.step)
+
+
+class ProbeHost:
+    """Runs probes in fresh worker processes; their episode runs go to ``episodes`` (the scan's pool)."""
+
+    def __init__(self, episodes: ProcessExecutor, make_env: Callable, spec: str | None, *,
+                 memory_cap_bytes: int | None, preload: list[str]) -> None:
+        self.episodes = episodes
+        self.make_env = make_env
+        self.spec = spec
+        # One probe per host, so nothing a probe leaves behind (a stuck thread, a half-closed env)
+        # reaches the next. The address-space backstop stays off: the probe's own libraries
+        # (torch's thread pools) reserve far more than they touch; the RSS watch is the cap.
+        self.pool = ProcessExecutor(1, memory_cap_bytes=memory_cap_bytes, recycle_items=1, preload=preload,
+                                    cap_address_space=False)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def _answer(self, request: bytes) -> RunResult:
+        make_env, kwargs = cloudpickle.loads(request)
+        c = kwargs.pop("config")
+        runner = Runner(make_env or self.make_env, step_timeout_s=c.step_timeout_s, max_steps=c.max_steps,
+                        success_threshold=c.success_threshold, ids=iter(kwargs.pop("ids")), executor=self.episodes,
+                        spec=self.spec if make_env is None else None)
+        return runner.run(kwargs.pop("policy"), kwargs.pop("seeds"), ordered=False, **kwargs)
+
+    def run(self, probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]] | None:
+        """Run ``probe`` in a host and bring its results into ``ctx``; None when it cannot be sent
+        there (the caller runs it in this process)."""
+        fields = {k: getattr(ctx, k) for k in (*_PLAIN, *_SHARED)}
+        fields["make_env"] = None if self.spec is not None else ctx.make_env
+        assert isinstance(ctx.ids, IdCounter), "a scan that hosts probes counts episode ids with IdCounter"
+        try:
+            blob = cloudpickle.dumps(_Job(probe, fields, ctx.ids.value, (os.getcwd(), list(sys.path))))
+        except Exception as exc:
+            warnings.warn(f"probe {probe.name!r} cannot be sent to a worker process ({type(exc).__name__}: {exc}), "
+                          "so it runs in the scanning process without isolation; make the env factory "
+                          "picklable, or scan a spec string", RuntimeWarning, stacklevel=3)
+            return None
+        [(_, out)] = list(self.pool.map(_host, None, [blob], calls=self._answer))
+        if isinstance(out, Lost):
+            problem = lost_problem(out, probe.name)
+            ctx.lost.append(problem)
+            return "crashed", problem.message, []
+        if "load_error" in out:
+            warnings.warn(f"probe {probe.name!r} could not be loaded in a worker process ({out['load_error']}), "
+                          "so it runs in the scanning process without isolation", RuntimeWarning, stacklevel=3)
+            return None
+        for category, message in out["warnings"]:
+            warnings.warn(message, category, stacklevel=3)
+        ctx.kept.extend(out["kept"])
+        ctx.tables.update(out["tables"])
+        ctx.notes.update(out["notes"])
+        ctx.skipped.extend(out["skipped"])
+        shared = out["shared"]
+        # Lists the probe can only add to: the new entries are those past what it was sent.
+        ctx.hangs.extend(shared["hangs"][len(ctx.hangs):])
+        ctx.lost.extend(shared["lost"][len(ctx.lost):])
+        if ctx.tally is not None:
+            vars(ctx.tally).update(vars(shared["tally"]))
+        ctx.ids.value = out["next_id"]
+        return out["status"], out["error"], out["findings"]
+
