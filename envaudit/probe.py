@@ -69,8 +69,8 @@ class Probe:
     order: int = 50
     """Probes run in ascending order (cheap API checks first)."""
     preload: tuple[str, ...] = ()
-    """Slow-to-import modules the probe's run imports: worker processes have them imported once, up
-    front (the one that runs the probe counts memory from there)."""
+    """Modules the probe's run imports that hold much memory (torch): a probe run in a worker
+    process imports them first, and the memory cap counts what the env adds from there."""
 
     def __post_init__(self) -> None:
         bad = [c for c in self.codes if c not in CODES]

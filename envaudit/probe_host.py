@@ -20,6 +20,7 @@ gives the same report.json under every executor and any number of workers.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import sys
 import warnings
@@ -28,7 +29,7 @@ from typing import Any
 
 import cloudpickle
 
-from envaudit.execution import Lost, ProcessExecutor
+from envaudit.execution import Lost, ProcessExecutor, WorkerError
 from envaudit.execution.slots import Slot
 from envaudit.findings import Finding
 from envaudit.probe import Probe, ProbeContext
@@ -82,6 +83,7 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
     from envaudit.rollout import _factory_of
     from envaudit.scan import _run_probe  # the scan sits above this module
 
+    slot.rebase(now=False)  # the cap counts what the probe and its env add once it is loaded
     try:
         job: _Job = cloudpickle.loads(blob)
         cwd, path = job.where
@@ -89,6 +91,9 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
             os.chdir(cwd)
         sys.path[:] = path
         make_env = job.ctx.pop("make_env") or _factory_of(job.ctx["spec"])
+        for module in job.probe.preload:
+            importlib.import_module(module)
+        slot.rebase()
     except Exception as exc:  # noqa: BLE001 - the scanning process runs the probe itself
         return {"load_error": f"{type(exc).__name__}: {exc}"}
     ids = IdCounter(job.first_id)
@@ -101,6 +106,18 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
             "notes": ctx.notes, "skipped": ctx.skipped, "next_id": ids.value,
             "shared": {k: getattr(ctx, k) for k in _SHARED},
             "warnings": [(w.category, str(w.message)) for w in caught]}
+
+
+def _call(slot: Slot, _shared: Any, blob: bytes) -> Any:
+    """``fn(make_env, *args)`` in this worker process (the host side of ``ProbeHost.call``)."""
+    from envaudit.rollout import _factory_of
+
+    fn, args, make_env, spec, (cwd, path) = cloudpickle.loads(blob)
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+    sys.path[:] = path
+    slot.rebase()
+    return fn(make_env or _factory_of(spec), *args)
 
 
 def lost_problem(lost: Lost, probe: str) -> Problem:
@@ -136,6 +153,20 @@ class ProbeHost:
                         success_threshold=c.success_threshold, ids=iter(kwargs.pop("ids")), executor=self.episodes,
                         spec=self.spec if make_env is None else None)
         return runner.run(kwargs.pop("policy"), kwargs.pop("seeds"), ordered=False, **kwargs)
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(make_env, *args)`` in a fresh worker process: its result, a ``Lost`` when the
+        process died, or None when it cannot be sent there (the caller calls it here)."""
+        try:
+            blob = cloudpickle.dumps((fn, args, None if self.spec is not None else self.make_env, self.spec,
+                                      (os.getcwd(), list(sys.path))))
+        except Exception:  # the probes that follow say so, once each, with the RuntimeWarning
+            return None
+        try:
+            [(_, out)] = list(self.pool.map(_call, None, [blob]))
+        except WorkerError:  # it cannot be loaded there (a spec that resolves only here): call it here
+            return None
+        return out
 
     def run(self, probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]] | None:
         """Run ``probe`` in a host and bring its results into ``ctx``; None when it cannot be sent

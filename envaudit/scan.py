@@ -25,7 +25,7 @@ from envaudit.config import ScanConfig
 from envaudit.coverage import ReturnTally, coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
-from envaudit.execution import ExecutionConfig, make_executor
+from envaudit.execution import ExecutionConfig, Lost, make_executor
 from envaudit.findings import Finding, Severity
 from envaudit.grouping import group_findings
 from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
@@ -181,34 +181,48 @@ def run_scan(
     pipeline = config.rollout_pipeline()
     tell = progress or (lambda _msg, _frac: None)
 
-    guard = DeadlineWorker("envaudit-make")
-    try:
-        probe_env = guard.call(make_env, config.step_timeout_s, what="making the env")
-        if not isinstance(probe_env, gym.Env):
-            raise UsageError(f"{env_id!r} made {a_type(probe_env)}, not a gymnasium.Env; return an env "
-                             "instance (a gymnasium.Env subclass) from the factory")
-        env_fingerprint = fingerprint(probe_env)
-        action_space = probe_env.action_space
-        probe_env.close()
-    except UsageError:
-        raise
-    except (DeadlineExceeded, Exception) as exc:
-        broken = {"stage": "make", "message": f"{type(exc).__name__}: {exc}", "where": user_frame(exc)}
-        return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
-                      time.monotonic() - started, _version(), broken=broken)
-
-    preload = list(dict.fromkeys([m for p in probes for m in (p.run.__module__, *p.preload)]))
+    preload = [p.run.__module__ for p in probes]
     executor = make_executor(execution, preload=preload)
     host = None
-    if executor.kind == "processes":  # each probe's own env calls run in a worker process too
+    if executor.kind == "processes":  # the first make and each probe's own env calls run in workers too
         host = ProbeHost(executor, make_env, spec, memory_cap_bytes=executor.memory_cap_bytes, preload=preload)
     try:
+        made = host.call(_first_make, config.step_timeout_s, env_id) if host is not None else None
+        if made is None:
+            made = _first_make(make_env, config.step_timeout_s, env_id)
+        if isinstance(made, Lost):
+            made = ("broken", {"stage": "make", "where": None,
+                               "message": f"{made.detail}, while making the env and reading its spaces"})
+        if made[0] == "usage":
+            raise UsageError(made[1])
+        if made[0] == "broken":
+            broken = made[1]
+            return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
+                          time.monotonic() - started, _version(), broken=broken)
+        _, env_fingerprint, action_space = made
         return _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,
                       env_fingerprint, action_space, host)
     finally:
         if host is not None:
             host.close()
         executor.close()
+
+
+def _first_make(make_env, step_timeout_s: float, env_id: str) -> tuple:
+    """Make the env once, under a deadline: ``("ok", fingerprint, action space)``, ``("usage",
+    message)`` when the factory makes no env, or ``("broken", what failed)``."""
+    guard = DeadlineWorker("envaudit-make")
+    try:
+        probe_env = guard.call(make_env, step_timeout_s, what="making the env")
+        if not isinstance(probe_env, gym.Env):
+            return ("usage", f"{env_id!r} made {a_type(probe_env)}, not a gymnasium.Env; return an env "
+                             "instance (a gymnasium.Env subclass) from the factory")
+        env_fingerprint = fingerprint(probe_env)
+        action_space = probe_env.action_space
+        probe_env.close()
+    except (DeadlineExceeded, Exception) as exc:
+        return ("broken", {"stage": "make", "message": f"{type(exc).__name__}: {exc}", "where": user_frame(exc)})
+    return ("ok", env_fingerprint, action_space)
 
 
 def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,

@@ -29,7 +29,17 @@ from typing import Any
 import cloudpickle
 
 from envaudit.execution.slots import CALLS, Lost
-from envaudit.execution.worker import BASE, CALL, DEADLINE, MARKER_SIZE, SEED, STARTED, STEP, rss_bytes, serve
+from envaudit.execution.worker import (
+    BASE,
+    CALL,
+    DEADLINE,
+    MARKER_SIZE,
+    SEED,
+    STARTED,
+    STEP,
+    rss_bytes,
+    serve,
+)
 
 GRACE_S = 0.25
 """Slack past a call's deadline before its worker is killed (the message has to cross a pipe)."""

@@ -98,6 +98,11 @@ class ProcessSlot(Slot):
         m[STARTED] = time.monotonic()
         m[CALL] = CALL_CODES[call]
 
+    def rebase(self, now: bool = True) -> None:
+        """Count this worker's memory from here on; ``now=False``: not at all until the next
+        ``rebase()`` (while the work item does its own heavy imports)."""
+        self.marker[BASE] = (rss_bytes() or 0) if now else math.inf
+
     def ask(self, request: Any) -> Any:
         """Send ``request`` to the scanning process and wait for its answer (the work item's
         ``calls`` handler there); raises ``RuntimeError`` with the handler's error when it failed."""
