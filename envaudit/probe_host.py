@@ -81,7 +81,7 @@ _PLAIN = ("env_id", "config", "exploration", "pipeline", "name", "deadline", "sp
 def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
     """Run one probe in this worker process (the host side)."""
     from envaudit.rollout import _factory_of
-    from envaudit.scan import _run_probe  # the scan sits above this module
+    from envaudit.scan import run_probe_here  # the scan sits above this module
 
     slot.rebase(now=False)  # the cap counts what the probe and its env add once it is loaded
     try:
@@ -100,7 +100,7 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
     ctx = ProbeContext(make_env=make_env, ids=ids, executor=_Remote(slot), **job.ctx)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
-        status, error, produced = _run_probe(job.probe, ctx)
+        status, error, produced = run_probe_here(job.probe, ctx)
         ctx.close()
     return {"status": status, "error": error, "findings": produced, "kept": ctx.kept, "tables": ctx.tables,
             "notes": ctx.notes, "skipped": ctx.skipped, "next_id": ids.value,

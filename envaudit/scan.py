@@ -265,8 +265,7 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
                            exploration_problems=problems, pipeline=pipeline, name=probe.name,
                            deadline=deadline, ids=ids, hangs=hangs, tally=tally, executor=executor, spec=spec,
                            lost=lost)
-        hosted = host.run(probe, ctx) if host is not None else None
-        status, error, produced = hosted if hosted is not None else _run_probe(probe, ctx)
+        status, error, produced = _run_probe(probe, ctx, host)
         if status == "crashed" and not produced:  # its worker process died: its checks are missing
             produced = [_probe_failure(probe, status, error)]
         lost_in.update({id(p): probe.name for p in lost if id(p) not in lost_in})
@@ -302,8 +301,15 @@ def _broken_finding(broken: dict[str, Any]) -> Finding:
                    fix="Make the env work on its own first: the message and file:line above are where it failed.")
 
 
-def _run_probe(probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]]:
-    """Run one probe on its own thread with a hard stop; failures become findings."""
+def _run_probe(probe: Probe, ctx: ProbeContext, host: ProbeHost | None = None) -> tuple[str, str | None, list[Finding]]:
+    """Run one probe in a worker process of its own (``host``) or, without one or when the probe
+    cannot be sent there, in this process."""
+    hosted = host.run(probe, ctx) if host is not None else None
+    return hosted if hosted is not None else run_probe_here(probe, ctx)
+
+
+def run_probe_here(probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]]:
+    """Run one probe on its own thread with a hard stop, in this process; failures become findings."""
     worker = DeadlineWorker(f"envaudit-probe-{probe.name}")
     # Probes stop at the safety cap between env calls; the hard stop is a backstop, late enough
     # for one last guarded call to hit its step deadline and be reported as a hang. A probe cut

@@ -107,6 +107,8 @@ def test_a_real_sigint_to_the_command(tmp_path):
 # Runs ``envaudit`` with GRPO's training thread made to raise SIGINT and then keep doing torch work:
 # the interrupted process must still leave by exit code 130, not abort while finalizing under a
 # daemon thread inside native code ("terminate called without an active exception", rc -6).
+# Inline: under the process executor the GRPO probe trains in a worker process of its own, which
+# ignores SIGINT and is ended by the scanning process (test_a_real_sigint_to_the_command).
 BUSY_IN_TORCH = """
 import os, signal, sys
 import torch
@@ -120,7 +122,8 @@ def interrupt_then_keep_training(*args, **kwargs):
         x = torch.tanh(x @ x)
 
 trainer.with_advantages = interrupt_then_keep_training
-sys.argv = ["envaudit", "scan", sys.argv[1], "--quick", "--probes", "grpo", "--out", "out", "--no-progress"]
+sys.argv = ["envaudit", "scan", sys.argv[1], "--quick", "--probes", "grpo", "--out", "out", "--no-progress",
+            "--executor", "inline"]
 run()
 """
 
