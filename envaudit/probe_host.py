@@ -19,6 +19,7 @@ gives the same report.json under every executor and any number of workers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import cloudpickle
+import gymnasium as gym
 
 from envaudit.execution import Lost, ProcessExecutor, WorkerError
 from envaudit.execution.slots import Slot
@@ -59,6 +61,7 @@ class _Job:
     ctx: dict[str, Any]
     first_id: int
     where: tuple[str, list[str]]
+    imports: list[str]
 
 
 class _Remote:
@@ -78,7 +81,7 @@ _SHARED = ("hangs", "lost", "tally", "exploration_problems")
 _PLAIN = ("env_id", "config", "exploration", "pipeline", "name", "deadline", "spec")
 
 
-def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
+def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any] | bytes:
     """Run one probe in this worker process (the host side)."""
     from envaudit.rollout import _factory_of
     from envaudit.scan import run_probe_here  # the scan sits above this module
@@ -91,8 +94,9 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
             os.chdir(cwd)
         sys.path[:] = path
         make_env = job.ctx.pop("make_env") or _factory_of(job.ctx["spec"])
-        for module in job.probe.preload:
-            importlib.import_module(module)
+        for module in [*job.imports, *job.probe.preload]:
+            with contextlib.suppress(Exception):  # a module the scanning process had: a head start only
+                importlib.import_module(module)
         slot.rebase()
     except Exception as exc:  # noqa: BLE001 - the scanning process runs the probe itself
         return {"load_error": f"{type(exc).__name__}: {exc}"}
@@ -102,22 +106,28 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any]:
         warnings.simplefilter("default")
         status, error, produced = run_probe_here(job.probe, ctx)
         ctx.close()
-    return {"status": status, "error": error, "findings": produced, "kept": ctx.kept, "tables": ctx.tables,
-            "notes": ctx.notes, "skipped": ctx.skipped, "next_id": ids.value,
-            "shared": {k: getattr(ctx, k) for k in _SHARED},
-            "warnings": [(w.category, str(w.message)) for w in caught]}
+    out = {"status": status, "error": error, "findings": produced, "kept": ctx.kept, "tables": ctx.tables,
+           "notes": ctx.notes, "skipped": ctx.skipped, "next_id": ids.value,
+           "shared": {k: getattr(ctx, k) for k in _SHARED},
+           "warnings": [(w.category, str(w.message)) for w in caught]}
+    try:  # pickled here, so a result that cannot travel is the probe's failure, not a dead worker
+        return cloudpickle.dumps(out)
+    except Exception as exc:
+        return {"result_error": f"its results could not be sent back from its worker process: "
+                                f"{type(exc).__name__}: {exc}"}
 
 
-def _call(slot: Slot, _shared: Any, blob: bytes) -> Any:
-    """``fn(make_env, *args)`` in this worker process (the host side of ``ProbeHost.call``)."""
-    from envaudit.rollout import _factory_of
-
-    fn, args, make_env, spec, (cwd, path) = cloudpickle.loads(blob)
-    if os.getcwd() != cwd:
-        os.chdir(cwd)
-    sys.path[:] = path
-    slot.rebase()
-    return fn(make_env or _factory_of(spec), *args)
+def env_modules(env: gym.Env, make_env: Callable) -> list[str]:
+    """The modules an env is made of: its factory's, its classes' (wrappers included) and those of
+    the objects it holds (a dataset, a simulator handle), as loaded in this process."""
+    objects: list[Any] = [make_env, getattr(make_env, "func", None)]
+    inner: Any = env
+    while inner is not None:
+        objects.append(type(inner))
+        objects.extend(type(v) for v in getattr(inner, "__dict__", {}).values())
+        inner = getattr(inner, "env", None)
+    names = {getattr(o, "__module__", None) for o in objects}
+    return sorted(n for n in names if isinstance(n, str) and n in sys.modules and n not in ("__main__", "builtins"))
 
 
 def lost_problem(lost: Lost, probe: str) -> Problem:
@@ -133,10 +143,13 @@ class ProbeHost:
     """Runs probes in fresh worker processes; their episode runs go to ``episodes`` (the scan's pool)."""
 
     def __init__(self, episodes: ProcessExecutor, make_env: Callable, spec: str | None, *,
-                 memory_cap_bytes: int | None, preload: list[str]) -> None:
+                 memory_cap_bytes: int | None, imports: list[str], preload: list[str]) -> None:
+        """``imports``: the modules the env is made of (``env_modules``), imported in each host
+        before the probe starts, so the first make there is not slowed by them."""
         self.episodes = episodes
         self.make_env = make_env
         self.spec = spec
+        self.imports = list(imports)
         # One probe per host, so nothing a probe leaves behind (a stuck thread, a half-closed env)
         # reaches the next. The address-space backstop stays off: the probe's own libraries
         # (torch's thread pools) reserve far more than they touch; the RSS watch is the cap.
@@ -154,20 +167,6 @@ class ProbeHost:
                         spec=self.spec if make_env is None else None)
         return runner.run(kwargs.pop("policy"), kwargs.pop("seeds"), ordered=False, **kwargs)
 
-    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(make_env, *args)`` in a fresh worker process: its result, a ``Lost`` when the
-        process died, or None when it cannot be sent there (the caller calls it here)."""
-        try:
-            blob = cloudpickle.dumps((fn, args, None if self.spec is not None else self.make_env, self.spec,
-                                      (os.getcwd(), list(sys.path))))
-        except Exception:  # the probes that follow say so, once each, with the RuntimeWarning
-            return None
-        try:
-            [(_, out)] = list(self.pool.map(_call, None, [blob]))
-        except WorkerError:  # it cannot be loaded there (a spec that resolves only here): call it here
-            return None
-        return out
-
     def run(self, probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]] | None:
         """Run ``probe`` in a host and bring its results into ``ctx``; None when it cannot be sent
         there (the caller runs it in this process)."""
@@ -175,17 +174,26 @@ class ProbeHost:
         fields["make_env"] = None if self.spec is not None else ctx.make_env
         assert isinstance(ctx.ids, IdCounter), "a scan that hosts probes counts episode ids with IdCounter"
         try:
-            blob = cloudpickle.dumps(_Job(probe, fields, ctx.ids.value, (os.getcwd(), list(sys.path))))
+            blob = cloudpickle.dumps(_Job(probe, fields, ctx.ids.value, (os.getcwd(), list(sys.path)), self.imports))
         except Exception as exc:
             warnings.warn(f"probe {probe.name!r} cannot be sent to a worker process ({type(exc).__name__}: {exc}), "
                           "so it runs in the scanning process without isolation; make the env factory "
                           "picklable, or scan a spec string", RuntimeWarning, stacklevel=3)
             return None
-        [(_, out)] = list(self.pool.map(_host, None, [blob], calls=self._answer))
+        try:
+            [(_, out)] = list(self.pool.map(_host, None, [blob], calls=self._answer))
+        except WorkerError as exc:  # a bug on the host's side of the probe run, not the env
+            return "crashed", str(exc).splitlines()[0], []
         if isinstance(out, Lost):
+            if out.kind not in ("crash", "memory"):  # only guarded calls are timed: never in a host
+                return "crashed", f"its worker process was lost: {out.detail}", []
             problem = lost_problem(out, probe.name)
             ctx.lost.append(problem)
             return "crashed", problem.message, []
+        if isinstance(out, bytes):
+            out = cloudpickle.loads(out)
+        if "result_error" in out:
+            return "crashed", out["result_error"], []
         if "load_error" in out:
             warnings.warn(f"probe {probe.name!r} could not be loaded in a worker process ({out['load_error']}), "
                           "so it runs in the scanning process without isolation", RuntimeWarning, stacklevel=3)

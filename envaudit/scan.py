@@ -25,11 +25,11 @@ from envaudit.config import ScanConfig
 from envaudit.coverage import ReturnTally, coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
-from envaudit.execution import ExecutionConfig, Lost, make_executor
+from envaudit.execution import ExecutionConfig, make_executor
 from envaudit.findings import Finding, Severity
 from envaudit.grouping import group_findings
 from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
-from envaudit.probe_host import IdCounter, ProbeHost
+from envaudit.probe_host import IdCounter, ProbeHost, env_modules
 from envaudit.recording import Records
 from envaudit.report import ProbeStatus, Report
 from envaudit.resolve import UsageError, fingerprint, resolve_env
@@ -181,25 +181,23 @@ def run_scan(
     pipeline = config.rollout_pipeline()
     tell = progress or (lambda _msg, _frac: None)
 
-    preload = [p.run.__module__ for p in probes]
+    made = _first_make(make_env, config.step_timeout_s, env_id)
+    if made[0] == "usage":
+        raise UsageError(made[1])
+    if made[0] == "broken":
+        broken = made[1]
+        return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
+                      time.monotonic() - started, _version(), broken=broken)
+    _, env_fingerprint, action_space, modules = made
+    # Worker processes start with the env's libraries imported, so their first make is as quick as
+    # this one was (an import inside a timed make would read as a hang).
+    preload = [p.run.__module__ for p in probes] + modules
     executor = make_executor(execution, preload=preload)
     host = None
-    if executor.kind == "processes":  # the first make and each probe's own env calls run in workers too
-        host = ProbeHost(executor, make_env, spec, memory_cap_bytes=executor.memory_cap_bytes, preload=preload)
+    if executor.kind == "processes":  # each probe's own env calls run in a worker process too
+        host = ProbeHost(executor, make_env, spec, memory_cap_bytes=executor.memory_cap_bytes, imports=modules,
+                           preload=preload)
     try:
-        made = host.call(_first_make, config.step_timeout_s, env_id) if host is not None else None
-        if made is None:
-            made = _first_make(make_env, config.step_timeout_s, env_id)
-        if isinstance(made, Lost):
-            made = ("broken", {"stage": "make", "where": None,
-                               "message": f"{made.detail}, while making the env and reading its spaces"})
-        if made[0] == "usage":
-            raise UsageError(made[1])
-        if made[0] == "broken":
-            broken = made[1]
-            return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
-                          time.monotonic() - started, _version(), broken=broken)
-        _, env_fingerprint, action_space = made
         return _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,
                       env_fingerprint, action_space, host)
     finally:
@@ -209,8 +207,8 @@ def run_scan(
 
 
 def _first_make(make_env, step_timeout_s: float, env_id: str) -> tuple:
-    """Make the env once, under a deadline: ``("ok", fingerprint, action space)``, ``("usage",
-    message)`` when the factory makes no env, or ``("broken", what failed)``."""
+    """Make the env once, under a deadline: ``("ok", fingerprint, action space, the modules it is
+    made of)``, ``("usage", message)`` when the factory makes no env, or ``("broken", what failed)``."""
     guard = DeadlineWorker("envaudit-make")
     try:
         probe_env = guard.call(make_env, step_timeout_s, what="making the env")
@@ -219,10 +217,11 @@ def _first_make(make_env, step_timeout_s: float, env_id: str) -> tuple:
                              "instance (a gymnasium.Env subclass) from the factory")
         env_fingerprint = fingerprint(probe_env)
         action_space = probe_env.action_space
+        modules = env_modules(probe_env, make_env)
         probe_env.close()
     except (DeadlineExceeded, Exception) as exc:
         return ("broken", {"stage": "make", "message": f"{type(exc).__name__}: {exc}", "where": user_frame(exc)})
-    return ("ok", env_fingerprint, action_space)
+    return ("ok", env_fingerprint, action_space, modules)
 
 
 def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,

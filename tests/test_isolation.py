@@ -72,3 +72,23 @@ def test_a_default_scan_writes_the_same_report_with_1_or_4_workers_and_inline(tm
     reports.append(_strip_timings(_scan(tmp_path / "inline", "CleanWalk", "--executor", "inline")[1]))
     assert reports[0] == reports[1] == reports[2]
     assert all(p["status"] == "ok" for p in reports[0]["probes"])
+
+
+def test_a_factory_that_cannot_be_pickled_runs_its_probes_in_the_scanning_process():
+    import threading
+
+    from envaudit.execution import ExecutionConfig
+    from envaudit.scan import run_scan
+    from tests.fixtures.crash_envs import CleanWalk
+
+    lock = threading.Lock()  # cloudpickle cannot send a lock, so nor the factory that holds one
+
+    def make_env():
+        with lock:
+            return CleanWalk()
+
+    with pytest.warns(RuntimeWarning, match="probe 'length' cannot be sent to a worker process"):
+        report = run_scan(make_env, episodes=8, group_size=4, probes=("length",),
+                          execution=ExecutionConfig("processes", workers=2))
+    assert report.broken is None and [p.status for p in report.probes] == ["ok"]
+    assert report.exploration["episodes"] == 8

@@ -75,6 +75,8 @@ class Slot:
     def guard(self, fn: Callable[[], Any], deadline_s: float | None, call: str, step: int | None = None) -> Any:
         """``fn()`` under a deadline; raises ``DeadlineExceeded`` past it (the call is abandoned)."""
         what = f"{call}()" if call != "make" else "making the env"
+        if current is None:  # the scanning process: nobody to tell
+            return self._deadline.call(fn, deadline_s, what=what)
         with note(call, step):  # an in-process slot inside a worker process (a probe's ordered runs)
             return self._deadline.call(fn, deadline_s, what=what)
 
