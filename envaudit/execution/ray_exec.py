@@ -94,11 +94,15 @@ class _Actor:
         self.key: int | None = None
         self.items = 0
         self.killed_for: str | None = None  # the driver's own kill (the backstop), if any
+        self.failed: Exception | None = None  # it died before it could say where it runs
 
-    def resolve(self, ray: Any, node: str, wait: bool) -> None:
-        if self.info is None and (wait or ray.wait([self.info_ref], timeout=0)[0]):
-            with contextlib.suppress(ray.exceptions.RayActorError):
+    def resolve(self, ray: Any, node: str) -> None:
+        """Learn where the actor runs once it has started (never waits for it)."""
+        if self.info is None and self.failed is None and ray.wait([self.info_ref], timeout=0)[0]:
+            try:
                 self.info = ray.get(self.info_ref)
+            except ray.exceptions.RayActorError as exc:
+                self.failed = exc
         if self.info is not None and self.local is None:
             self.local = self.info[0] == node
 
@@ -137,7 +141,10 @@ class RayExecutor:
 
         self._ray = ray = ray_module()
         self._started_ray = start_ray(address, workers or default_workers())
-        self.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        # Never more actors than the cluster has CPUs: one that can never be placed would hold its
+        # batch for good (an instance this process joined may be smaller than --workers).
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.workers = min(workers, cpus) if workers else cpus
         self.memory_cap_bytes = memory_cap_bytes
         self.recycle_items = recycle_items
         self.recycle_rss_bytes = recycle_rss_bytes
@@ -168,7 +175,7 @@ class RayExecutor:
             a.handle.close.remote()  # closes its env and files, then exits; the handle is dropped
         else:
             self._ray.kill(a.handle, no_restart=True)
-            a.resolve(self._ray, self._node, wait=False)
+            a.resolve(self._ray, self._node)
             a.remove_files()
 
     def _batch_size(self, n: int) -> int:
@@ -210,7 +217,11 @@ class RayExecutor:
                     if k in busy or not todo:
                         continue
                     a = self._actor(k)
-                    a.resolve(ray, self._node, wait=False)
+                    a.resolve(ray, self._node)
+                    if a.failed is not None and a.key is None:
+                        raise WorkerError(f"a Ray actor for the env could not start: {a.failed}")
+                    if a.info is None:  # not placed or not started yet: work goes to those that are
+                        continue
                     batch = take(a)
                     if not batch:
                         continue
@@ -218,9 +229,15 @@ class RayExecutor:
                     a.key = key
                     inflight[ref] = (k, batch)
                     busy.add(k)
+                starting = [a.info_ref for a in self._actors if a is not None and a.info is None]
                 if not inflight:
-                    return
-                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=POLL_S)
+                    if not todo or not keep_going(todo[0]):
+                        return
+                    if starting:  # nothing runs yet: wait for an actor to start
+                        ray.wait(starting, num_returns=1)
+                    continue
+                ready, _ = ray.wait([*inflight, *starting], num_returns=1, timeout=POLL_S)
+                ready = [ref for ref in ready if ref in inflight]
                 if not ready:
                     self._backstop(busy)
                     continue
@@ -275,7 +292,7 @@ class RayExecutor:
         played again (their results died with the actor)."""
         a = self._actors[k]
         self._actors[k] = None
-        a.resolve(self._ray, self._node, wait=False)
+        a.resolve(self._ray, self._node)
         marker = a.read_marker()
         fault = a.read_fault() if a.local else ""
         a.remove_files()
@@ -324,7 +341,7 @@ class RayExecutor:
             ray.wait(closing, num_returns=len(closing), timeout=2.0)
         for a in actors:
             ray.kill(a.handle, no_restart=True)
-            a.resolve(ray, self._node, wait=False)
+            a.resolve(ray, self._node)
             a.remove_files()
         if self._started_ray:
             ray.shutdown()
