@@ -115,3 +115,23 @@ def test_ray_address_without_the_ray_executor_is_a_usage_error(capsys):
 
     assert main(["scan", "envaudit/FlakySearch-v0", "--ray-address", "auto", "--no-progress"]) == 2
     assert "add --executor ray" in capsys.readouterr().err
+
+
+def test_actors_on_another_node_play_one_episode_per_call_and_a_death_names_its_episode(local_ray):
+    # The driver takes itself for another node: the actors' files are out of its reach, as on a
+    # cluster, so batches are single episodes and a death is told by Ray alone.
+    seeds = list(range(16))
+    executor = RayExecutor(2)
+    executor._one_node, executor._node = False, "a node that is not the actors'"
+    try:
+        result = Runner(crash_envs.SegfaultWalk, executor=executor, spec="tests.fixtures.crash_envs:SegfaultWalk",
+                        step_timeout_s=20.0).run(RandomPolicy(), seeds, rng=np.random.default_rng(0))
+        assert all(a is None or a.local is False for a in executor._actors)
+    finally:
+        executor.close()
+    inline = Runner(crash_envs.CleanWalk).run(RandomPolicy(), seeds, rng=np.random.default_rng(0)).records.steps
+    triggered = [i for i, (_, ep) in enumerate(inline.groupby("episode_id", sort=True))
+                 if ep["action"].tolist()[:2] == [TRIGGER] * 2 and len(ep) > BREAK_AT]
+    assert triggered and [seeds.index(p.seed) for p in result.problems] == triggered
+    assert all(p.kind == "crash" and "on another node died" in p.message for p in result.problems)
+    assert len(result.records.episodes) == len(seeds) - len(triggered)

@@ -13,11 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envaudit.execution.local import InlineExecutor, ThreadExecutor
 from envaudit.execution.pool import ProcessExecutor, WorkerError
 from envaudit.execution.slots import Lost, Slot
+
+if TYPE_CHECKING:
+    from envaudit.execution.ray_exec import RayExecutor
 
 EXECUTORS = ("processes", "threads", "inline", "ray")
 
@@ -46,11 +49,11 @@ class ExecutionConfig:
     workers: int = _opt(0, "Env instances stepped at once (0: one per core of this machine; with ray, one "
                          "per CPU of the cluster).")
     memory_cap_mb: float | None = _opt(4096.0, "A worker process whose env holds more memory than this "
-                                       "(MiB) is killed and the episode reported as env-error (processes only).")
+                                       "(MiB) is killed and the episode reported as env-error (processes and ray).")
     recycle_episodes: int | None = _opt(1000, "A worker process is replaced after this many episodes, "
-                                        "so slow leaks never add up (processes only).")
+                                        "so slow leaks never add up (processes and ray).")
     recycle_mb: float | None = _opt(None, "A worker process is replaced after an episode that leaves it holding "
-                                    "more than this (MiB); default: half the memory cap (processes only).")
+                                    "more than this (MiB); default: half the memory cap (processes and ray).")
     ray_address: str | None = _opt(None, "The Ray cluster of --executor ray (default: start a local instance).")
 
     def __post_init__(self) -> None:
@@ -76,7 +79,7 @@ def execution_help() -> dict[str, str]:
 
 
 def make_executor(config: ExecutionConfig | None, *, preload: Sequence[str] = ()
-                  ) -> Any:
+                  ) -> InlineExecutor | ThreadExecutor | ProcessExecutor | RayExecutor:
     """The executor ``config`` asks for (``None``: inline, one episode at a time in this process).
     ``preload``: modules worker processes import once, up front (those the runs' policies live in)."""
     if config is None or config.executor == "inline":
