@@ -120,7 +120,13 @@ def test_ray_address_without_the_ray_executor_is_a_usage_error(capsys):
 def test_actors_on_another_node_play_one_episode_per_call_and_a_death_names_its_episode(local_ray):
     # The driver takes itself for another node: the actors' files are out of its reach, as on a
     # cluster, so batches are single episodes and a death is told by Ray alone.
+    import glob
+    import os
+    import tempfile
+
     seeds = list(range(16))
+    pattern = os.path.join(tempfile.gettempdir(), "envaudit-ray-*")
+    before = set(glob.glob(pattern))
     executor = RayExecutor(2)
     executor._one_node, executor._node = False, "a node that is not the actors'"
     try:
@@ -129,6 +135,8 @@ def test_actors_on_another_node_play_one_episode_per_call_and_a_death_names_its_
         assert all(a is None or a.local is False for a in executor._actors)
     finally:
         executor.close()
+        for path in set(glob.glob(pattern)) - before:  # a dead actor's files stay on its node
+            os.remove(path)
     inline = Runner(crash_envs.CleanWalk).run(RandomPolicy(), seeds, rng=np.random.default_rng(0)).records.steps
     triggered = [i for i, (_, ep) in enumerate(inline.groupby("episode_id", sort=True))
                  if ep["action"].tolist()[:2] == [TRIGGER] * 2 and len(ep) > BREAK_AT]
