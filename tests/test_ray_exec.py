@@ -132,7 +132,7 @@ def test_actors_on_another_node_play_one_episode_per_call_and_a_death_names_its_
     try:
         result = Runner(crash_envs.SegfaultWalk, executor=executor, spec="tests.fixtures.crash_envs:SegfaultWalk",
                         step_timeout_s=20.0).run(RandomPolicy(), seeds, rng=np.random.default_rng(0))
-        assert all(a is None or a.local is False for a in executor._actors)
+        assert all(a is None or a.local is not True for a in executor._actors)  # None: not started yet
     finally:
         executor.close()
         for path in set(glob.glob(pattern)) - before:  # a dead actor's files stay on its node
