@@ -88,6 +88,24 @@ def test_a_hang_stops_the_run_at_the_same_episode_as_in_process(actors):
     assert [(p.kind, p.where, p.seed) for p in result.problems] == [("hang", "step", 0)]
 
 
+class HoldsTheGil(CleanWalk):
+    """Its first step runs a regular expression that backtracks for minutes without releasing the
+    GIL: the actor's own watchdog thread never runs, so only the driver can end the call."""
+
+    def step(self, action):
+        import re
+
+        re.match(r"(a+)+$", "a" * 40 + "b")
+        return super().step(action)
+
+
+def test_a_call_that_holds_the_gil_is_killed_by_the_driver_as_a_hang(actors):
+    runner = Runner(HoldsTheGil, ids=iter(range(50)), executor=actors, step_timeout_s=0.5)
+    result = runner.run(RandomPolicy(), range(4), rng=np.random.default_rng(1))
+    assert runner.dead and result.hung and result.stopped_early
+    assert [(p.kind, p.where, p.seed, p.step) for p in result.problems] == [("hang", "step", 0, 0)]
+
+
 def test_ray_and_processes_write_the_same_report(local_ray, tmp_path):
     args = ("--quick", "--episodes", "64", "--probes", "exploits", "--seed", "3")
     target = "envaudit/FlakySearch-AnswerAll-v0"

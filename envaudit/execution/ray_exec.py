@@ -199,6 +199,7 @@ class RayExecutor:
         alone: set[int] = set()  # items to replay one per call (a batch died where it could not say which)
         inflight: dict[Any, tuple[int, list[int]]] = {}
         busy: set[int] = set()
+        last_look = time.monotonic()
 
         def take(a: _Actor) -> list[int]:
             batch: list[int] = []
@@ -238,8 +239,10 @@ class RayExecutor:
                     continue
                 ready, _ = ray.wait([*inflight, *starting], num_returns=1, timeout=POLL_S)
                 ready = [ref for ref in ready if ref in inflight]
-                if not ready:
+                if time.monotonic() - last_look >= POLL_S:  # also while other actors keep answering
+                    last_look = time.monotonic()
                     self._backstop(busy)
+                if not ready:
                     continue
                 done: list[tuple[int, Any]] = []
                 for ref in ready:
