@@ -13,7 +13,14 @@ the same episodes: the report's episode table is checked equal across them.
 A third measurement states what isolation costs: the per-step time of a trivial env played inline
 (in the scanning process) and in one worker process, for short and long episodes.
 
+A fourth (``--only ray``) states what Ray costs per episode against local worker processes at the
+same number of workers, both already up: a trivial env (the cost is all overhead) and the sleeping
+tool env (the overhead against 5 x 50 ms of waiting), side by side with the ratio; and with batches
+of one episode per actor call, what actors on other nodes of a cluster get. Starting the local Ray
+instance and its actors is timed apart: a scan pays it once.
+
     python benchmarks/concurrency.py --episodes 64 --workers 1,2,4,8,16,32
+    python benchmarks/concurrency.py --only ray --workers 2
 """
 
 from __future__ import annotations
@@ -141,6 +148,53 @@ def _per_step(length: int, episodes: int, repeats: int = 5) -> tuple[float, floa
     return statistics.median(inline), statistics.median(process)
 
 
+def _ray_per_episode(factories, workers: int, repeats: int = 3) -> None:
+    """Seconds per episode on ``workers`` running worker processes and on as many running Ray
+    actors, for each ``(name, factory, episodes)``: the median of ``repeats`` interleaved blocks, so
+    load on the machine hits both alike. Both must play the same episodes."""
+    from envaudit.execution.ray_exec import RayExecutor, ray_module, start_ray
+
+    started = time.perf_counter()
+    start_ray(None, 2 * workers)  # room for both Ray executors' actors
+    ray_start = time.perf_counter() - started
+    pool, actors, single = ProcessExecutor(workers), RayExecutor(workers), RayExecutor(workers, max_batch=1)
+    print(f"ray: local instance started in {ray_start:.1f} s (load average {_load()})", flush=True)
+    print("| env | episodes | workers | processes ms/episode | ray ms/episode | ray / processes | "
+          "ray - processes ms/episode | ray, batches of 1 ms/episode | ray 1 / processes | load average |", flush=True)
+    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    try:
+        for k, executor in enumerate((pool, actors, single)):  # start every worker and actor before timing
+            started = time.perf_counter()
+            Runner(factories[0][1], executor=executor).run(RandomPolicy(), range(4 * workers),
+                                                           rng=np.random.default_rng(0))
+            if k:
+                print(f"ray: {workers} actors started and warm in {time.perf_counter() - started:.1f} s", flush=True)
+        for name, factory, episodes in factories:
+            times: dict[str, list[float]] = {"processes": [], "ray": [], "ray1": []}
+            frames = {}
+            for _ in range(repeats):
+                for label, executor in (("processes", pool), ("ray", actors), ("ray1", single)):
+                    started = time.perf_counter()
+                    result = Runner(factory, executor=executor).run(RandomPolicy(), range(episodes),
+                                                                    rng=np.random.default_rng(0))
+                    times[label].append((time.perf_counter() - started) / episodes)
+                    frames[label] = result.records.episodes.drop(columns=["latency_s"], errors="ignore")
+            for label in ("ray", "ray1"):
+                assert frames[label].equals(frames["processes"]), f"{name}: {label} played other episodes"
+            proc, on_ray, one = (statistics.median(times[k]) for k in ("processes", "ray", "ray1"))
+            print(f"| {name} | {episodes} | {workers} | {proc * 1e3:.2f} | {on_ray * 1e3:.2f} | {on_ray / proc:.2f}x | "
+                  f"{(on_ray - proc) * 1e3:+.2f} | {one * 1e3:.2f} | {one / proc:.2f}x | {_load()} |", flush=True)
+    finally:
+        pool.close()
+        actors.close()
+        single.close()
+        ray_module().shutdown()
+
+
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=64, help="exploration episodes per scan")
@@ -148,23 +202,30 @@ def main() -> None:
     parser.add_argument("--sleep-ms", type=float, default=50.0)
     parser.add_argument("--burn-ms", type=float, default=5.0)
     parser.add_argument("--probes", default="", help="probes to run after exploration (default: none)")
-    parser.add_argument("--only", choices=("sleep", "cpu", "overhead"), action="append")
+    parser.add_argument("--only", choices=("sleep", "cpu", "overhead", "ray"), action="append")
     args = parser.parse_args()
     args.workers = [int(w) for w in args.workers.split(",")]
     args.probes = tuple(p for p in args.probes.split(",") if p)
-    only = set(args.only or ("sleep", "cpu", "overhead"))
-    print(f"cores available: {default_workers()} (os.cpu_count {os.cpu_count()}); {args.episodes} episodes of "
+    only = set(args.only or ("sleep", "cpu", "overhead", "ray"))
+    print(f"cores available: {default_workers()} (os.cpu_count {os.cpu_count()}); load average {_load()}; "
+          f"{args.episodes} episodes of "
           f"5 steps per scan; probes: {', '.join(args.probes) or 'none (exploration only)'}")
     out = ["| env | workers | threads scan s | speed-up | processes scan s | speed-up | "
            "processes, pool up: rollouts s | speed-up | target |",
            "|---|---|---|---|---|---|---|---|---|"]
-    print("\n".join(out), flush=True)
+    if only & {"sleep", "cpu"}:
+        print("\n".join(out), flush=True)
     sleepy = type("SleepyToolEnv", (SleepyToolEnv,), {"__init__": lambda self: SleepyToolEnv.__init__(self, args.sleep_ms)})
     busy = type("BusyEnv", (BusyEnv,), {"__init__": lambda self: BusyEnv.__init__(self, args.burn_ms)})
     if "sleep" in only:
         _speedups("sleep", sleepy, args, out)
     if "cpu" in only:
         _speedups("cpu", busy, args, out)
+    if "ray" in only:
+        trivial = type("TrivialEnv", (TrivialEnv,), {"__init__": lambda self: TrivialEnv.__init__(self, 0.0, 10)})
+        _ray_per_episode([("trivial, 10 steps", trivial, 400), (f"sleep {args.sleep_ms:g} ms x 5 steps", sleepy,
+                                                                 max(args.episodes, 8 * args.workers[0]))],
+                         args.workers[0])
     if "overhead" in only:
         for length in (10, 100):
             inline, process = _per_step(length, max(20, 4000 // length))

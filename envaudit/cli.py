@@ -81,9 +81,9 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--alpha", type=float, help=helps["alpha"])
     scan.add_argument("--no-progress", action="store_true", help="Do not show the progress bar.")
     ehelp = execution_help()
-    scan.add_argument("--executor", choices=(*EXECUTORS, "ray"), default="processes",
-                      help=ehelp["executor"] + " ray: a suite's env scans run as Ray tasks "
-                      "(pip install 'envaudit-rl[ray]'; each scan's rollouts then run inline in its task).")
+    scan.add_argument("--executor", choices=EXECUTORS, default="processes",
+                      help=ehelp["executor"] + " With ray (pip install 'envaudit-rl[ray]') one env's episodes run "
+                      "on Ray actors; a suite's env scans run as Ray tasks, each scan's rollouts inline in its task.")
     scan.add_argument("--workers", type=int, default=0, help=ehelp["workers"])
     scan.add_argument("--memory-cap", dest="memory_cap_mb", type=float, default=ExecutionConfig.memory_cap_mb,
                       metavar="MB", help=ehelp["memory_cap_mb"])
@@ -181,7 +181,8 @@ def _add_suite_arguments(scan: argparse.ArgumentParser) -> None:
     suite.add_argument("--jobs", type=int, help="Envs scanned at once, each in a worker process "
                        "(default 1: one after another in this process); with --executor ray, the CPUs of "
                        "the local Ray instance (default up to 4).")
-    suite.add_argument("--ray-address", help="An existing Ray cluster (default: start a local instance).")
+    suite.add_argument("--ray-address", help="An existing Ray cluster for --executor ray, one env or a suite "
+                       "(default: start a local instance).")
     suite.add_argument("--resume", action="store_true", help="Reuse a finished suite folder at --out: keep "
                        "the envs already scanned with the same options, scan new or changed ones "
                        "(an interrupted suite resumes without it).")
@@ -226,8 +227,12 @@ def _config(args: argparse.Namespace) -> ScanConfig:
 
 
 def _execution(args: argparse.Namespace) -> ExecutionConfig:
+    if args.ray_address is not None and args.executor != "ray":
+        raise UsageError(f"--ray-address {args.ray_address} names a Ray cluster, but --executor is "
+                         f"{args.executor}; add --executor ray, or drop --ray-address")
     try:
-        return ExecutionConfig(executor=args.executor, workers=args.workers, memory_cap_mb=args.memory_cap_mb)
+        return ExecutionConfig(executor=args.executor, workers=args.workers, memory_cap_mb=args.memory_cap_mb,
+                               ray_address=args.ray_address)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -308,8 +313,6 @@ def _scan_any(args: argparse.Namespace, console: Console, err: Console) -> int:
         return scan_suite(args, console, err, options=_suite_options(args),
                           interrupted=_raise_if_interrupted)
     suite_only = [flag for flag, used in (("--jobs", args.jobs is not None),
-                                          ("--executor ray", args.executor == "ray"),
-                                          ("--ray-address", args.ray_address is not None),
                                           ("--resume", args.resume)) if used]
     if suite_only:
         raise UsageError(f"{', '.join(suite_only)} appl{'y' if len(suite_only) > 1 else 'ies'} to suites; "

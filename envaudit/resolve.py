@@ -37,7 +37,24 @@ def _did_you_mean(name: str, choices: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+_MAKE_OPTIONS = ("max_episode_steps", "disable_env_checker")  # taken by gym.make, not the env
+
+
 def _gym_factory(env_id: str, env_args: dict[str, Any]) -> EnvFactory:
+    """``gym.make`` with the options, checked now against the registered entry point's signature:
+    an option the env does not take is a usage error, not a crash at the first reset."""
+    passed = {k: v for k, v in env_args.items() if k not in _MAKE_OPTIONS}
+    if passed:
+        from gymnasium.envs.registration import load_env_creator
+
+        spec = gym.spec(env_id)
+        try:
+            creator = load_env_creator(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
+            inspect.signature(creator).bind(**{**spec.kwargs, **passed})
+        except TypeError as exc:
+            raise UsageError(f"{env_id} does not take the --env-arg options {sorted(passed)}: {exc}") from None
+        except (ValueError, ImportError, AttributeError):
+            pass  # no signature or an entry point that will not load: let the first make tell
     return lambda: gym.make(env_id, **env_args)
 
 

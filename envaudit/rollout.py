@@ -380,8 +380,9 @@ class Runner:
             return True
 
         shared = run
-        if executor.kind == "processes":
-            shared = self._portable(run)
+        if executor.kind in ("processes", "ray"):
+            # Ray actors take up the scanning process's folder and paths themselves, where they exist.
+            shared = self._portable(run, where=executor.kind == "processes")
             if shared is None:
                 executor, shared = InlineExecutor(), run
         outcomes: dict[int, _Episode] = {}
@@ -412,13 +413,14 @@ class Runner:
             return InlineExecutor()
         return self.executor
 
-    def _portable(self, run: _Run) -> _Run | None:
+    def _portable(self, run: _Run, where: bool = True) -> _Run | None:
         """``run`` as worker processes get it: the env's spec instead of its factory when there is
         one (a factory loaded from a file path cannot be unpickled elsewhere); None when it cannot
         be sent at all, and the run stays in this process."""
         import cloudpickle
 
-        run = dataclasses.replace(run, where=(os.getcwd(), list(sys.path)))
+        if where:
+            run = dataclasses.replace(run, where=(os.getcwd(), list(sys.path)))
         if self.spec is not None:
             run = dataclasses.replace(run, make_env=None, spec=self.spec)
         try:

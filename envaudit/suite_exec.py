@@ -6,6 +6,10 @@ executor changes only where and when a scan runs, never what it finds. The execu
 standard library's ``ProcessPoolExecutor`` and Ray: nothing here schedules work itself, it only
 hands jobs over and collects results and progress messages as they come.
 
+Inside a Ray task a scan runs its rollouts inline (its entry's config names no executor): the
+task holds one of Ray's CPUs, and the suite's parallelism is its envs. ``--executor ray`` on a
+single env runs that env's rollouts on Ray actors instead (``envaudit.execution.ray_exec``).
+
 Only the suite runner (``envaudit.suite``) writes files: a scan renders its report folder into a
 temporary folder on whichever machine runs it and returns the bytes, so a Ray worker on another
 node never needs the driver's disk.
@@ -13,7 +17,6 @@ node never needs the driver's disk.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import queue as queue_module
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from envaudit.errors import UsageError
+from envaudit.execution.ray_exec import ray_module, start_ray  # noqa: F401 - this module's API too
 from envaudit.suite_file import SuiteEntry
 
 EXECUTORS = ("local", "ray")
@@ -39,8 +43,6 @@ a display interval, it decides nothing about the work."""
 RAY_DEFAULT_CPUS = min(4, os.cpu_count() or 1)
 """CPUs of a local Ray instance when --workers does not say: a few, so a suite on a laptop leaves
 the machine usable."""
-RAY_OBJECT_STORE = 256 * 2**20
-"""Object store of a local Ray instance: a scan returns its report folder (a few MB at most)."""
 
 
 @dataclass(frozen=True)
@@ -183,30 +185,6 @@ def _ray_job(job: Job, progress_queue: Any) -> Outcome:
     name = job.entry.name
     progress_queue.put_nowait((name, "starting", 0.0))
     return scan_entry(job, lambda msg, frac: progress_queue.put_nowait((name, msg, frac)))
-
-
-def ray_module() -> Any:
-    from envaudit.adapters import require
-
-    return require("ray", package="ray", extra="ray")
-
-
-def start_ray(address: str | None, num_cpus: int) -> bool:
-    """Connect to Ray: the running instance if this process already joined one, the cluster at
-    ``address``, or a new local instance of ``num_cpus`` CPUs. True when this call started it."""
-    ray = ray_module()
-    if ray.is_initialized():
-        return False
-    options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
-                               "log_to_driver": False}
-    if address is None:
-        options.update(num_cpus=num_cpus, object_store_memory=RAY_OBJECT_STORE)
-    try:
-        ray.init(address=address, **options)
-    except ConnectionError as exc:
-        raise UsageError(f"--ray-address {address!r}: no Ray cluster answered ({exc}); start one with "
-                         "`ray start --head` or drop --ray-address for a local instance") from None
-    return True
 
 
 def _run_ray(jobs: Sequence[Job], workers: int | None, address: str | None, on_progress: OnProgress,

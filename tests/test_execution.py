@@ -145,8 +145,8 @@ def test_one_worker_and_four_workers_write_the_same_report(tmp_path):
 
 
 def test_execution_config_says_what_is_wrong():
-    with pytest.raises(ValueError, match="executor must be one of processes, threads, inline, got 'ray'"):
-        ExecutionConfig(executor="ray")
+    with pytest.raises(ValueError, match="executor must be one of processes, threads, inline, ray, got .dask."):
+        ExecutionConfig(executor="dask")
     with pytest.raises(ValueError, match="workers must be 0"):
         ExecutionConfig(workers=-1)
 

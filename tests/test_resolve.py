@@ -64,3 +64,11 @@ def test_fingerprint_identifies_class_spaces_and_spec():
     assert fp["class"] == "gymnasium.envs.classic_control.cartpole.CartPoleEnv"
     assert fp["spec_id"] == "CartPole-v1" and fp["max_episode_steps"] == 500
     assert len(fp["source_sha256"]) == 16
+
+
+def test_env_args_on_a_registered_id_are_checked_against_its_entry_point():
+    with pytest.raises(UsageError, match=r"CartPole-v1 does not take the --env-arg options \['foo'\]"):
+        resolve_env("CartPole-v1", {"foo": 1})
+    _, make = resolve_env("CartPole-v1", {"render_mode": "rgb_array", "max_episode_steps": 20})
+    env = make()  # gym.make's own options pass to gym.make, the env's to the env
+    assert env.spec.max_episode_steps == 20 and env.render_mode == "rgb_array"

@@ -4,7 +4,8 @@
 An executor runs work items ``fn(slot, shared, item)`` on its slots and yields ``(index, result)``
 as they complete; the caller puts results back in index order, so what a run returns never
 depends on how many workers ran it or in which order they finished. The process pool turns a
-worker that died or had to be killed into a ``Lost`` outcome for that item.
+worker that died or had to be killed into a ``Lost`` outcome for that item; the Ray executor
+(``ray_exec``, imported only when asked for) does the same with Ray actors.
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envaudit.execution.local import InlineExecutor, ThreadExecutor
 from envaudit.execution.pool import ProcessExecutor, WorkerError
 from envaudit.execution.slots import Lost, Slot
 
-EXECUTORS = ("processes", "threads", "inline")
+if TYPE_CHECKING:
+    from envaudit.execution.ray_exec import RayExecutor
+
+EXECUTORS = ("processes", "threads", "inline", "ray")
 
 
 def default_workers() -> int:
@@ -40,16 +44,19 @@ class ExecutionConfig:
 
     executor: str = _opt("processes", "Where env code runs: processes (isolated worker processes; a crash "
                          "in the env becomes an env-error finding), threads (in the scanning process; for "
-                         "I/O-bound envs), inline (one env at a time in the scanning process).")
-    workers: int = _opt(0, "Env instances stepped at once (0: one per core of this machine).")
+                         "I/O-bound envs), inline (one env at a time in the scanning process), ray (Ray "
+                         "actors, isolated like processes; a local Ray instance or --ray-address).")
+    workers: int = _opt(0, "Env instances stepped at once (0: one per core of this machine; with ray, one "
+                         "per CPU of the cluster).")
     memory_cap_mb: float | None = _opt(4096.0, "A worker process that grows by more than this (MiB) past "
-                                       "what it held at start is killed and its episode (or probe) reported as "
-                                       "env-error (processes only).")
+                                       "what it held at start is killed and its episode (or, under processes, "
+                                       "its probe) reported as env-error (processes and ray).")
     recycle_episodes: int | None = _opt(1000, "A worker process is replaced after this many episodes, "
-                                        "so slow leaks never add up (processes only).")
+                                        "so slow leaks never add up (processes and ray).")
     recycle_mb: float | None = _opt(None, "A worker process is replaced after an episode that leaves it holding "
                                     "more than this (MiB) past what it held at start; default: half the memory "
-                                    "cap (processes only).")
+                                    "cap (processes and ray).")
+    ray_address: str | None = _opt(None, "The Ray cluster of --executor ray (default: start a local instance).")
 
     def __post_init__(self) -> None:
         checks = [
@@ -74,7 +81,7 @@ def execution_help() -> dict[str, str]:
 
 
 def make_executor(config: ExecutionConfig | None, *, preload: Sequence[str] = ()
-                  ) -> InlineExecutor | ThreadExecutor | ProcessExecutor:
+                  ) -> InlineExecutor | ThreadExecutor | ProcessExecutor | RayExecutor:
     """The executor ``config`` asks for (``None``: inline, one episode at a time in this process).
     ``preload``: modules worker processes import once, up front (those the runs' policies live in)."""
     if config is None or config.executor == "inline":
@@ -83,6 +90,11 @@ def make_executor(config: ExecutionConfig | None, *, preload: Sequence[str] = ()
         return ThreadExecutor(config.n_workers)
     cap = None if config.memory_cap_mb is None else int(config.memory_cap_mb * 2**20)
     recycle = config.recycle_mb * 2**20 if config.recycle_mb is not None else (cap // 2 if cap else None)
+    if config.executor == "ray":
+        from envaudit.execution.ray_exec import RayExecutor  # ray is an optional extra
+
+        return RayExecutor(config.workers, address=config.ray_address, memory_cap_bytes=cap,
+                           recycle_items=config.recycle_episodes, recycle_rss_bytes=int(recycle) if recycle else None)
     return ProcessExecutor(config.n_workers, memory_cap_bytes=cap, recycle_items=config.recycle_episodes,
                            recycle_rss_bytes=int(recycle) if recycle else None, preload=preload)
 
