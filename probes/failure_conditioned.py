@@ -49,7 +49,7 @@ MAX_TARGETS = 4
 """At most this many calls (the most made in exploration among those that rarely end episodes) are
 failed on purpose."""
 TARGETED_BATCH = 32
-"""Targeted episodes per ending action in each round (plain envs)."""
+"""Targeted episodes per ending action in each round, the first one a pilot (plain envs)."""
 TARGETED_MAX_EPISODES = 384
 """Targeted episodes per failing call at most (plain envs): ``MIN_PAIRS`` failures of a call that fails
 1 time in 10, for 3 ending actions."""
@@ -259,27 +259,34 @@ def _targeted_arms(ctx: ProbeContext, a: int, enders: list[int]) -> tuple[pd.Dat
         for k, step in plan.tail_steps(records).items():
             rows.append({**step, "next": replays[k].actions[-1], "seed": replays[k].seed})
         frame = pd.DataFrame(rows)
+        if frame.empty:
+            break
         failed = frame[frame["prev_status"].isin(FAILED)].groupby("next").size()
         ok = frame[frame["prev_status"] == TOOL_OK].groupby("next").size()
-        if all(failed.get(b, 0) >= MIN_PAIRS and ok.get(b, 0) >= MIN_PAIRS for b in enders):
+        # The first round is the pilot: a call that never failed (or never worked) from a fresh
+        # start in it has nothing to compare here, and more rounds would only repeat that.
+        if failed.empty or ok.empty or all(failed.get(b, 0) >= MIN_PAIRS and ok.get(b, 0) >= MIN_PAIRS
+                                           for b in enders):
             break
     return pd.DataFrame(rows), kept
 
 
 def targeted_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, dict]:
-    """Plain env (nothing can be fault-injected): per call that failed in exploration and per action
-    that ends episodes, the ending action's reward right after the call failed on its own against
-    right after it worked, from fresh resets (the same start for both; the call's own failure draw
-    splits them). Sized from the effect: rounds until ``MIN_PAIRS`` of each, at the call's own
-    failure rate. Keys are ``("conditioned", tool, status, b)`` as in ``exploration_tests``."""
+    """Plain env (nothing can be fault-injected): per tool call that does not end episodes (the
+    ``MAX_TARGETS`` most made) and per action that ends episodes, the ending action's reward right
+    after the call failed on its own against right after it worked, from fresh resets (the same
+    start for both; the call's own failure draw splits them). Exploration cannot tell which calls
+    fail (a group's episodes share a seed, so a first call fails in all of them or none): a pilot
+    round asks, and only calls that both failed and worked in it go on. Sized from the effect:
+    rounds until ``MIN_PAIRS`` of each, at the call's own failure rate. Keys are
+    ``("conditioned", tool, status, b)`` as in ``exploration_tests``."""
     stats = action_stats(ctx.exploration, ctx.action_labels)
     if stats.empty:
         return {}
     steps = int_actions(ctx.exploration.steps)
     tool_of = steps.dropna(subset=["tool_name"]).groupby("action")["tool_name"].first()
-    failing = stats[(stats["terminate_rate"] < 0.5) & (stats["error_rate"] + stats["timeout_rate"] > 0)
-                    & stats["action"].isin(tool_of.index)]
-    targets = [int(a) for a in failing.sort_values(["n", "action"], ascending=[False, True], kind="stable")["action"]]
+    calls = stats[(stats["terminate_rate"] < 0.5) & stats["action"].isin(tool_of.index)]
+    targets = [int(a) for a in calls.sort_values(["n", "action"], ascending=[False, True], kind="stable")["action"]]
     ending = stats[stats["terminate_rate"] >= 0.5].sort_values(["terminate_rate", "action"], ascending=[False, True],
                                                                 kind="stable")
     enders = [int(b) for b in ending["action"]][:MAX_NEXT]
