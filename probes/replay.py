@@ -217,7 +217,19 @@ FIELDS = (("observation", "observation"), ("reward", "reward"), ("terminated", "
 def reset_difference(a: Trajectory, b: Trajectory, check: str) -> Divergence | None:
     if same(a.reset_obs, b.reset_obs):
         return None
-    return Divergence(check, a.seed, None, "observation", _show(a.reset_obs), _show(b.reset_obs))
+    return Divergence(check, a.seed, None, "observation", *_shown_pair(a.reset_obs, b.reset_obs))
+
+
+def _shown_pair(u: Any, v: Any) -> tuple[str, str]:
+    """Both values as text; for arrays of one shape printed with their middle cut, with the first
+    differing element named (the cut may be where they differ)."""
+    first, second = _show(u), _show(v)
+    if ("..." in first + second and isinstance(u, np.ndarray) and isinstance(v, np.ndarray) and u.shape == v.shape and u.size > 1
+            and u.dtype.kind in "biufc" and v.dtype.kind in "biufc"):
+        for index in zip(*np.nonzero(~np.isclose(u, v, rtol=RTOL, atol=ATOL, equal_nan=True)), strict=True):
+            where = ", ".join(str(int(i)) for i in index)
+            return f"{first} ([{where}] = {_show(u[index])})", f"{second} ([{where}] = {_show(v[index])})"
+    return first, second
 
 
 def episode_difference(a: Trajectory, b: Trajectory, check: str) -> Divergence | None:
@@ -226,7 +238,7 @@ def episode_difference(a: Trajectory, b: Trajectory, check: str) -> Divergence |
         for attr, label in FIELDS:
             u, v = getattr(x, attr), getattr(y, attr)
             if not same(u, v):
-                return Divergence(check, a.seed, t, label, _show(u), _show(v))
+                return Divergence(check, a.seed, t, label, *_shown_pair(u, v))
     if len(a.steps) != len(b.steps):
         return Divergence(check, a.seed, min(len(a.steps), len(b.steps)), "episode length",
                           str(len(a.steps)), str(len(b.steps)))
