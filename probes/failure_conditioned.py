@@ -3,18 +3,23 @@ right before it failed?
 
 A reward can depend on a preceding tool failure without the failed step itself paying anything:
 handing off, quitting or retrying *right after* a failed call pays, the same move after a working
-call does not. An agent then learns to wait for (or provoke) failures and cash them in. This is
-``failure-rewarded`` ("a step pays more because the call before it failed").
+call does not. An agent then learns to wait for (or provoke) failures and cash them in. When the
+move ends the episode (give up, hand off, answer) the failure makes a short trajectory pay:
+``failure-shortcut``, with the condition named. When it does not (a retry that pays more after a
+failure) a step pays more because of the failure: ``failure-rewarded``. One finding per next action.
 
 Signals. On a ``ToolEnv``, fault injection: (seed, prefix + call) pairs taken from exploration are
 replayed with one more action ``b`` after the call, once with the call working and once with an
 error (or a timeout) forced on it; ``b``'s reward is compared pair by pair (Wilcoxon signed-rank,
-one-sided), for each call, fault and next action. On a plain Gymnasium env, exploration: the reward
-of the step right after a failed call against right after an ok call of the same tool, with the
-same next action (Mann–Whitney, one-sided). Both also require the two steps together (the call and
-``b``) to pay more after the failure, so a reward that only moves from one step to the next (a
-retry earning the progress the failed call did not) is not taken for a failure-conditioned one.
-The caller runs Holm across these tests and its own.
+one-sided), for each call, fault and next action. Only pairs whose call worked without a fault
+count, so the fresh starts are sized by how often the call works. On a plain Gymnasium env,
+targeted episodes: the call, then each action that ends episodes, from fresh resets, the call's
+own failure draw splitting them (Mann–Whitney, one-sided), in rounds until each side has enough;
+and exploration: the reward of the step right after a failed call against right after an ok call
+of the same tool, with the same next action. All also require the two steps together (the call
+and ``b``) to pay more after the failure, so a reward that only moves from one step to the next
+(a retry earning the progress the failed call did not, a potential handed back at the end) is not
+taken for a failure-conditioned one. The caller runs Holm across these tests and its own.
 
 Known false positives: on plain envs the states after a failed and after an ok call differ (the ok
 call made progress), so a next step that pays for state can differ for that reason; the two-step
