@@ -295,6 +295,8 @@ def targeted_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, d
     ending = stats[stats["terminate_rate"] >= 0.5].sort_values(["terminate_rate", "action"], ascending=[False, True],
                                                                 kind="stable")
     enders = [int(b) for b in ending["action"]][:MAX_NEXT]
+    if not enders:  # nothing ends an episode: there is no quitting to condition on a failure
+        return {}
     out: dict[tuple, dict] = {}
     for a in targets[:MAX_TARGETS]:
         frame, kept = _targeted_arms(ctx, a, enders)

@@ -416,3 +416,15 @@ def test_generated_quit_right_after_a_failure_is_a_failure_shortcut_naming_the_c
     assert f.evidence["mean_reward_after_failed"] <= case.spec.flaw.amount + 1e-9
     clean, _ = run_probe(probe, twin.make_env, quick=True, episodes=64)
     assert not _bad(clean), [(g.severity, g.summary) for g in clean]
+
+
+def test_a_plain_env_where_nothing_ends_an_episode_gets_no_targeted_episodes():
+    # envaudit.families' clean-0-3: a plain env whose answers never end the episode and that has no
+    # quit action; no action ended an exploration episode, so there is no ending to condition.
+    from envaudit.families import clean_case
+    from envaudit.probes.failure_conditioned import targeted_tests
+
+    case = clean_case(0, 3)
+    assert case.spec.base == "gym" and not case.spec.quit_action and not case.spec.wrong_answer_ends
+    findings, ctx = run_probe(probe, case.make_env, quick=True, episodes=64)
+    assert not _bad(findings) and targeted_tests(ctx, ctx.rng("t")) == {}
