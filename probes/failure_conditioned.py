@@ -98,14 +98,15 @@ def replay_items(exploration: Records, actions: Sequence[int], n: int, rng: np.r
         rest = occ[occ["tool_status"] != TOOL_OK]
         seen: set[tuple[int, tuple[int, ...]]] = set()
 
-        def take(rows, limit: int) -> None:
+        def take(rows, limit: int, seen=seen, a=a) -> None:
             for row in rows:
                 if len(seen) >= limit:
                     break
                 seed = seed_of.get(row["episode_id"])
                 if seed is None or pd.isna(seed):
                     continue
-                seen.add((int(seed), tuple(int(x) for x in by_episode[row["episode_id"]][: int(row["step"])]) + (int(a),)))
+                prefix = tuple(int(x) for x in by_episode[row["episode_id"]][: int(row["step"])])
+                seen.add((int(seed), prefix + (int(a),)))
 
         take([ok.iloc[i] for i in rng.permutation(len(ok))], n)
         limit = n

@@ -23,8 +23,9 @@ a potential's gain, a success) come first.
 Sample size from the effect it must see: a hidden choice among ``k >= 2`` equally likely values
 differs between two draws with probability ``>= 1/2``, and each unit makes two independent draws
 against its first play, so a unit misses it with probability ``<= 1/4``; ``ORACLE_UNITS`` oracle
-units miss it with probability ``<= ORACLE_MISS``. Integers, bools and text
-compare exactly, floats with ``rtol=1e-9, atol=1e-12``; Dict and Tuple observations compare
+units miss it with probability ``<= ORACLE_MISS``.
+
+Integers, bools and text compare exactly, floats with ``rtol=1e-9, atol=1e-12``; Dict and Tuple observations compare
 part by part. A divergence is a ``fail`` naming the first differing step and field.
 
 A hang during the replays (one exploration never hit) is reported as ``env-error``, since the api
@@ -285,7 +286,7 @@ def plans(ctx: ProbeContext, n: int) -> list[tuple[int, list[Any], int]]:
     return [(s, [], f) for s, f in zip(ctx.seeds(n, "episodes"), fallback, strict=True)]
 
 
-def oracle_plans(ctx: ProbeContext, tally: "Tally", first_unit: int) -> list[tuple[int, list[Any], int]]:
+def oracle_plans(ctx: ProbeContext, tally: Tally, first_unit: int) -> list[tuple[int, list[Any], int]]:
     """``(seed, actions, fallback_seed)`` of ``ORACLE_UNITS`` episodes of the env's oracle, each
     played once (captured) on a fresh seed; [] when the env has no oracle."""
     oracle = oracle_policy(ctx.env)
@@ -298,7 +299,7 @@ def oracle_plans(ctx: ProbeContext, tally: "Tally", first_unit: int) -> list[tup
             tally.stopped = tally.stopped or CAPPED
             break
         sink: list[Trajectory] = []
-        result = ctx.run(oracle, [seed], wrappers=[lambda env: Capture(env, sink)],
+        result = ctx.run(oracle, [seed], wrappers=[lambda env, sink=sink: Capture(env, sink)],
                          tags={"unit": first_unit + i, "replay": "oracle"}, rng_name="replay-oracle")
         if result.hung:
             tally.stopped = "the env hung"
