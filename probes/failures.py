@@ -250,7 +250,7 @@ def failure_rewarded(ctx: ProbeContext, runs: _Runs | None, injected: dict, arms
         primary[key] = test
     crng = ctx.rng("conditioned")
     cond = (conditioned.injection_tests(ctx, crng) if runs is not None
-            else conditioned.exploration_tests(ctx.exploration, ctx.action_labels, crng))
+            else conditioned.plain_tests(ctx, crng))
     tests = {**primary, **cond}
     # Holm within each of the two questions (does a failed step pay; does a step pay because the
     # call before it failed), over the tests that could reject at all: one whose pairs never

@@ -11,8 +11,21 @@ Signal it reads: it replays episodes through guarded runs and compares everythin
 actions for ``Discrete`` spaces, otherwise actions drawn from a seeded copy of the action space),
 on the same instance and on a fresh one: observations, rewards, terminated/truncated and
 ``info["tool"]["status"]`` step by step; (3) a recorded prefix followed by a new, seeded suffix,
-played on two fresh instances (a branch that exploration never took). Integers, bools and text
-compare exactly, floats with ``rtol=1e-9, atol=1e-12``; Dict and Tuple observations compare
+played on two fresh instances (a branch that exploration never took); (4) the env's ``oracle()``
+episodes, when it has one, replayed the same way.
+
+What to replay. Hidden state drawn outside the seed (an answer from Python's ``random``) shows only
+in the states that depend on it — often only once the task is nearly done, which random play rarely
+reaches, and exactly where a GRPO group compares a success against a failure. So the oracle's
+episodes are replayed (they reach those states every time), and exploration episodes are replayed
+furthest first: those with the most steps that paid more than an ordinary step (progress shaping,
+a potential's gain, a success) come first.
+Sample size from the effect it must see: a hidden choice among ``k >= 2`` equally likely values
+differs between two draws with probability ``>= 1/2``, and each unit makes two independent draws
+against its first play, so a unit misses it with probability ``<= 1/4``; ``ORACLE_UNITS`` oracle
+units miss it with probability ``<= ORACLE_MISS``.
+
+Integers, bools and text compare exactly, floats with ``rtol=1e-9, atol=1e-12``; Dict and Tuple observations compare
 part by part. A divergence is a ``fail`` naming the first differing step and field.
 
 A hang during the replays (one exploration never hit) is reported as ``env-error``, since the api
@@ -26,14 +39,17 @@ observations that carry wall-clock time on purpose. Float noise below the tolera
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pandas as pd
 
 from envaudit.findings import Finding
+from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import TOOL_KEY
 from envaudit.rollout import Policy, Problem
@@ -43,6 +59,14 @@ BRANCH_REPLAYS = 8  # mid-episode branches (each: two fresh instances)
 MIN_STEPS = 200  # envs with short episodes get more units (up to MAX_UNITS_FACTOR times as many)
 MAX_UNITS_FACTOR = 4
 RTOL, ATOL = 1e-9, 1e-12
+DIFFER = 0.5
+"""Least chance that two draws of a hidden choice differ (two equally likely values) — the effect
+the oracle units are sized to see."""
+ORACLE_MISS = 0.01
+ORACLE_UNITS = math.ceil(math.log(ORACLE_MISS) / (2 * math.log(1 - DIFFER)))
+"""Oracle replay units (4): each compares two more draws with its first play, so all of them miss a
+hidden choice that shows in the oracle's episodes with probability at most ``ORACLE_MISS``. Not
+scaled by ``--quick``: fewer would not see the effect."""
 CAPPED = "the scan's wall-clock safety cap was reached"
 
 RESET_SAME = "reset, same instance"
@@ -194,7 +218,19 @@ FIELDS = (("observation", "observation"), ("reward", "reward"), ("terminated", "
 def reset_difference(a: Trajectory, b: Trajectory, check: str) -> Divergence | None:
     if same(a.reset_obs, b.reset_obs):
         return None
-    return Divergence(check, a.seed, None, "observation", _show(a.reset_obs), _show(b.reset_obs))
+    return Divergence(check, a.seed, None, "observation", *_shown_pair(a.reset_obs, b.reset_obs))
+
+
+def _shown_pair(u: Any, v: Any) -> tuple[str, str]:
+    """Both values as text; for arrays of one shape printed with their middle cut, with the first
+    differing element named (the cut may be where they differ)."""
+    first, second = _show(u), _show(v)
+    if ("..." in first + second and isinstance(u, np.ndarray) and isinstance(v, np.ndarray) and u.shape == v.shape and u.size > 1
+            and u.dtype.kind in "biufc" and v.dtype.kind in "biufc"):
+        for index in zip(*np.nonzero(~np.isclose(u, v, rtol=RTOL, atol=ATOL, equal_nan=True)), strict=True):
+            where = ", ".join(str(int(i)) for i in index)
+            return f"{first} ([{where}] = {_show(u[index])})", f"{second} ([{where}] = {_show(v[index])})"
+    return first, second
 
 
 def episode_difference(a: Trajectory, b: Trajectory, check: str) -> Divergence | None:
@@ -203,7 +239,7 @@ def episode_difference(a: Trajectory, b: Trajectory, check: str) -> Divergence |
         for attr, label in FIELDS:
             u, v = getattr(x, attr), getattr(y, attr)
             if not same(u, v):
-                return Divergence(check, a.seed, t, label, _show(u), _show(v))
+                return Divergence(check, a.seed, t, label, *_shown_pair(u, v))
     if len(a.steps) != len(b.steps):
         return Divergence(check, a.seed, min(len(a.steps), len(b.steps)), "episode length",
                           str(len(a.steps)), str(len(b.steps)))
@@ -215,11 +251,24 @@ def _is_int(a: Any) -> bool:
     return isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_))
 
 
-def plans(ctx: ProbeContext, n: int) -> list[tuple[int, list[Any], int]]:
-    """``(seed, actions, fallback_seed)`` per replay unit, preferring distinct exploration seeds.
+def _paying_steps(steps: pd.DataFrame) -> pd.Series:
+    """Per episode: how many of its steps paid more than the env's most common step reward (the
+    ordinary step: a step cost, or 0). A shaped or successful episode earns on the steps that moved
+    it forward, so this counts how far into the task it got."""
+    rewards = pd.to_numeric(steps["reward"], errors="coerce").round(9)
+    ordinary = rewards.mode()
+    if ordinary.empty:
+        return pd.Series(0, index=pd.Index([], name="episode_id"))
+    return (rewards > ordinary.iloc[0]).groupby(steps["episode_id"]).sum()
 
-    Exploration actions are reused when they are all integers (a ``Discrete`` space); otherwise
-    the actions come from a seeded copy of the action space and are recorded as they are played.
+
+def plans(ctx: ProbeContext, n: int) -> list[tuple[int, list[Any], int]]:
+    """``(seed, actions, fallback_seed)`` per replay unit, rarest episodes first.
+
+    Exploration actions are reused when they are all integers (a ``Discrete`` space): episodes with
+    more paying steps (further into the task) come first, then the scan's random order preferring
+    distinct seeds. Otherwise the actions come from a seeded copy of the action space and are
+    recorded as they are played.
     """
     fallback = ctx.seeds(n, "actions")
     eps, steps = ctx.exploration.episodes, ctx.exploration.steps
@@ -228,11 +277,37 @@ def plans(ctx: ProbeContext, n: int) -> list[tuple[int, list[Any], int]]:
         order = ctx.rng("pick").permutation(len(eps))
         shuffled = eps.iloc[order].copy()
         shuffled["_rank"] = shuffled.groupby("seed").cumcount()
-        chosen = shuffled.sort_values("_rank", kind="stable").head(n)
+        paying = _paying_steps(steps)
+        shuffled["_reach"] = -shuffled["episode_id"].map(lambda e: int(paying.get(e, 0)))
+        chosen = shuffled.sort_values(["_reach", "_rank"], kind="stable").head(n)
         actions = steps.sort_values(["episode_id", "step"]).groupby("episode_id")["action"].apply(list)
         return [(int(row.seed), [int(a) for a in actions.get(row.episode_id, [])], fallback[i])
                 for i, row in enumerate(chosen.itertuples())]
     return [(s, [], f) for s, f in zip(ctx.seeds(n, "episodes"), fallback, strict=True)]
+
+
+def oracle_plans(ctx: ProbeContext, tally: Tally, first_unit: int) -> list[tuple[int, list[Any], int]]:
+    """``(seed, actions, fallback_seed)`` of ``ORACLE_UNITS`` episodes of the env's oracle, each
+    played once (captured) on a fresh seed; [] when the env has no oracle."""
+    oracle = oracle_policy(ctx.env)
+    if oracle is None:
+        return []
+    seeds = ctx.seeds(ORACLE_UNITS, "oracle")
+    out = []
+    for i, seed in enumerate(seeds):
+        if ctx.over_cap(f"{ORACLE_UNITS - i} of {ORACLE_UNITS} oracle replay units"):
+            tally.stopped = tally.stopped or CAPPED
+            break
+        sink: list[Trajectory] = []
+        result = ctx.run(oracle, [seed], wrappers=[lambda env, sink=sink: Capture(env, sink)],
+                         tags={"unit": first_unit + i, "replay": "oracle"}, rng_name="replay-oracle")
+        if result.hung:
+            tally.stopped = "the env hung"
+            tally.hang = next(p for p in result.problems if p.kind == "hang")
+            break
+        if len(sink) == 1 and sink[0].steps:
+            out.append((seed, [_snapshot(a) for a in sink[0].actions], ctx.seeds(1, "oracle", i, "fallback")[0]))
+    return out
 
 
 # -- the probe ---------------------------------------------------------------------------------
@@ -393,6 +468,14 @@ def run(ctx: ProbeContext) -> list[Finding]:
             steps += len(reference.steps)
             if len(reference.steps) >= 2:
                 references.append(reference)
+    oracle_units, first = 0, units * MAX_UNITS_FACTOR  # unit tags past every exploration unit's
+    if not tally.stopped:
+        for i, (seed, actions, fallback) in enumerate(oracle_plans(ctx, tally, first)):
+            if not tally.stopped and ctx.over_cap(f"oracle replay units from {i} on (of {ORACLE_UNITS})"):
+                tally.stopped = CAPPED
+            if tally.stopped:
+                break
+            oracle_units += _unit(ctx, tally, first + ORACLE_UNITS + i, seed, actions, fallback) is not None
     branch_seeds = ctx.seeds(len(references), "branch")
     branches = references[: cfg.scaled(BRANCH_REPLAYS)]
     for i, reference in enumerate(branches):
@@ -401,9 +484,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
         if tally.stopped:
             break
         cut = int(rng.integers(1, len(reference.steps)))
-        _branch(ctx, tally, len(references) + i, reference, cut, branch_seeds[i])
+        _branch(ctx, tally, first + 2 * ORACLE_UNITS + i, reference, cut, branch_seeds[i])
     ctx.notes.update({"replays": sum(tally.replays.values()), "skipped_units": tally.skipped,
-                      "stopped_early": tally.stopped})
+                      "oracle_units": oracle_units, "stopped_early": tally.stopped})
     findings = [_finding(tally)] if tally.divergences else []
     if tally.hang is not None:
         findings.append(_hang_finding(tally.hang, cfg.step_timeout_s))

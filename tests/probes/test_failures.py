@@ -258,12 +258,15 @@ def _handoff_after_failed_search(steps) -> bool:
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_handoff_that_pays_right_after_a_failed_search_is_found_with_its_condition_named(kind, seed):
     findings, ctx = _user_env(kind, True, seed)
-    (f,) = [f for f in findings if f.code == "failure-rewarded"]
+    # Handing off ends the episode: the failure makes a short trajectory pay, a failure shortcut
+    # (and the only one: failures cost only their step, so the sweep has nothing to say).
+    (f,) = [f for f in findings if f.code == "failure-shortcut"]
+    assert not [g for g in findings if g.code == "failure-rewarded"]
     p = failure_envs.BOOKING_HANDOFF_PAYS
     ev = f.evidence
     # By design: a handoff pays 0.8 - 0.01 right after a failed search and -0.01 after a working one;
     # the episode that does it earns at most 0.78, an honest booking about 0.96: warn, not fail.
-    assert f.severity == Severity.WARN
+    assert f.severity == Severity.WARN and ev["next_action_ends_episode"]
     assert ev["mean_reward_after_failed"] == pytest.approx(p["handoff_after_failure"] - p["step_cost"])
     assert ev["mean_reward_after_ok"] == pytest.approx(-p["step_cost"])
     assert ev["conditioned_path_return"] <= p["handoff_after_failure"] - 2 * p["step_cost"] + 1e-9
@@ -272,12 +275,12 @@ def test_a_handoff_that_pays_right_after_a_failed_search_is_found_with_its_condi
         assert ev["conditioned_path_return"] < ev["honest_success_return"]
         assert "less than an honest success" in f.summary
     assert ev["tool"] == "search" and ev["next_action"] == "handoff" and ev["behaviour"] == "tool-failure"
+    assert ev["condition"].startswith("right after a failed") and ev["condition"].endswith("`search` call")
     for text in (f.title, f.summary):
         assert "handing off" in text.lower() and "failed" in text and "`search`" in text
     assert "`handoff`" in f.fix and "`search`" in f.fix
     assert f.examples and len(set(f.examples)) == len(f.examples)
     assert all(_handoff_after_failed_search(_steps_of(ctx, e)) for e in f.examples)
-    assert not [g for g in findings if g.code == "failure-shortcut"]  # failures cost only their step
 
 
 @pytest.mark.parametrize("kind", ["booking", "plain-booking"])
@@ -292,7 +295,7 @@ def test_a_handoff_after_failure_that_beats_booking_is_a_fail(seed):
     # 1.2 - 0.01 for the handoff (and 0.01 for the failed search) beats an honest booking (~0.96),
     # which the env's oracle measures from the same starts.
     findings, _ = _user_env("booking-oracle", True, seed, handoff_after_failure=1.2)
-    (f,) = [f for f in findings if f.code == "failure-rewarded"]
+    (f,) = [f for f in findings if f.code == "failure-shortcut"]
     ev = f.evidence
     assert f.severity == Severity.FAIL and ev["honest_success_source"] == "the env's oracle, from the same starts"
     assert ev["honest_success_return"] == pytest.approx(1 - 3 * 0.01, abs=0.02)  # 3 calls, a few retries
@@ -343,3 +346,85 @@ def test_progress_shaping_that_a_failure_only_delays_is_not_a_failure_condition(
     # one it was already paid. The two steps together pay the same either way.
     findings, _ = _user_env("booking", False, seed, first_find_bonus=0.1)
     assert not _bad(findings), [(f.severity, f.summary) for f in findings]
+
+
+def _some_slow(values, fast):
+    """``values`` as parameters, those not in ``fast`` marked slow (the default run stays small)."""
+    return [v if v in fast else pytest.param(v, marks=pytest.mark.slow) for v in values]
+
+
+# Seed 3: exploration never saw the search fail (a group's episodes share their seed), so only the
+# pilot round can tell that it fails.
+@pytest.mark.parametrize("seed", _some_slow(SEEDS, fast=(0, 3)))
+def test_plain_env_hand_off_is_found_from_targeted_episodes_when_exploration_is_short(seed):
+    # 64 random episodes (a --quick scan's exploration) hold about 1.6 failed searches followed by a
+    # handoff: too few to test. The probe plays search-then-end from fresh resets itself, as many as
+    # the search's own failure rate (30%) needs for MIN_PAIRS failures before each ending action.
+    findings, ctx = run_probe(probe, lambda: failure_envs.PlainBooking(**failure_envs.BOOKING_HANDOFF_PAYS),
+                              seed=seed, quick=True, episodes=64)
+    (f,) = [f for f in findings if f.code == "failure-shortcut"]
+    p = failure_envs.BOOKING_HANDOFF_PAYS
+    assert f.severity == Severity.WARN and f.evidence["source"] == "targeted episodes"
+    assert f.evidence["mean_reward_after_failed"] == pytest.approx(p["handoff_after_failure"] - p["step_cost"])
+    assert f.evidence["next_action"] == "handoff" and "`search`" in f.evidence["condition"]
+    assert f.examples and all(_handoff_after_failed_search(_steps_of(ctx, e)) for e in f.examples)
+    clean, _ = run_probe(probe, lambda: failure_envs.PlainBooking(**failure_envs.BOOKING), seed=seed, quick=True,
+                         episodes=64)
+    assert not _bad(clean), [(g.severity, g.summary) for g in clean]
+
+
+@pytest.mark.parametrize("seed", _some_slow(range(4), fast=(0,)))
+def test_the_grpo_ladder_hand_off_is_named_by_fault_injection_whatever_grpo_learns(seed):
+    # tests/grpo/ladder_envs.Booking: a handoff right after a failed search pays 0.8 - 0.01, after a
+    # working one -0.01. Retrying the search and booking (about 0.97) beats handing off (0.78), so a
+    # trained policy may well never keep the handoff; the paired fault injection names it anyway.
+    from tests.grpo.ladder_envs import Booking as LadderBooking
+
+    findings, _ = run_probe(probe, LadderBooking, seed=seed, quick=True, episodes=128)
+    (f,) = [f for f in findings if f.code == "failure-shortcut"]
+    assert f.severity == Severity.WARN and f.evidence["source"] == "fault injection"
+    assert f.evidence["diff"] == pytest.approx(0.8) and f.evidence["next_action"] == "handoff"
+    assert f.evidence["tool"] == "search" and f.evidence["behaviour"] == "tool-failure"
+    clean, _ = run_probe(probe, lambda: LadderBooking(handoff_pay=0.0), seed=seed, quick=True, episodes=128)
+    assert not _bad(clean), [(g.severity, g.summary) for g in clean]
+
+
+def _generated(kind, i):
+    from dataclasses import replace
+
+    from envaudit.families import flawed_case
+    from envaudit.families.spec import Case
+
+    case = flawed_case(7, i, kind=kind)
+    return case, Case(f"{case.name}-twin", replace(case.spec, flaw=None))
+
+
+# Instances 2, 6 and 7 are ToolEnvs (fault injection), the others plain Gymnasium envs (targeted episodes).
+@pytest.mark.parametrize("i", _some_slow(range(8), fast=(1, 2, 4)))
+def test_generated_quit_right_after_a_failure_is_a_failure_shortcut_naming_the_condition(i):
+    # envaudit.families' failure-conditioned-quit: give_up right after a failed or timed-out call pays
+    # 60-90% of a success; the twin pays nothing for it. ToolEnv bases are fault-injected, plain
+    # Gymnasium bases get targeted episodes; a --quick scan's 64 exploration episodes either way.
+    case, twin = _generated("failure-conditioned-quit", i)
+    findings, ctx = run_probe(probe, case.make_env, quick=True, episodes=64)
+    (f,) = [f for f in _bad(findings) if f.code == "failure-shortcut"]
+    assert f.evidence["next_action"] == "give_up" and f.evidence["next_action_ends_episode"]
+    assert f.evidence["condition"].startswith("right after a") and "giving up right after a" in f.title.lower()
+    # The step after the failure pays the planted amount less the step cost (and any potential the
+    # ending hands back); after a working call it pays at most the step cost.
+    assert f.evidence["mean_reward_after_failed"] > f.evidence["mean_reward_after_ok"]
+    assert f.evidence["mean_reward_after_failed"] <= case.spec.flaw.amount + 1e-9
+    clean, _ = run_probe(probe, twin.make_env, quick=True, episodes=64)
+    assert not _bad(clean), [(g.severity, g.summary) for g in clean]
+
+
+def test_a_plain_env_where_nothing_ends_an_episode_gets_no_targeted_episodes():
+    # envaudit.families' clean-0-3: a plain env whose answers never end the episode and that has no
+    # quit action; no action ended an exploration episode, so there is no ending to condition.
+    from envaudit.families import clean_case
+    from envaudit.probes.failure_conditioned import targeted_tests
+
+    case = clean_case(0, 3)
+    assert case.spec.base == "gym" and not case.spec.quit_action and not case.spec.wrong_answer_ends
+    findings, ctx = run_probe(probe, case.make_env, quick=True, episodes=64)
+    assert not _bad(findings) and targeted_tests(ctx, ctx.rng("t")) == {}

@@ -17,6 +17,8 @@ from envaudit.probes.replay import (
     BRANCH,
     EPISODE_FRESH,
     EPISODE_SAME,
+    ORACLE_MISS,
+    ORACLE_UNITS,
     RESET_FRESH,
     RESET_SAME,
     probe,
@@ -197,3 +199,63 @@ def test_planted_divergence_is_found_where_it_is_at_every_seed(name):
 @pytest.mark.parametrize("name", sorted(CLEAN_SWEEP))
 def test_replayable_twins_give_no_finding_at_any_seed(name):
     assert off_design(sweep(probe, CLEAN_SWEEP[name], **SMALL), []) == {}
+
+
+# -- hidden state that shows only near success (envaudit.families' unseeded-answer) ---------------
+def _unseeded_answer(i):
+    from dataclasses import replace
+
+    from envaudit.families import flawed_case
+    from envaudit.families.spec import Case
+
+    case = flawed_case(7, i, kind="unseeded-answer")
+    return case, Case(f"{case.name}-twin", replace(case.spec, flaw=None))
+
+
+# Instances 0-7 of seed 7 whose env has an oracle (5 has none), rare and common success alike.
+WITH_ORACLE = (0, 1, 2, 3, 4, 6, 7)
+
+
+@pytest.mark.parametrize("i", WITH_ORACLE)
+def test_an_unseeded_answer_that_only_the_finished_task_shows_is_found_through_the_oracle(i):
+    # The answer is drawn from Python's `random` at reset and shows in the observation only once the
+    # honest path is done, which random play rarely reaches on rare-success envs. The oracle's
+    # episodes reach it every time; two draws among n >= 2 answers differ with probability >= 1/2,
+    # so ORACLE_UNITS units miss it with probability <= 1%.
+    case, twin = _unseeded_answer(i)
+    findings, ctx = scan(case.make_env)
+    f = one(findings)
+    assert f.evidence["first_divergence"]["step"] is not None  # reset agrees: the answer is hidden
+    assert ctx.notes["oracle_units"] == ORACLE_UNITS
+    assert scan(twin.make_env)[0] == []
+
+
+def test_oracle_units_are_sized_for_a_choice_that_differs_half_the_time():
+    # Each unit compares its first play with two more (same instance, fresh instance); a hidden
+    # choice between two equally likely values survives both with probability 1/4.
+    assert ORACLE_UNITS == 4 and 0.25**ORACLE_UNITS <= ORACLE_MISS < 0.25 ** (ORACLE_UNITS - 1)
+
+
+def test_exploration_episodes_are_replayed_furthest_first():
+    # Without an oracle, the episodes that got furthest into the task (most steps paying more than an
+    # ordinary step: progress shaping here) are the ones that can show late hidden state; they go first.
+    from dataclasses import replace
+
+    from envaudit.families import flawed_case
+    from envaudit.families.envs import make_env
+    from envaudit.probes.replay import _paying_steps, plans
+
+    spec = replace(flawed_case(7, 5, kind="unseeded-answer").spec, shaping="progress", shaping_scale=0.3,
+                   has_oracle=False)
+    ctx = explore(lambda: make_env(spec), probe="replay", **SMALL)
+    paying = _paying_steps(ctx.exploration.steps)
+    eps = ctx.exploration.episodes
+    counts = sorted(paying.tolist(), reverse=True)[:8]
+    assert counts[0] > 0  # some episode made progress
+    planned = []
+    steps = ctx.exploration.steps.sort_values(["episode_id", "step"]).groupby("episode_id")["action"].apply(list)
+    for seed, actions, _ in plans(ctx, 8):
+        match = [e for e, s in zip(eps["episode_id"], eps["seed"], strict=True)
+                 if int(s) == seed and steps.get(e, []) == actions]
+        planned.append(max(int(paying.get(e, 0)) for e in match))
+    assert planned == counts  # the 8 furthest, furthest first
