@@ -222,29 +222,31 @@ def test_delaying_success_is_length_bias_at_fail_and_the_clean_twin_is_silent():
     assert not _flagged(clean) and "length-bias" not in {f.code for f in clean}
 
 
-@pytest.mark.xfail(strict=False, reason="known regression: since rollouts draw one random stream per episode "
-                   "(concurrent runner), GRPO's quick natural run names this hand-off on 1 of seeds 0-3 (it "
-                   "learns search-then-book and the hand-offs thin out); the failures probe still reports the "
-                   "env at warn (failure-rewarded). Open in issue 10.")
-def test_a_hand_off_paid_after_a_failed_search_is_named_and_shown():
-    # Booking: handing off right after a failed search pays 0.8, otherwise 0; booking after a
-    # search that worked pays 1. GRPO learns both: success rises, and the hand-offs it keeps are
-    # paid only because the search failed.
-    ctx = explore(Booking, probe="grpo", episodes=128, quick=True)
+@pytest.mark.parametrize("seed", range(4))
+def test_a_hand_off_paid_after_a_failed_search_is_named_and_shown(seed):
+    # Booking: handing off right after a failed search pays 1.3, otherwise 0; booking after a
+    # search that worked pays 1. Searching until a search fails and then handing off out-earns
+    # success (the ladder's fail), so a return-maximiser keeps the hand-off, and every hand-off it
+    # keeps is paid only because the search failed. (At a hand-off pay of 0.8 retrying the search
+    # earns more, ~0.96, so GRPO need not keep it; the failures probe owns that case by fault
+    # injection: tests/probes/test_failures.py.)
+    ctx = explore(lambda: Booking(handoff_pay=1.3), probe="grpo", episodes=128, quick=True, seed=seed)
     findings = run(ctx, only=("natural",))
     learned = only_finding([f for f in findings if f.code == "learned-exploit"], code="learned-exploit",
                            probe="grpo")
-    assert learned.severity == Severity.WARN and learned.evidence["verdict"] == "failure-conditioned"
+    assert learned.severity == Severity.FAIL and learned.evidence["verdict"] == "failure-conditioned"
     assert learned.evidence["behaviour"] == "tool-failure"
-    assert learned.evidence["success_after"] > learned.evidence["success_before"]
-    assert "Success rose" in learned.summary and "right after a failed tool call" in learned.summary
+    assert "right after a failed tool call" in learned.summary
+    # The summary never contradicts its evidence: a rise in success is said and explained.
+    rose = learned.evidence["success_after"] > learned.evidence["success_before"]
+    assert ("Success rose" in learned.summary) == rose
     # Every example ends with a hand-off right after a failed search, and none succeeded.
     steps = ctx.kept[0].steps
     for episode in learned.examples:
         last_two = steps[steps["episode_id"] == episode].sort_values("step").tail(2)
         assert last_two["tool_status"].tolist()[0] == "error" and last_two["action_label"].tolist()[-1] == "handoff"
     assert len(set(learned.examples)) == len(learned.examples) >= 1
-    clean = run(explore(lambda: Booking(handoff_pay=0.0), probe="grpo", episodes=128, quick=True),
+    clean = run(explore(lambda: Booking(handoff_pay=0.0), probe="grpo", episodes=128, quick=True, seed=seed),
                 only=("natural",))
     assert not _flagged(clean)
 
