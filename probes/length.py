@@ -314,8 +314,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
         enders, others, _ = split_enders(steps)
         # An action that sometimes ends episodes (a wrong answer that ends only at the last attempt)
         # is still a way to delay; a replay it ends without success simply does not count.
-        delayed = delay_success(ctx, others, reward_scale(success, failure), ctx.rng("delay"),
-                                min_effect=MIN_EFFECT, candidates=sorted(set(enders) | set(others)))
+        delayed = delay_success(ctx, others, reward_scale(success, failure, eps["return"]), ctx.rng("delay"),
+                                candidates=sorted(set(enders) | set(others)))
         found += [delayed] if delayed is not None else []
     coef = fit["coef"].get("length")
     if coef is None:
