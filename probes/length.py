@@ -42,7 +42,7 @@ import pandas as pd
 
 from envaudit.findings import Finding, Severity
 from envaudit.probe import Probe, ProbeContext
-from envaudit.probes.length_delay import delay_success, marginal_stall
+from envaudit.probes.length_delay import delay_success, marginal_stall, searched_successes
 from envaudit.probes.timeouts import (
     RepeatPolicy,
     StallPolicy,
@@ -211,6 +211,10 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng, *, slope: bool
             # Quitting beats failing, and too few honest successes were seen to place it against
             # success: random play on fresh seeds tops them up (a bounded number of episodes).
             success, _ = honest_successes(ctx, target=MIN_SAMPLES)
+            if len(success) < MIN_SAMPLES:
+                # Random play did not find them either (a long task, no oracle): search for them.
+                searched = [s.ret for s in searched_successes(ctx, MIN_SAMPLES)]
+                success = np.concatenate([success, searched])
             verdict = exploit_ladder(quit_rest["return"].to_numpy(float), success, failure, rng,
                                      alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
         evidence.update(policy=best.describe(), mean_strategy=float(quit_rest["return"].mean()) if len(quit_rest) else None,
@@ -291,11 +295,22 @@ def run(ctx: ProbeContext) -> list[Finding]:
              "behaviour": "stall" if c > 0 else "quit"}, [],
             "Nothing to change if surviving longer is the task (as in CartPole); otherwise pay for "
             "progress rather than for steps.", probe="length")]
+    rng = ctx.rng("regression")
+    failure = returns_of(eps, FAILURE)
+    success, sources = honest_successes(ctx)
+    # Delaying a success needs successes to delay, not successes in random play: where neither
+    # exploration nor an oracle shows one, the check searches for them (``length_search``).
+    enders, others, _ = split_enders(steps)
+    # An action that sometimes ends episodes (a wrong answer that ends only at the last attempt)
+    # is still a way to delay; a replay it ends without success simply does not count.
+    delayed = delay_success(ctx, others, reward_scale(success, failure, eps["return"]), ctx.rng("delay"),
+                            candidates=sorted(set(enders) | set(others)))
+    found = [delayed] if delayed is not None else []
     if eps["length"].nunique() == 1 and (eps["end_reason"] == "truncated").all():
         # Random play never ends the env (CliffWalking under a random walk): no length varies, so
         # there is nothing to regress; say so rather than stay silent.
         limit = int(eps["length"].iloc[0])
-        return [Finding(
+        return found + [Finding(
             CODE, Severity.INFO, "Every exploration episode ran to the step limit",
             f"All {len(eps)} exploration episodes were truncated at {limit} steps: random play never "
             "finishes this env, so whether return depends on length could not be measured.",
@@ -303,20 +318,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
              "behaviour": "exploration"}, [],
             "Nothing to change if the task is meant to be hard to stumble on; the trained (grpo) "
             "probe and scripted policies still check the incentives.", probe="length")]
-    rng = ctx.rng("regression")
     fit = regress(eps, rng)
     ctx.notes["regression"] = fit
-    failure = returns_of(eps, FAILURE)
-    success, sources = honest_successes(ctx)
     fit["success_sources"] = sources
-    found = []
-    if len(success):
-        enders, others, _ = split_enders(steps)
-        # An action that sometimes ends episodes (a wrong answer that ends only at the last attempt)
-        # is still a way to delay; a replay it ends without success simply does not count.
-        delayed = delay_success(ctx, others, reward_scale(success, failure, eps["return"]), ctx.rng("delay"),
-                                candidates=sorted(set(enders) | set(others)))
-        found += [delayed] if delayed is not None else []
     coef = fit["coef"].get("length")
     if coef is None:
         return found

@@ -29,7 +29,8 @@ from envaudit.findings import Finding, Severity
 from envaudit.policies import action_stats, oracle_policy
 from envaudit.probe import ProbeContext
 from envaudit.protocol import SUCCESS
-from envaudit.rollout import Policy, step_limit
+from envaudit.probes.length_search import MISSES, find_successes
+from envaudit.rollout import Policy, SequencePolicy, step_limit
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
 
 DELAY_STEPS = 4
@@ -160,9 +161,28 @@ def _sequences(records, source: str, oracle: bool = False) -> list[Success]:
     return out
 
 
-def success_sequences(ctx: ProbeContext, n_oracle: int = 0) -> list[Success]:
+def searched_successes(ctx: ProbeContext, n: int) -> list[Success]:
+    """Up to ``n`` successes found by ``length_search`` (an env with no oracle whose random play
+    rarely succeeds), each played again through ``ctx.run`` so that only recorded successes count.
+    One search per probe run: the delay check and the brevity ladder share it."""
+    cache = ctx.__dict__.setdefault("_searched_successes", {})
+    if n <= 0:
+        return []
+    if cache.get("n", 0) < n:
+        seeds = ctx.seeds(n + MISSES, "length", "search")
+        found: list[Success] = []
+        for seed, actions in find_successes(ctx, n, seeds):
+            records = ctx.run(SequencePolicy(list(actions), name="searched success"), [seed],
+                              tags={"arm": "success-search"}).records
+            found += _sequences(records, "search")
+        cache.update(n=n, found=found)
+    return cache["found"][:n]
+
+
+def success_sequences(ctx: ProbeContext, n_oracle: int = 0, n_search: int = 0) -> list[Success]:
     """Successful episodes to delay: the oracle's (fastest honest successes; at least ``n_oracle``
-    episodes of it) first, then exploration's; one per reset seed, shortest first within a source."""
+    episodes of it) first, then exploration's, then (no oracle, fewer than ``n_search`` seen) those
+    the search finds; one per reset seed, shortest first within a source."""
     found: list[Success] = []
     try:
         oracle = oracle_policy(ctx.env)
@@ -174,6 +194,8 @@ def success_sequences(ctx: ProbeContext, n_oracle: int = 0) -> list[Success]:
                             "the env's oracle", oracle=True)
     explored = _sequences(ctx.exploration, "exploration")
     found += sorted(explored, key=lambda s: (len(s.actions), s.seed))
+    if oracle is None and n_search and len({s.seed for s in found}) < n_search:
+        found += searched_successes(ctx, n_search - len({s.seed for s in found}))
     seen, unique = set(), []
     for s in found:
         if s.seed not in seen:
@@ -192,8 +214,9 @@ def _delay_actions(ctx: ProbeContext, others: Sequence[int]) -> list[int]:
 def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int, at: str,
             tag: str, want: int | None = None) -> tuple[pd.DataFrame, list]:
     """Each success replayed with ``k`` x ``action`` inserted at ``at``; paired rows (original vs
-    delayed). ``matched``: the delayed episode still succeeded and, outside the inserted steps, hit
-    as many failed tool calls as the original (the same honest work, so the pair differs by the delay).
+    delayed). ``matched``: the delayed episode still succeeded, outside the inserted steps hit as
+    many failed tool calls as the original (the same honest work, so the pair differs by the delay),
+    and no inserted call failed (a failed call that pays is failure-rewarded, another probe's finding).
     With ``want``, stops once that many pairs matched."""
     label = ctx.describe_action(action)
     rows, kept = [], []
@@ -212,12 +235,13 @@ def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int
         mine = steps[steps["episode_id"] == ep["episode_id"]].sort_values("step")
         failed = _failed(mine).to_numpy()
         inside = [j for j in policy.inserted(len(s.actions)) if j < len(failed)]
-        rest = int(failed.sum() - failed[inside].sum())
+        own = int(failed[inside].sum())
+        rest = int(failed.sum()) - own
         won = ep["outcome"] == SUCCESS
         rows.append({"seed": s.seed, "source": s.source, "original_return": s.ret,
                      "original_length": len(s.actions), "delayed_return": float(ep["return"]),
                      "delayed_length": int(ep["length"]), "delayed_success": bool(won),
-                     "matched": bool(won and rest == s.failed), "episode_id": int(ep["episode_id"])})
+                     "matched": bool(won and rest == s.failed and own == 0), "episode_id": int(ep["episode_id"])})
     return pd.DataFrame(rows), kept
 
 
@@ -246,7 +270,7 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
     n_confirm = max(MIN_SAMPLES, ctx.config.scaled(DELAY_CONFIRM))
     # The inserted steps shift the env's random stream, so some delayed replays meet other tool
     # failures than their original and do not pair; the oracle supplies spare successes for that.
-    sequences = success_sequences(ctx, n_oracle=n_screen + CONFIRM_POOL * n_confirm)
+    sequences = success_sequences(ctx, n_oracle=n_screen + CONFIRM_POOL * n_confirm, n_search=n_screen + n_confirm)
     limit = step_limit(ctx.env) or ctx.config.max_steps
     sequences = [s for s in sequences if len(s.actions) + 1 < limit]
     if len(sequences) < n_screen + MIN_SAMPLES:
@@ -255,16 +279,19 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
         return None
     screen, confirm = sequences[:n_screen], sequences[n_screen:n_screen + CONFIRM_POOL * n_confirm]
     k = max(1, min(DELAY_STEPS, limit - 1 - max(len(s.actions) for s in screen + confirm)))
-    gains = {}
+    gains, evidence = {}, {}
     for a in _delay_actions(ctx, others if candidates is None else candidates):
         for at in POSITIONS:
             diffs = paired_gain(_replay(ctx, screen, a, k, at, "screen")[0])
             if len(diffs):
                 gains[(a, at)] = float(diffs.mean())
+                # What the arm will show on the confirming successes: its gain where it pairs,
+                # times how often it pairs (a fixed replay shifted by a first delay often does not).
+                evidence[(a, at)] = gains[(a, at)] * len(diffs) / len(screen)
     if not gains:
         ctx.notes["delay_success"] = "no delayed replay still succeeded"
         return None
-    best, at = min(gains, key=lambda key: (-gains[key], POSITIONS.index(key[1]), key[0]))
+    best, at = min(evidence, key=lambda key: (-evidence[key], POSITIONS.index(key[1]), key[0]))
     table, kept = _replay(ctx, confirm, best, k, at, "confirm", want=n_confirm)
     ctx.table("delay", table)
     won = table[table["matched"]] if len(table) else table
