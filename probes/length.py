@@ -42,7 +42,7 @@ import pandas as pd
 
 from envaudit.findings import Finding, Severity
 from envaudit.probe import Probe, ProbeContext
-from envaudit.probes.length_delay import delay_success, marginal_stall, searched_successes
+from envaudit.probes.length_delay import best_paying, delay_success, marginal_stall, searched_successes
 from envaudit.probes.timeouts import (
     RepeatPolicy,
     StallPolicy,
@@ -124,7 +124,10 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
     policies: list[Policy] = []
     if others:
         policies.append(StallPolicy(others, avoided=quoted(ctx, enders)) if enders else StallPolicy(others))
-        policies += [RepeatPolicy(a, ctx.describe_action(a)) for a in others[: MAX_STRATEGIES - 1]]
+        # The actions that paid most in exploration are repeated first: with more non-ending actions
+        # than strategies, catalogue order would leave a paying one untried.
+        policies += [RepeatPolicy(a, ctx.describe_action(a))
+                     for a in best_paying(ctx, others)[: MAX_STRATEGIES - 1]]
     best, run = _run_strategies(ctx, policies, "long")
     evidence = {"length_effect": coef, "regression": fit, "n": fit["n"], "min_samples": MIN_SAMPLES,
                 "p_value": coef["p_value"]}

@@ -204,11 +204,16 @@ def success_sequences(ctx: ProbeContext, n_oracle: int = 0, n_search: int = 0) -
     return unique
 
 
-def _delay_actions(ctx: ProbeContext, others: Sequence[int]) -> list[int]:
-    """The candidate actions that paid most in exploration, best first (ties by action)."""
+def best_paying(ctx: ProbeContext, actions: Sequence[int]) -> list[int]:
+    """``actions`` by their mean step reward in exploration, best first (ties by action)."""
     stats = action_stats(ctx.exploration, ctx.action_labels)
     pay = dict(zip(stats["action"].astype(int), stats["mean_reward"].astype(float), strict=True))
-    return sorted(others, key=lambda a: (-pay.get(int(a), -np.inf), int(a)))[:DELAY_CANDIDATES]
+    return sorted(actions, key=lambda a: (-pay.get(int(a), -np.inf), int(a)))
+
+
+def _delay_actions(ctx: ProbeContext, others: Sequence[int]) -> list[int]:
+    """The candidate actions that paid most in exploration, best first (ties by action)."""
+    return best_paying(ctx, others)[:DELAY_CANDIDATES]
 
 
 def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int, at: str,
