@@ -349,6 +349,14 @@ def _one_incentive(delayed: list[Finding], farming: Finding) -> list[Finding]:
     if not delayed or farming.severity < Severity.WARN:
         return delayed + [farming]
     d = delayed[0]
+    if d.severity > farming.severity:
+        # Farming to the step limit earns less than success, but a delayed success earns more than
+        # succeeding at once: the ladder's top rung heads the finding, farming corroborates it.
+        also = (f" Farming the same steps without succeeding earns {fmt(farming.evidence.get('mean_strategy'))}, "
+                f"more than failing outright.")
+        # The reward path is the per-step pay farming found: its fix is the one to apply.
+        return [dataclasses.replace(d, summary=d.summary + also, fix=farming.fix,
+                                    evidence={**d.evidence, "farming": dict(farming.evidence)})]
     also = (f" Delaying a success pays too: succeeding after {d.evidence['k']} more '{d.evidence['delay_action']}' "
             f"earns {fmt(d.evidence['mean_delayed'])} against {fmt(d.evidence['mean_at_once'])} at once.")
     return [dataclasses.replace(farming, summary=farming.summary + also,

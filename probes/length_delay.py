@@ -216,37 +216,66 @@ def _delay_actions(ctx: ProbeContext, others: Sequence[int]) -> list[int]:
     return best_paying(ctx, others)[:DELAY_CANDIDATES]
 
 
+class _InTurn(Policy):
+    """Plays ``policies[i]`` in episode ``i`` of one ordered run (one run per arm, not per success:
+    a run's setup costs more than a short episode)."""
+
+    ordered = True
+
+    def __init__(self, policies: Sequence[Policy]) -> None:
+        self.policies, self.i = list(policies), -1
+        self.name = policies[0].name if policies else "delay"
+
+    def reset(self, env, rng) -> None:
+        super().reset(env, rng)
+        self.i += 1
+        self.policies[min(self.i, len(self.policies) - 1)].reset(env, rng)
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.policies[min(self.i, len(self.policies) - 1)](obs, info)
+
+    def describe(self) -> str:
+        return self.policies[0].describe() if self.policies else self.name
+
+
 def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int, at: str,
             tag: str, want: int | None = None) -> tuple[pd.DataFrame, list]:
     """Each success replayed with ``k`` x ``action`` inserted at ``at``; paired rows (original vs
     delayed). ``matched``: the delayed episode still succeeded, outside the inserted steps hit as
     many failed tool calls as the original (the same honest work, so the pair differs by the delay),
     and no inserted call failed (a failed call that pays is failure-rewarded, another probe's finding).
-    With ``want``, stops once that many pairs matched."""
+    With ``want``, replays ``want`` successes at a time and stops once that many pairs matched."""
     label = ctx.describe_action(action)
     rows, kept = [], []
-    for i, s in enumerate(sequences):
+    chunk = want or len(sequences)
+    for start in range(0, len(sequences), max(1, chunk)):
         if want is not None and sum(r["matched"] for r in rows) >= want:
             break
-        follow = oracle_policy(ctx.env) if s.oracle and at == "start" else None
-        policy = DelayPolicy(s.actions, action, k, label, at=at, follow=follow)
-        result = ctx.run(policy, [s.seed], tags={"arm": f"delay-{tag}", "delay_action": label, "delay_at": at},
-                         rng_name=f"delay-{tag}-{at}-{i}")
+        part = sequences[start:start + chunk]
+        policies = [DelayPolicy(s.actions, action, k, label, at=at,
+                                follow=oracle_policy(ctx.env) if s.oracle and at == "start" else None) for s in part]
+        result = ctx.run(_InTurn(policies), [s.seed for s in part], ordered=True,
+                         tags={"arm": f"delay-{tag}", "delay_action": label, "delay_at": at},
+                         rng_name=f"delay-{tag}-{at}-{action}-{start}")
         eps, steps = result.records.episodes, result.records.steps
         if eps.empty:
             continue
         kept.append(result.records)
-        ep = eps.iloc[0]
-        mine = steps[steps["episode_id"] == ep["episode_id"]].sort_values("step")
-        failed = _failed(mine).to_numpy()
-        inside = [j for j in policy.inserted(len(s.actions)) if j < len(failed)]
-        own = int(failed[inside].sum())
-        rest = int(failed.sum()) - own
-        won = ep["outcome"] == SUCCESS
-        rows.append({"seed": s.seed, "source": s.source, "original_return": s.ret,
-                     "original_length": len(s.actions), "delayed_return": float(ep["return"]),
-                     "delayed_length": int(ep["length"]), "delayed_success": bool(won),
-                     "matched": bool(won and rest == s.failed and own == 0), "episode_id": int(ep["episode_id"])})
+        by_seed = {int(ep["seed"]): ep for ep in eps.to_dict("records")}
+        for s, policy in zip(part, policies, strict=True):
+            ep = by_seed.get(s.seed)
+            if ep is None:
+                continue
+            mine = steps[steps["episode_id"] == ep["episode_id"]].sort_values("step")
+            failed = _failed(mine).to_numpy()
+            inside = [j for j in policy.inserted(len(s.actions)) if j < len(failed)]
+            own = int(failed[inside].sum())
+            rest = int(failed.sum()) - own
+            won = ep["outcome"] == SUCCESS
+            rows.append({"seed": s.seed, "source": s.source, "original_return": s.ret,
+                         "original_length": len(s.actions), "delayed_return": float(ep["return"]),
+                         "delayed_length": int(ep["length"]), "delayed_success": bool(won),
+                         "matched": bool(won and rest == s.failed and own == 0), "episode_id": int(ep["episode_id"])})
     return pd.DataFrame(rows), kept
 
 
