@@ -303,8 +303,9 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
     n_screen = max(MIN_SAMPLES, ctx.config.scaled(DELAY_SCREEN))
     n_confirm = max(MIN_SAMPLES, ctx.config.scaled(DELAY_CONFIRM))
     # The inserted steps shift the env's random stream, so some delayed replays meet other tool
-    # failures than their original and do not pair; the oracle supplies spare successes for that.
-    sequences = success_sequences(ctx, n_oracle=n_screen + CONFIRM_POOL * n_confirm, n_search=n_screen + n_confirm)
+    # failures than their original and do not pair; the oracle (or the search) supplies spares.
+    sequences = success_sequences(ctx, n_oracle=n_screen + CONFIRM_POOL * n_confirm,
+                                  n_search=n_screen + CONFIRM_POOL * n_confirm)
     limit = step_limit(ctx.env) or ctx.config.max_steps
     sequences = [s for s in sequences if len(s.actions) + 1 < limit]
     if len(sequences) < n_screen + MIN_SAMPLES:
