@@ -327,7 +327,10 @@ def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str
         if name in results:
             pools[f"{name}-training"] = results[name].training.episodes
             pools[f"{name}-eval"] = results[name].episodes
-    margin = MIN_EFFECT * reward_scale(honest.success, honest.failure)
+    # The scale is the gap between success and failing outright; with no failure seen (every
+    # non-success a timeout) it is the spread of all returns, never that of successes alone: equal
+    # successes have no spread, and a margin of 0 would count rounding as an incentive.
+    margin = MIN_EFFECT * reward_scale(honest.success, honest.failure, explore["return"] if len(explore) else [])
     d = delayed_success(pools, ctx.rng("delay"), margin=margin, alpha=ctx.config.alpha)
     if not d["holds"]:
         return None

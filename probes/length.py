@@ -42,7 +42,7 @@ import pandas as pd
 
 from envaudit.findings import Finding, Severity
 from envaudit.probe import Probe, ProbeContext
-from envaudit.probes.length_delay import delay_success, marginal_stall
+from envaudit.probes.length_delay import best_paying, delay_success, marginal_stall, searched_successes
 from envaudit.probes.timeouts import (
     RepeatPolicy,
     StallPolicy,
@@ -124,7 +124,10 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
     policies: list[Policy] = []
     if others:
         policies.append(StallPolicy(others, avoided=quoted(ctx, enders)) if enders else StallPolicy(others))
-        policies += [RepeatPolicy(a, ctx.describe_action(a)) for a in others[: MAX_STRATEGIES - 1]]
+        # The actions that paid most in exploration are repeated first: with more non-ending actions
+        # than strategies, catalogue order would leave a paying one untried.
+        policies += [RepeatPolicy(a, ctx.describe_action(a))
+                     for a in best_paying(ctx, others)[: MAX_STRATEGIES - 1]]
     best, run = _run_strategies(ctx, policies, "long")
     evidence = {"length_effect": coef, "regression": fit, "n": fit["n"], "min_samples": MIN_SAMPLES,
                 "p_value": coef["p_value"]}
@@ -211,6 +214,10 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng, *, slope: bool
             # Quitting beats failing, and too few honest successes were seen to place it against
             # success: random play on fresh seeds tops them up (a bounded number of episodes).
             success, _ = honest_successes(ctx, target=MIN_SAMPLES)
+            if len(success) < MIN_SAMPLES:
+                # Random play did not find them either (a long task, no oracle): search for them.
+                searched = [s.ret for s in searched_successes(ctx, MIN_SAMPLES)]
+                success = np.concatenate([success, searched])
             verdict = exploit_ladder(quit_rest["return"].to_numpy(float), success, failure, rng,
                                      alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
         evidence.update(policy=best.describe(), mean_strategy=float(quit_rest["return"].mean()) if len(quit_rest) else None,
@@ -291,11 +298,22 @@ def run(ctx: ProbeContext) -> list[Finding]:
              "behaviour": "stall" if c > 0 else "quit"}, [],
             "Nothing to change if surviving longer is the task (as in CartPole); otherwise pay for "
             "progress rather than for steps.", probe="length")]
+    rng = ctx.rng("regression")
+    failure = returns_of(eps, FAILURE)
+    success, sources = honest_successes(ctx)
+    # Delaying a success needs successes to delay, not successes in random play: where neither
+    # exploration nor an oracle shows one, the check searches for them (``length_search``).
+    enders, others, _ = split_enders(steps)
+    # An action that sometimes ends episodes (a wrong answer that ends only at the last attempt)
+    # is still a way to delay; a replay it ends without success simply does not count.
+    delayed = delay_success(ctx, others, reward_scale(success, failure, eps["return"]), ctx.rng("delay"),
+                            candidates=sorted(set(enders) | set(others)))
+    found = [delayed] if delayed is not None else []
     if eps["length"].nunique() == 1 and (eps["end_reason"] == "truncated").all():
         # Random play never ends the env (CliffWalking under a random walk): no length varies, so
         # there is nothing to regress; say so rather than stay silent.
         limit = int(eps["length"].iloc[0])
-        return [Finding(
+        return found + [Finding(
             CODE, Severity.INFO, "Every exploration episode ran to the step limit",
             f"All {len(eps)} exploration episodes were truncated at {limit} steps: random play never "
             "finishes this env, so whether return depends on length could not be measured.",
@@ -303,20 +321,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
              "behaviour": "exploration"}, [],
             "Nothing to change if the task is meant to be hard to stumble on; the trained (grpo) "
             "probe and scripted policies still check the incentives.", probe="length")]
-    rng = ctx.rng("regression")
     fit = regress(eps, rng)
     ctx.notes["regression"] = fit
-    failure = returns_of(eps, FAILURE)
-    success, sources = honest_successes(ctx)
     fit["success_sources"] = sources
-    found = []
-    if len(success):
-        enders, others, _ = split_enders(steps)
-        # An action that sometimes ends episodes (a wrong answer that ends only at the last attempt)
-        # is still a way to delay; a replay it ends without success simply does not count.
-        delayed = delay_success(ctx, others, reward_scale(success, failure), ctx.rng("delay"),
-                                min_effect=MIN_EFFECT, candidates=sorted(set(enders) | set(others)))
-        found += [delayed] if delayed is not None else []
     coef = fit["coef"].get("length")
     if coef is None:
         return found
@@ -342,6 +349,14 @@ def _one_incentive(delayed: list[Finding], farming: Finding) -> list[Finding]:
     if not delayed or farming.severity < Severity.WARN:
         return delayed + [farming]
     d = delayed[0]
+    if d.severity > farming.severity:
+        # Farming to the step limit earns less than success, but a delayed success earns more than
+        # succeeding at once: the ladder's top rung heads the finding, farming corroborates it.
+        also = (f" Farming the same steps without succeeding earns {fmt(farming.evidence.get('mean_strategy'))}, "
+                f"more than failing outright.")
+        # The reward path is the per-step pay farming found: its fix is the one to apply.
+        return [dataclasses.replace(d, summary=d.summary + also, fix=farming.fix,
+                                    evidence={**d.evidence, "farming": dict(farming.evidence)})]
     also = (f" Delaying a success pays too: succeeding after {d.evidence['k']} more '{d.evidence['delay_action']}' "
             f"earns {fmt(d.evidence['mean_delayed'])} against {fmt(d.evidence['mean_at_once'])} at once.")
     return [dataclasses.replace(farming, summary=farming.summary + also,

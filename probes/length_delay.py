@@ -9,10 +9,11 @@ reward per step of a long episode (which also counts the progress made on the wa
   steps. Shaped rewards (potential-based or per milestone) pay nothing there once progress stops;
   a per-step bonus does. Stalling is an incentive only when the tail pays, clearly.
 - ``delay_success``: a successful episode (the env's oracle, else exploration's successes) is
-  replayed on its own seed with ``k`` extra non-ending actions inserted before the action that
-  ended it with success. When the delayed success earns more than the success at once (a format
-  score per wrong attempt, a per-turn bonus), a return maximiser learns to delay, and that is
-  ``length-bias`` at ``fail`` (DESIGN.md's ladder).
+  replayed on its own seed with ``k`` extra actions inserted before the action that ended it with
+  success, or before everything (wrong attempts first: an answer is only "wrong", and paid as an
+  attempt, while the task is unfinished). When the delayed success earns more than the success at
+  once with the same honest work (a format score per wrong attempt, a per-turn bonus), a return
+  maximiser learns to delay, and that is ``length-bias`` at ``fail`` (DESIGN.md's ladder).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from envaudit.findings import Finding, Severity
 from envaudit.policies import action_stats, oracle_policy
 from envaudit.probe import ProbeContext
 from envaudit.protocol import SUCCESS
-from envaudit.rollout import Policy, step_limit
+from envaudit.probes.length_search import MISSES, find_successes
+from envaudit.rollout import Policy, SequencePolicy, step_limit
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
 
 DELAY_STEPS = 4
@@ -40,6 +42,9 @@ DELAY_SCREEN, DELAY_CONFIRM = 8, 24
 never fewer than ``MIN_SAMPLES``)."""
 ORACLE_EPISODES = 48
 """Oracle episodes run to collect successes to delay when the env has an oracle."""
+CONFIRM_POOL = 6
+"""Successes set aside per confirming pair wanted: replays that meet other tool failures than their
+original do not pair, and the confirmation goes on to the next success until enough pairs did."""
 
 
 # -- stalling: does the tail pay? ----------------------------------------------------------------
@@ -79,32 +84,68 @@ def marginal_stall(episodes: pd.DataFrame, steps: pd.DataFrame, scale: float, *,
 
 
 # -- delaying a success --------------------------------------------------------------------------
+POSITIONS = ("end", "start")
+"""Where the delay goes: before the action that ended the success (a late wrong answer, a
+per-turn score once the work is done), or before everything (wrong attempts first, then the work:
+an answer that only counts as a delay while the task is unfinished)."""
+DELAY_MIN_EFFECT = 0.02
+"""The least mean gain (a share of the reward scale) that counts as a delay incentive. The test is
+paired (same start, same honest work, same failed calls), so noise is already in the signed-rank
+test and the CI; this bar only drops gains too small for a learner to act on."""
+
+
 @dataclass(frozen=True)
 class Success:
-    """One successful episode to replay: its reset seed, actions and return."""
+    """One successful episode to replay: its reset seed, actions, return and failed tool calls."""
 
     seed: int
     actions: tuple[Any, ...]
     ret: float
     source: str
+    failed: int = 0
+    oracle: bool = False
+    """From the env's oracle: a delay placed first is followed by the oracle itself, which adapts to
+    whatever the shifted random stream does (a fixed replay would not redo a call that now fails)."""
 
 
 class DelayPolicy(Policy):
-    """Replay ``actions`` with ``k`` copies of ``delay`` inserted before the last one."""
+    """Replay ``actions`` with ``k`` copies of ``delay`` inserted before the last one (``at="end"``)
+    or before the first (``at="start"``; then ``follow``, when given, acts after the delay)."""
 
-    def __init__(self, actions: Sequence[Any], delay: Any, k: int, label: str) -> None:
-        self.plan = [*actions[:-1], *([delay] * k), actions[-1]]
-        self.name = f"delay {label} x{k}"
-        self.text = f"do what succeeded, but take '{label}' {k} times before the final action"
+    def __init__(self, actions: Sequence[Any], delay: Any, k: int, label: str, at: str = "end",
+                 follow: Policy | None = None) -> None:
+        if at not in POSITIONS:
+            raise ValueError(f"delay position must be one of {POSITIONS}, got {at!r}")
+        self.k, self.at = k, at
+        self.plan = [*actions[:-1], *([delay] * k), actions[-1]] if at == "end" else [*([delay] * k), *actions]
+        self.follow = follow if at == "start" else None
+        self.name = f"delay {label} x{k} at {at}"
+        where = "before the final action" if at == "end" else "first"
+        self.text = f"do what succeeded, but take '{label}' {k} times {where}"
+
+    def reset(self, env, rng) -> None:
+        super().reset(env, rng)
+        if self.follow is not None:
+            self.follow.reset(env, rng)
 
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        if self.follow is not None and self.t >= self.k:
+            return self.follow(obs, info)
         return self.plan[min(self.t, len(self.plan) - 1)]
+
+    def inserted(self, length: int) -> range:
+        """Step indices of the inserted delay in an episode whose original had ``length`` actions."""
+        return range(self.k) if self.at == "start" else range(length - 1, length - 1 + self.k)
 
     def describe(self) -> str:
         return self.text
 
 
-def _sequences(records, source: str) -> list[Success]:
+def _failed(steps: pd.DataFrame) -> pd.Series:
+    return steps["tool_status"].isin(("error", "timeout")) if "tool_status" in steps else pd.Series(False, steps.index)
+
+
+def _sequences(records, source: str, oracle: bool = False) -> list[Success]:
     eps, steps = records.episodes, records.steps
     won = eps[eps["outcome"] == SUCCESS]
     if won.empty:
@@ -112,22 +153,49 @@ def _sequences(records, source: str) -> list[Success]:
     by_episode = steps[steps["episode_id"].isin(set(won["episode_id"]))].groupby("episode_id")
     out = []
     for eid, seed, ret in zip(won["episode_id"], won["seed"], won["return"], strict=True):
-        actions = by_episode.get_group(eid).sort_values("step")["action"].tolist()
+        mine = by_episode.get_group(eid).sort_values("step")
+        actions = mine["action"].tolist()
         if actions and all(isinstance(a, (int, np.integer)) for a in actions):
-            out.append(Success(int(seed), tuple(int(a) for a in actions), float(ret), source))
+            out.append(Success(int(seed), tuple(int(a) for a in actions), float(ret), source,
+                               int(_failed(mine).sum()), oracle))
     return out
 
 
-def success_sequences(ctx: ProbeContext) -> list[Success]:
-    """Successful episodes to delay: the oracle's (fastest honest successes) first, then exploration's;
-    one per reset seed, shortest first within a source."""
+def searched_successes(ctx: ProbeContext, n: int) -> list[Success]:
+    """Up to ``n`` successes found by ``length_search`` (an env with no oracle whose random play
+    rarely succeeds), each played again through ``ctx.run`` so that only recorded successes count.
+    One search per probe run: the delay check and the brevity ladder share it."""
+    cache = ctx.__dict__.setdefault("_searched_successes", {})
+    if n <= 0:
+        return []
+    if cache.get("n", 0) < n:
+        seeds = ctx.seeds(n + MISSES, "length", "search")
+        found: list[Success] = []
+        for seed, actions in find_successes(ctx, n, seeds):
+            records = ctx.run(SequencePolicy(list(actions), name="searched success"), [seed],
+                              tags={"arm": "success-search"}).records
+            found += _sequences(records, "search")
+        cache.update(n=n, found=found)
+    return cache["found"][:n]
+
+
+def success_sequences(ctx: ProbeContext, n_oracle: int = 0, n_search: int = 0) -> list[Success]:
+    """Successful episodes to delay: the oracle's (fastest honest successes; at least ``n_oracle``
+    episodes of it) first, then exploration's, then (no oracle, fewer than ``n_search`` seen) those
+    the search finds; one per reset seed, shortest first within a source."""
     found: list[Success] = []
-    oracle = oracle_policy(ctx.env)
+    try:
+        oracle = oracle_policy(ctx.env)
+    except Exception:  # an oracle that cannot be built only costs its successes
+        oracle = None
     if oracle is not None:
-        found += _sequences(ctx.run(oracle, ctx.seeds(ctx.config.scaled(ORACLE_EPISODES), "delay", "oracle"),
-                                    tags={"arm": "delay-oracle"}).records, "the env's oracle")
+        n = max(ctx.config.scaled(ORACLE_EPISODES), n_oracle)
+        found += _sequences(ctx.run(oracle, ctx.seeds(n, "delay", "oracle"), tags={"arm": "delay-oracle"}).records,
+                            "the env's oracle", oracle=True)
     explored = _sequences(ctx.exploration, "exploration")
     found += sorted(explored, key=lambda s: (len(s.actions), s.seed))
+    if oracle is None and n_search and len({s.seed for s in found}) < n_search:
+        found += searched_successes(ctx, n_search - len({s.seed for s in found}))
     seen, unique = set(), []
     for s in found:
         if s.seed not in seen:
@@ -136,69 +204,136 @@ def success_sequences(ctx: ProbeContext) -> list[Success]:
     return unique
 
 
-def _delay_actions(ctx: ProbeContext, others: Sequence[int]) -> list[int]:
-    """The candidate actions that paid most in exploration, best first (ties by action)."""
+def best_paying(ctx: ProbeContext, actions: Sequence[int]) -> list[int]:
+    """``actions`` by their mean step reward in exploration, best first (ties by action)."""
     stats = action_stats(ctx.exploration, ctx.action_labels)
     pay = dict(zip(stats["action"].astype(int), stats["mean_reward"].astype(float), strict=True))
-    return sorted(others, key=lambda a: (-pay.get(int(a), -np.inf), int(a)))[:DELAY_CANDIDATES]
+    return sorted(actions, key=lambda a: (-pay.get(int(a), -np.inf), int(a)))
 
 
-def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int,
-            tag: str) -> tuple[pd.DataFrame, list]:
-    """Each success replayed with ``k`` x ``action`` inserted; paired rows (original vs delayed)."""
+def _delay_actions(ctx: ProbeContext, others: Sequence[int]) -> list[int]:
+    """The candidate actions that paid most in exploration, best first (ties by action)."""
+    return best_paying(ctx, others)[:DELAY_CANDIDATES]
+
+
+class _InTurn(Policy):
+    """Plays ``policies[i]`` in episode ``i`` of one ordered run (one run per arm, not per success:
+    a run's setup costs more than a short episode)."""
+
+    ordered = True
+
+    def __init__(self, policies: Sequence[Policy]) -> None:
+        self.policies, self.i = list(policies), -1
+        self.name = policies[0].name if policies else "delay"
+
+    def reset(self, env, rng) -> None:
+        super().reset(env, rng)
+        self.i += 1
+        self.policies[min(self.i, len(self.policies) - 1)].reset(env, rng)
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.policies[min(self.i, len(self.policies) - 1)](obs, info)
+
+    def describe(self) -> str:
+        return self.policies[0].describe() if self.policies else self.name
+
+
+def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int, at: str,
+            tag: str, want: int | None = None) -> tuple[pd.DataFrame, list]:
+    """Each success replayed with ``k`` x ``action`` inserted at ``at``; paired rows (original vs
+    delayed). ``matched``: the delayed episode still succeeded, outside the inserted steps hit as
+    many failed tool calls as the original (the same honest work, so the pair differs by the delay),
+    and no inserted call failed (a failed call that pays is failure-rewarded, another probe's finding).
+    With ``want``, replays ``want`` successes at a time and stops once that many pairs matched."""
     label = ctx.describe_action(action)
     rows, kept = [], []
-    for i, s in enumerate(sequences):
-        result = ctx.run(DelayPolicy(s.actions, action, k, label), [s.seed],
-                         tags={"arm": f"delay-{tag}", "delay_action": label}, rng_name=f"delay-{tag}-{i}")
-        eps = result.records.episodes
+    chunk = want or len(sequences)
+    for start in range(0, len(sequences), max(1, chunk)):
+        if want is not None and sum(r["matched"] for r in rows) >= want:
+            break
+        part = sequences[start:start + chunk]
+        policies = [DelayPolicy(s.actions, action, k, label, at=at,
+                                follow=oracle_policy(ctx.env) if s.oracle and at == "start" else None) for s in part]
+        result = ctx.run(_InTurn(policies), [s.seed for s in part], ordered=True,
+                         tags={"arm": f"delay-{tag}", "delay_action": label, "delay_at": at},
+                         rng_name=f"delay-{tag}-{at}-{action}-{start}")
+        eps, steps = result.records.episodes, result.records.steps
         if eps.empty:
             continue
         kept.append(result.records)
-        ep = eps.iloc[0]
-        rows.append({"seed": s.seed, "source": s.source, "original_return": s.ret,
-                     "original_length": len(s.actions), "delayed_return": float(ep["return"]),
-                     "delayed_length": int(ep["length"]), "delayed_success": ep["outcome"] == SUCCESS,
-                     "episode_id": int(ep["episode_id"])})
+        by_seed = {int(ep["seed"]): ep for ep in eps.to_dict("records")}
+        for s, policy in zip(part, policies, strict=True):
+            ep = by_seed.get(s.seed)
+            if ep is None:
+                continue
+            mine = steps[steps["episode_id"] == ep["episode_id"]].sort_values("step")
+            failed = _failed(mine).to_numpy()
+            inside = [j for j in policy.inserted(len(s.actions)) if j < len(failed)]
+            own = int(failed[inside].sum())
+            rest = int(failed.sum()) - own
+            won = ep["outcome"] == SUCCESS
+            rows.append({"seed": s.seed, "source": s.source, "original_return": s.ret,
+                         "original_length": len(s.actions), "delayed_return": float(ep["return"]),
+                         "delayed_length": int(ep["length"]), "delayed_success": bool(won),
+                         "matched": bool(won and rest == s.failed and own == 0), "episode_id": int(ep["episode_id"])})
     return pd.DataFrame(rows), kept
 
 
+def paired_gain(table: pd.DataFrame) -> np.ndarray:
+    """Delayed minus at-once return of the matched pairs; differences within float rounding of the
+    returns are 0 (the same rewards summed in another order are the same return)."""
+    if table.empty:
+        return np.zeros(0)
+    won = table[table["matched"]]
+    a, b = won["delayed_return"].to_numpy(float), won["original_return"].to_numpy(float)
+    d = a - b
+    return np.where(np.abs(d) <= 1e-9 * np.maximum(1.0, np.abs(b)), 0.0, d)
+
+
 def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: np.random.Generator,
-                  *, min_effect: float, candidates: Sequence[int] | None = None) -> Finding | None:
+                  *, min_effect: float = DELAY_MIN_EFFECT, candidates: Sequence[int] | None = None) -> Finding | None:
     """``length-bias`` at ``fail`` when succeeding after ``k`` extra actions earns more than at once.
 
     ``others`` are the actions that leave episodes running (none: nothing can delay); ``candidates``
-    the actions screened as the delay (default ``others``), only replays that still succeed count."""
+    the actions screened as the delay (default ``others``), each inserted at every position of
+    ``POSITIONS``; only replays that still succeed with the same honest work count."""
     if not others:
         ctx.notes["delay_success"] = "no action that leaves episodes running, so success cannot be delayed"
         return None
-    sequences = success_sequences(ctx)
-    limit = step_limit(ctx.env) or ctx.config.max_steps
-    sequences = [s for s in sequences if len(s.actions) + 1 < limit]
     n_screen = max(MIN_SAMPLES, ctx.config.scaled(DELAY_SCREEN))
     n_confirm = max(MIN_SAMPLES, ctx.config.scaled(DELAY_CONFIRM))
+    # The inserted steps shift the env's random stream, so some delayed replays meet other tool
+    # failures than their original and do not pair; the oracle (or the search) supplies spares.
+    sequences = success_sequences(ctx, n_oracle=n_screen + CONFIRM_POOL * n_confirm,
+                                  n_search=n_screen + CONFIRM_POOL * n_confirm)
+    limit = step_limit(ctx.env) or ctx.config.max_steps
+    sequences = [s for s in sequences if len(s.actions) + 1 < limit]
     if len(sequences) < n_screen + MIN_SAMPLES:
         ctx.notes["delay_success"] = (f"{len(sequences)} distinct successful episodes to replay; need "
                                       f"{n_screen + MIN_SAMPLES} (an oracle() on the env supplies them)")
         return None
-    screen, confirm = sequences[:n_screen], sequences[n_screen:n_screen + n_confirm]
-    k = max(1, min(DELAY_STEPS, limit - 1 - max(len(s.actions) for s in sequences[:n_screen + n_confirm])))
-    gains = {}
+    screen, confirm = sequences[:n_screen], sequences[n_screen:n_screen + CONFIRM_POOL * n_confirm]
+    k = max(1, min(DELAY_STEPS, limit - 1 - max(len(s.actions) for s in screen + confirm)))
+    gains, evidence = {}, {}
     for a in _delay_actions(ctx, others if candidates is None else candidates):
-        table, _ = _replay(ctx, screen, a, k, "screen")
-        won = table[table["delayed_success"]] if len(table) else table
-        if len(won):
-            gains[a] = float((won["delayed_return"] - won["original_return"]).mean())
+        for at in POSITIONS:
+            diffs = paired_gain(_replay(ctx, screen, a, k, at, "screen")[0])
+            if len(diffs):
+                gains[(a, at)] = float(diffs.mean())
+                # What the arm will show on the confirming successes: its gain where it pairs,
+                # times how often it pairs (a fixed replay shifted by a first delay often does not).
+                evidence[(a, at)] = gains[(a, at)] * len(diffs) / len(screen)
     if not gains:
         ctx.notes["delay_success"] = "no delayed replay still succeeded"
         return None
-    best = min(gains, key=lambda a: (-gains[a], a))
-    table, kept = _replay(ctx, confirm, best, k, "confirm")
+    best, at = min(evidence, key=lambda key: (-evidence[key], POSITIONS.index(key[1]), key[0]))
+    table, kept = _replay(ctx, confirm, best, k, at, "confirm", want=n_confirm)
     ctx.table("delay", table)
-    won = table[table["delayed_success"]] if len(table) else table
-    diffs = (won["delayed_return"] - won["original_return"]).to_numpy(float) if len(won) else np.array([])
-    verdict = {"n_pairs": int(len(diffs)), "n_replayed": int(len(table)), "k": k,
-               "delay_action": ctx.describe_action(best), "screen_mean_gain": gains,
+    won = table[table["matched"]] if len(table) else table
+    diffs = paired_gain(table)
+    verdict = {"n_pairs": int(len(diffs)), "n_replayed": int(len(table)), "k": k, "at": at,
+               "delay_action": ctx.describe_action(best),
+               "screen_mean_gain": {f"{ctx.describe_action(a)}@{p}": g for (a, p), g in gains.items()},
                "min_effect": min_effect * scale,
                "test": "Wilcoxon signed-rank on (delayed - at once) returns of the same successes, one-sided"}
     ctx.notes["delay_success"] = verdict
@@ -206,22 +341,24 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
         return None
     p = signed_rank_p(diffs, alternative="greater")
     gain = float(diffs.mean())
-    verdict.update(p_value=p, gain=gain, gain_ci=list(bootstrap_ci(diffs, rng)))
-    if not (p < ctx.config.alpha and gain >= min_effect * scale):
+    ci = list(bootstrap_ci(diffs, rng))
+    verdict.update(p_value=p, gain=gain, gain_ci=ci)
+    if not (p < ctx.config.alpha and gain >= min_effect * scale and ci[0] > 0):
         return None
     for records in kept:
         ctx.keep(records)
     at_once = float(won["original_return"].mean())
     delayed = float(won["delayed_return"].mean())
     label = verdict["delay_action"]
+    where = "before the final action" if at == "end" else "before starting the task"
     examples = won.sort_values(["delayed_return", "episode_id"], ascending=[False, True])["episode_id"]
     return Finding(
         "length-bias", Severity.FAIL, "Delaying success pays",
-        f"Succeeding after taking '{label}' {k} more times earns {delayed:.3g}, more than succeeding at once "
-        f"({at_once:.3g}) on the same starts, so a return maximiser learns to hold a success back and "
+        f"Succeeding after taking '{label}' {k} more times {where} earns {delayed:.3g}, more than succeeding "
+        f"at once ({at_once:.3g}) on the same starts, so a return maximiser learns to hold a success back and "
         "collect the extra steps' pay first.",
         {"behaviour": "delay-success", "reward_path": "env", "p_value": p, "mean_delayed": delayed,
-         "mean_at_once": at_once, "gain": gain, "gain_ci": verdict["gain_ci"], "k": k, "delay_action": label,
+         "mean_at_once": at_once, "gain": gain, "gain_ci": ci, "k": k, "delay_action": label, "at": at,
          "n_pairs": int(len(diffs)), "min_effect": verdict["min_effect"], "test": verdict["test"],
          "success_source": sorted(set(won["source"]))},
         [int(e) for e in examples.head(5)],

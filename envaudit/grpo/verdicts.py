@@ -42,7 +42,7 @@ def delayed_success(pools: dict[str, pd.DataFrame], rng: np.random.Generator, *,
     are the delayed ones. One pair per such set: mean return of the delayed successes, mean return
     of the fastest. ``holds`` when the delayed ones earn more by at least ``margin`` (mean paired
     difference, bootstrap CI above 0) with a one-sided signed-rank p below ``alpha`` over at least
-    ``MIN_SAMPLES`` sets.
+    ``MIN_SAMPLES`` sets; returns equal up to float rounding are equal (never a delay incentive).
     """
     delayed, fastest, extra, examples = [], [], [], []
     wins_by_length: dict[int, list[float]] = {}
@@ -63,7 +63,11 @@ def delayed_success(pools: dict[str, pd.DataFrame], rng: np.random.Generator, *,
             extra.append(float(late["length"].mean()) - shortest)
             if delayed[-1] > fastest[-1]:
                 examples.extend(int(i) for i in late.sort_values("return", ascending=False)["episode_id"])
-    test = paired_compare(delayed, fastest, rng, labels=("delayed", "fastest"))
+    # The same rewards summed in another order differ in the last bits; that is one return, not a
+    # delay that pays (a return maximiser cannot act on float rounding).
+    delayed_a, fastest_a = np.asarray(delayed, float), np.asarray(fastest, float)
+    delayed_a = np.where(np.isclose(delayed_a, fastest_a, rtol=1e-9, atol=1e-12), fastest_a, delayed_a)
+    test = paired_compare(delayed_a, fastest_a, rng, labels=("delayed", "fastest"))
     holds = bool(len(delayed) >= MIN_SAMPLES and test["p_value"] < alpha and test["diff"] is not None
                  and test["diff"] >= margin and test["diff_ci"][0] > 0)
     quickest = min(wins_by_length) if wins_by_length else None

@@ -93,3 +93,13 @@ def test_quitting_beats_persisting_only_when_the_failure_charge_makes_it_pay():
     assert d["charged"]["holds"] and d["refunded"]["holds"] and not d["holds"]
     quit, persist = _quits_and_persisters(0.5, n=4)
     assert quitting_beats_persisting(quit, persist, 0.5, RNG, margin=0.1, alpha=0.05)["charged"]["underpowered"]
+
+
+def test_returns_equal_up_to_float_rounding_are_never_a_delay_incentive():
+    # The same rewards summed in another order: 2.694 and 2.694 + 2 ulp. Even with no margin at
+    # all (a scale read from identical successes), equal returns are no delay incentive.
+    same = 2.694
+    late = float(np.nextafter(np.nextafter(same, 3.0), 3.0))
+    assert late > same
+    d = delayed_success({"run": _wins(20, fast=(3, same), late=(4, late))}, RNG, margin=0.0, alpha=0.05)
+    assert not d["holds"] and d["test"]["diff"] == 0.0

@@ -30,15 +30,21 @@ def only_finding(findings):
 def test_step_farming_is_caught_at_the_severity_its_numbers_give(name):
     p = params(name)
     f = only_finding(run_probe(probe, FIXTURES[name].make(), episodes=96)[0])
-    ev = f.evidence
+    # Every step pays step_reward, so a success submitted k steps later also earns k * step_reward
+    # more: delaying success pays (fail by the ladder). One reward path, one finding: when farming
+    # alone stays below success, the delay heads the finding and farming is its evidence.
+    ev = f.evidence.get("farming", f.evidence)
     assert ev["length_effect"]["estimate"] == pytest.approx(p["step_reward"])
     # The best long strategy never submits: it is truncated at the step limit.
     assert ev["mean_strategy_length"] == p["max_steps"]
     assert ev["mean_strategy"] == pytest.approx(p["step_reward"] * p["max_steps"])
     # Its severity follows from the design: at least a success's return is a fail, else a warn.
     expected = Severity.FAIL if ev["mean_strategy"] >= ev["mean_success"] else Severity.WARN
-    assert f.severity == expected
     assert (name, expected) in {("step_farming", Severity.FAIL), ("step_farming_small", Severity.WARN)}
+    delay = f.evidence if f.evidence["behaviour"] == "delay-success" else f.evidence.get("delay_success")
+    assert delay is not None and delay["gain"] == pytest.approx(delay["k"] * p["step_reward"])
+    assert f.severity == Severity.FAIL
+    assert f.evidence["behaviour"] == ("stall" if expected == Severity.FAIL else "delay-success")
     assert ev["mean_strategy"] > ev["mean_failure"] and ev["p_value"] < 1e-6
     assert f.examples and "step" in f.fix
 
