@@ -35,7 +35,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STAGING = ROOT / "build" / "mutation"
 CAUGHT = ("killed", "timeout")  # a mutant that hangs the tests is caught by their timeout
-PROBE_TESTS = {"pipeline": "tests/probes/test_pipeline_probe.py"}  # names that do not mirror
+PROBE_TESTS = {  # probes whose tests do not mirror their name (besides tests/probes/test_<stem>*.py)
+    "pipeline": ("tests/probes/test_pipeline_probe.py",),
+    # the failure probe's parts are exercised through the probe (and decided in its decision tests)
+    "failure_plain": ("tests/probes/test_failures*.py",),
+    "failure_charge": ("tests/probes/test_failures*.py",),
+    "failure_confirm": ("tests/probes/test_failures*.py",),
+}
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,10 @@ def target(name: str) -> Target:
                          "stats, findings, length or a path like probes/length.py")
     stem = Path(path).stem
     if path.startswith("probes/"):
-        return Target(path, f"envaudit/probes/{stem}.py", (PROBE_TESTS.get(stem, f"tests/probes/test_{stem}.py"),))
+        # tests/probes/test_<stem>.py and its companions (test_<stem>_decisions.py: the direct tests
+        # of the probe's decision functions, which kill most mutants in milliseconds)
+        return Target(path, f"envaudit/probes/{stem}.py", (f"tests/probes/test_{stem}.py",
+                                                           f"tests/probes/test_{stem}_*.py", *PROBE_TESTS.get(stem, ())))
     if path.startswith("envs/"):
         return Target(path, f"envaudit/envs/{stem}.py", (f"tests/envs/test_{stem}*.py",))
     # envaudit/stats.py is tested by tests/test_stats.py, tests/test_stats_paired.py, ...
