@@ -10,6 +10,16 @@ surviving mutant with its diff. Target (issue 15): at least 85% killed on stats 
     python benchmarks/mutation.py --all-probes            # every probe as well (long: a weekly job)
     python benchmarks/mutation.py stats --tests-ref main  # the tests as they are on a git ref
     python benchmarks/mutation.py length --only _farming  # only the mutants of some functions
+    python benchmarks/mutation.py timeouts --tests 'tests/probes/test_timeouts_decisions.py'
+                                   # only these tests: minutes instead of hours, a lower bound
+
+A probe's tests are ``tests/probes/test_<stem>.py`` and ``test_<stem>_*.py``: the scans of
+planted envs and ``test_<stem>_decisions.py``, the direct tests of the probe's decision functions
+on hand-built tables. A mutant the decision tests kill costs milliseconds; one they miss is run
+through every scan test that reaches its function, so a whole probe with every test takes an hour
+or more on two shared cores. ``--tests`` scores a probe against a chosen subset (its decision
+tests): every mutant those miss is counted a survivor, so the score is a lower bound of the
+suite's, and its survivor list is the one to read.
 
 Why a staging folder: mutmut imports the mutated copy by the module path it derives from the
 file path, but the repository installs ``probes/`` as ``envaudit.probes`` (package-dir mapping).
@@ -133,8 +143,11 @@ def diffs(folder: Path, staged: str, names: list[str]) -> dict[str, str]:
 
 
 def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool, rerun: bool,
-          only: list[str]) -> dict:
-    folder = STAGING / re.sub(r"[^A-Za-z0-9]+", "-", f"{t.source}-{tests_ref or 'worktree'}").strip("-")
+          only: list[str], tests: list[str] | None = None) -> dict:
+    if tests:
+        t = Target(t.source, t.staged, tuple(tests))
+    tag = "subset" if tests else "worktree"
+    folder = STAGING / re.sub(r"[^A-Za-z0-9]+", "-", f"{t.source}-{tests_ref or tag}").strip("-")
     # mutmut matches mutant names with fnmatch: <module>.x_<function>__mutmut_<n> for a function
     patterns = [f"*.x_{f}__mutmut_*" for f in only] + [f"*.x\u01c1*\u01c1{f}__mutmut_*" for f in only]
     if rerun or not (folder / "mutants").exists():
@@ -155,7 +168,8 @@ def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool,
     # "no tests": no selected test reaches the function at all; counted per function, not diffed.
     untested = Counter(_function(k) for k in survivors if statuses[k] == "no tests")
     shown = [k for k in survivors if statuses[k] != "no tests"]
-    return {"module": t.source + (f" ({', '.join(only)})" if only else ""), "tests": selected, "total": len(statuses),
+    module = t.source + (f" ({', '.join(only)})" if only else "") + (" [subset]" if tests else "")
+    return {"module": module, "tests": selected, "total": len(statuses),
             "killed": sum(v in CAUGHT for v in statuses.values()),
             "survivors": {k: statuses[k] for k in shown}, "untested": dict(untested),
             "diffs": diffs(folder, t.staged, shown) if show_diffs else {}}
@@ -178,6 +192,8 @@ def main() -> None:
     parser.add_argument("--no-diffs", action="store_true", help="list surviving mutants without their diffs")
     parser.add_argument("--only", nargs="+", default=[], metavar="FUNCTION",
                         help="only the mutants of these functions (fnmatch patterns), to bound a long run")
+    parser.add_argument("--tests", nargs="+", metavar="GLOB",
+                        help="score against only these test files (globs from the repository root): a lower bound")
     parser.add_argument("--report-only", action="store_true",
                         help="print the results of the last run in build/mutation/ without running again")
     args = parser.parse_args()
@@ -185,7 +201,7 @@ def main() -> None:
     if args.all_probes:
         names += [p.stem for p in sorted((ROOT / "probes").glob("*.py")) if p.stem != "__init__"]
     rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
-                  args.only) for n in names]
+                  args.only, args.tests) for n in names]
     for r in rows:
         print(f"\n== {r['module']}  (tests: {' '.join(r['tests'])})")
         for function, n in r["untested"].items():

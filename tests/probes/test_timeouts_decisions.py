@@ -18,7 +18,16 @@ import pytest
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
 from envaudit.probes import timeouts as T
-from envaudit.protocol import END_TOOL_TIMEOUT, END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.protocol import (
+    END_TOOL_TIMEOUT,
+    END_TRUNCATED,
+    FAILURE,
+    SUCCESS,
+    TIMEOUT,
+    TOOL_ERROR,
+    TOOL_OK,
+    TOOL_TIMEOUT,
+)
 from envaudit.recording import Records
 from envaudit.rollout import SequencePolicy
 from envaudit.stats import MIN_SAMPLES
@@ -333,3 +342,65 @@ def test_summary_and_fix_name_the_arm_and_the_tool():
 
 def test_a_repeat_policy_is_a_sequence_policy_of_one_action():
     assert isinstance(T.RepeatPolicy(1, "x"), SequencePolicy)
+
+
+def test_top_up_asks_for_each_batchs_own_seeds_tagged_as_top_up():
+    explored = exploration([(0, 0.0)], n_fail=27, n_success=3, n_timeout=0)
+
+    def play(policy, seeds, kw):
+        return records(*many(1, SUCCESS, [(1, 1.0)], success=True),
+                       *many(len(seeds) - 1, FAILURE, [(1, 0.0)], success=False))
+
+    ctx = FakeContext(explored, play=play)
+    T._top_up(ctx, np.ones(3), {}, MIN_SAMPLES)
+    assert [s for _, s, _ in ctx.runs] == [ctx.seeds(75, "top-up", 0), ctx.seeds(158, "top-up", 1),
+                                           ctx.seeds(23, "top-up", 2)]
+    assert all(kw == {"tags": {"arm": "top-up"}} for _, _, kw in ctx.runs)
+    assert all(p.name == "random" for p, _, _ in ctx.runs)
+
+
+def test_top_up_rate_floors_when_nothing_was_seen_or_won():
+    # no success in 30 episodes: the rate is taken as 1 in 30, so 1.5 * 8 * 30 = 360 -> capped at 256
+    ctx = FakeContext(exploration([(0, 0.0)], n_fail=30, n_success=0, n_timeout=0),
+                      play=lambda p, s, kw: records(*many(len(s), FAILURE, [(1, 0.0)], success=False)))
+    info: dict = {}
+    assert len(T._top_up(ctx, np.zeros(0), info, MIN_SAMPLES)) == 0
+    assert [len(s) for _, s, _ in ctx.runs] == [T.TOP_UP_EPISODES] and info == {"n_top_up": 256, "n_top_up_success": 0}
+    # nothing explored at all: a rate of 1, so 1.5 * 12 = 18 episodes first (then the rate seen)
+    sizes = []
+
+    def play(p, s, kw):
+        sizes.append(len(s))
+        return records(*many(len(s), SUCCESS, [(1, 1.0)], success=True))
+
+    empty = FakeContext(records(), play=play)
+    assert len(T._top_up(empty, np.zeros(0), {}, 12)) == 18 and sizes == [18]
+    # already at the target: no random play
+    done = FakeContext(records(), play=play)
+    assert T._top_up(done, np.ones(MIN_SAMPLES), {}, MIN_SAMPLES).tolist() == [1.0] * MIN_SAMPLES
+    assert done.runs == []
+
+
+def test_top_up_stops_at_the_safety_cap_and_says_what_it_skipped():
+    ctx = FakeContext(exploration([(0, 0.0)]), cap_reached=True)
+    info: dict = {}
+    T._top_up(ctx, np.zeros(0), info, MIN_SAMPLES)
+    assert ctx.skipped == ["topping honest successes up with random play"] and info["n_top_up"] == 0
+    capped = FakeContext(exploration([(0, 0.0)]), env=Oracle(), cap_reached=True)
+    T.honest_successes(capped)
+    assert capped.skipped == ["the episodes of the env's oracle (if it has one)"]
+
+
+def test_the_oracle_runs_on_its_own_seeds_tagged_as_oracle():
+    ctx = FakeContext(exploration([(0, 0.0)]), env=Oracle(),
+                      play=lambda p, s, kw: records(*many(len(s), SUCCESS, [(1, 1.0)], success=True)))
+    T.honest_successes(ctx)
+    (policy, seeds, kw), = ctx.runs
+    assert seeds == ctx.seeds(T.sample_size(ctx, 16), "oracle") and kw == {"tags": {"arm": "oracle"}}
+    empty = FakeContext(exploration([(0, 0.0)]), env=Oracle(), play=lambda p, s, kw: records())
+    assert T.honest_successes(empty)[1]["oracle_success_rate"] is None
+
+
+def test_empty_failed_step_pay_is_a_float_series():
+    assert T.failed_step_pay(records().steps, keep_ending=False).dtype == float
+    assert T.ending_pay(records().steps, records().steps).dtype == float
