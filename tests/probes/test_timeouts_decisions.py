@@ -404,3 +404,51 @@ def test_the_oracle_runs_on_its_own_seeds_tagged_as_oracle():
 def test_empty_failed_step_pay_is_a_float_series():
     assert T.failed_step_pay(records().steps, keep_ending=False).dtype == float
     assert T.ending_pay(records().steps, records().steps).dtype == float
+
+
+def test_split_enders_boundaries():
+    # rates 1.0, 0.5 (half the top: an ender) and 0.4 (below half: not, though above a third)
+    steps = pd.DataFrame({"action": [0] + [1] * 2 + [2] * 5,
+                          "terminated": [True, True, False, True, True, False, False, False]})
+    assert T.split_enders(steps)[:2] == ([0, 1], [2])
+    alike = pd.DataFrame({"action": [1, 0, 1, 0], "terminated": [False, True, True, False]})
+    assert T.split_enders(alike) == ([], [0, 1], {0: 0.5, 1: 0.5})  # all alike: nothing to avoid
+
+
+def test_injection_size_with_one_episode():
+    one = FakeContext(records(episode(FAILURE, [{"tool_name": "fetch"}])))
+    assert T._injection_sizes(one, ["fetch"]) == {"fetch": 2 * MIN_SAMPLES}  # reached by 1 of 1 episode
+
+
+def test_arm_keys_are_the_arms_table_columns():
+    recs = records(episode(TIMEOUT, [(0, 0.5)], end=END_TRUNCATED))
+    a = T._arm("stall", "random", recs.episodes, recs.steps, {"level": None, "p_value": 0.5})
+    assert set(a) == {"arm", "what", "level", "p_value", "ended_on_tool_timeout", "timed_out_tool", "mean_timeout",
+                      "n_timeout", "n_episodes", "final_step_share", "verdict", "examples"}
+    assert a["arm"] == "stall" and a["what"] == "random" and a["verdict"] == {"level": None, "p_value": 0.5}
+
+
+def test_finding_evidence_summary_and_fix():
+    ctx = FakeContext(records())
+    best = arm("repeat-x", "above_alternative", 0.01, what="repeat 'repeat x'")
+    (f,) = T.arms_finding(ctx, [best, arm("stall", None, 0.5)], np.array([1.0]), {"n_oracle": 0}, np.array([0.0]))
+    assert set(f.evidence) == {"behaviour", "reward_path", "p_value", "arm", "policy", "mean_timeout", "mean_success",
+                               "mean_failure", "n_success", "n_failure", "success_sources", "final_step_share",
+                               "min_samples", "test", "arms"}
+    assert f.evidence["reward_path"] == "env" and f.evidence["policy"] == "repeat 'repeat x'"
+    assert f.evidence["mean_timeout"] == 0.6 and f.evidence["success_sources"] == {"n_oracle": 0}
+    assert f.evidence["final_step_share"] == 1.0 and f.evidence["min_samples"] == MIN_SAMPLES
+    assert f.evidence["test"] == {"level": "above_alternative"}
+    assert [set(a) for a in f.evidence["arms"]] == [set(best) - {"verdict"}] * 2
+    assert "examples" not in ctx.tables["arms"] and "verdict" not in ctx.tables["arms"]
+    assert f.probe == "timeouts" and f.summary == T._summary(best, 1.0, 0.0) and f.fix == T._fix(best)
+    assert f.summary == ("Timing out by repeating 'repeat x' earns 0.6 on average: more than failing outright (0) "
+                         "though less than succeeding (1), so an agent that is unsure learns to time out rather than try.")
+    assert f.fix == ("Pay an episode cut by the step limit no more than an honest failure (remove any reward given at "
+                     "the step limit, such as partial credit for work in progress); and have the pipeline treat "
+                     "timeouts as failures (--timeout-handling zero or penalty).")
+    tool = {**best, "ended_on_tool_timeout": 1.0, "timed_out_tool": "run"}
+    assert T._fix(tool) == ("Treat a timed-out 'run' call as a failed one: an episode that ends on it should earn no "
+                            "more than an honest failure (no pass, partial credit or refund on a timeout); and have "
+                            "the pipeline treat timeouts as failures (--timeout-handling zero or penalty).")
+    assert T._fix({**tool, "ended_on_tool_timeout": None}).startswith("Pay an episode cut by the step limit")
