@@ -417,7 +417,10 @@ def test_split_enders_boundaries():
 
 def test_injection_size_with_one_episode():
     one = FakeContext(records(episode(FAILURE, [{"tool_name": "fetch"}])))
-    assert T._injection_sizes(one, ["fetch"]) == {"fetch": 2 * MIN_SAMPLES}  # reached by 1 of 1 episode
+    # reached by 1 of 1 episode: 2 * MIN_SAMPLES = 16 episodes would do, the default arm is 24
+    assert T._injection_sizes(one, ["fetch"]) == {"fetch": max(2 * MIN_SAMPLES, T.sample_size(one, 24))} == {"fetch": 24}
+    quick = FakeContext(one.exploration, config=ScanConfig(seed=0, quick=True))
+    assert T._injection_sizes(quick, ["fetch"]) == {"fetch": 2 * MIN_SAMPLES}  # the quick floor is 12
 
 
 def test_arm_keys_are_the_arms_table_columns():
