@@ -455,3 +455,92 @@ def test_finding_evidence_summary_and_fix():
                             "more than an honest failure (no pass, partial credit or refund on a timeout); and have "
                             "the pipeline treat timeouts as failures (--timeout-handling zero or penalty).")
     assert T._fix({**tool, "ended_on_tool_timeout": None}).startswith("Pay an episode cut by the step limit")
+
+
+# -- the arms, on a context that plays hand-built episodes ----------------------------------------
+def arms_ctx(play, explored=None, tools=None):
+    explored = explored or records(
+        *many(N, FAILURE, [(0, 0.0), (1, 0.0)], success=False),  # 'submit' (1) ends every episode
+        *many(N, SUCCESS, [(2, 0.0), (1, 1.0)], success=True),
+        *many(2, FAILURE, [{"action": 2, "reward": 0.0, "tool_name": "fetch", "tool_status": TOOL_TIMEOUT},
+                           {"action": 0, "reward": 0.0, "tool_name": "fetch", "tool_status": TOOL_OK},
+                           (1, 0.0)], success=False))
+    env = SimpleNamespace(action_space=gym.spaces.Discrete(3), unwrapped=SimpleNamespace(tools=tools or {}))
+    return FakeContext(explored, env=env, play=play, labels=["work", "submit", "search"], is_tool_env=tools is not None)
+
+
+def stall_pays(policy, seeds, kw):
+    """Stalling (never 'submit') runs into the step limit, whose last step pays 0.6."""
+    return records(*[episode(TIMEOUT, [(0, 0.0), (0, 0.6)], success=False, end=END_TRUNCATED, seed=s)
+                     for s in seeds], first_id=1000 + 100 * len(kw))
+
+
+def test_scripted_arms_stall_and_repeat_the_call_that_times_out():
+    ctx = arms_ctx(stall_pays)
+    arms = T._scripted_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0))
+    assert [a["arm"] for a in arms] == ["stall", "repeat-search"]
+    assert [p.describe() for p, _, _ in ctx.runs] == [
+        "random actions, never 'submit'", "repeat 'search' (its tool timed out in 100% of exploration calls)"]
+    assert ctx.runs[0][0].allowed == [0, 2]
+    n = T.sample_size(ctx, 32)
+    assert [s for _, s, _ in ctx.runs] == [ctx.seeds(n, "stall"), ctx.seeds(n, "repeat-search")]
+    assert [kw for _, _, kw in ctx.runs] == [{"tags": {"arm": "stall"}}, {"tags": {"arm": "repeat-search"}}]
+    assert arms[0]["level"] == "above_alternative" and arms[0]["n_timeout"] == n and len(ctx.kept) == 2
+    assert arms[0]["what"] == "random actions, never 'submit'"
+
+
+def test_no_scripted_arm_without_discrete_actions_or_exploration():
+    ctx = arms_ctx(stall_pays)
+    ctx.env = SimpleNamespace(action_space=gym.spaces.Box(0, 1, (1,)))
+    assert T._scripted_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0)) == []
+    empty = arms_ctx(stall_pays, explored=records())
+    assert T._scripted_arms(empty, np.ones(N), np.zeros(N), np.random.default_rng(0)) == []
+    # no tool ever timed out, no action ends episodes more than another: no arm
+    plain = arms_ctx(stall_pays, explored=records(*many(N, FAILURE, [(0, 0.0)], success=False),
+                                                  *many(N, FAILURE, [(1, 0.0)], success=False)))
+    assert T._scripted_arms(plain, np.ones(N), np.zeros(N), np.random.default_rng(0)) == [] and plain.runs == []
+    capped = arms_ctx(stall_pays)
+    capped.cap_reached = True
+    assert T._scripted_arms(capped, np.ones(N), np.zeros(N), np.random.default_rng(0)) == []
+    assert capped.skipped == ["scripted arm 'stall' and those after it"]
+
+
+def test_injection_arms_force_each_tool_to_time_out_and_pair_with_the_unfaulted_run():
+    def play(policy, seeds, kw):
+        if kw["tags"]["faults"] == "none":
+            return records(*[episode(FAILURE, [(1, 0.0)], success=False, seed=s) for s in seeds])
+        return records(*[episode(TIMEOUT, [(2, 0.0), (2, 0.6)], success=False, end=END_TOOL_TIMEOUT, seed=s,
+                                 n_injected=1) for s in seeds], first_id=5000)
+
+    ctx = arms_ctx(play, tools={"fetch": None, "add": None})
+    arms = T._injection_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0))
+    assert [a["arm"] for a in arms] == ["inject-add", "inject-fetch"]
+    assert arms[1]["what"] == "every 'fetch' call forced to time out, random actions"
+    sizes = T._injection_sizes(ctx, ["add", "fetch"])
+    seeds = ctx.seeds(max(sizes.values()), "inject")
+    assert [(kw["tags"], kw["rng_name"], s) for _, s, kw in ctx.runs] == [
+        ({"faults": "none"}, "paired", seeds), ({"faults": "timeout:add"}, "paired", seeds[:sizes["add"]]),
+        ({"faults": "timeout:fetch"}, "paired", seeds[:sizes["fetch"]])]
+    assert [len(kw.get("wrappers", [])) for _, _, kw in ctx.runs] == [0, 1, 1]
+    paired = arms[1]["verdict"]["paired"]
+    assert paired["diff"] == pytest.approx(0.6) and paired["n_pairs"] == sizes["fetch"]
+    assert arms[1]["level"] == "above_alternative" and len(ctx.kept) == 3
+    capped = arms_ctx(play, tools={"fetch": None})
+    capped.cap_reached = True
+    assert T._injection_arms(capped, np.ones(N), np.zeros(N), np.random.default_rng(0)) == []
+    assert capped.skipped == ["timeout injection into tool 'fetch' and those after it"]
+
+
+def test_run_skips_an_env_without_failures_and_reports_the_strongest_arm():
+    no_fail = arms_ctx(stall_pays, explored=records(*many(N, SUCCESS, [(1, 1.0)], success=True)))
+    assert T.run(no_fail) == [] and no_fail.notes["skipped"].startswith("no failure-class episodes")
+    assert no_fail.notes["outcomes"] == {SUCCESS: N}
+    ctx = arms_ctx(stall_pays)
+    ctx.env.unwrapped.oracle = None
+    (f,) = T.run(ctx)
+    assert f.severity == Severity.WARN and f.evidence["arm"] in ("stall", "repeat-search")
+    assert set(ctx.tables["arms"]["arm"]) == {"exploration", "stall", "repeat-search"}
+    assert ctx.notes["outcomes"] == {FAILURE: N + 2, SUCCESS: N}
+    quiet = arms_ctx(lambda p, s, kw: records(*[episode(TIMEOUT, [(0, 0.0), (0, 0.0)], success=False,
+                                                        end=END_TRUNCATED, seed=x) for x in s]))
+    assert T.run(quiet) == []
