@@ -18,10 +18,11 @@ import pandas as pd
 import pytest
 
 from envaudit.config import ScanConfig
+from envaudit.findings import Severity
 from envaudit.probes import failure_charge as C
 from envaudit.probes import failure_confirm as F
 from envaudit.probes import failures as P
-from envaudit.probes.failure_plain import natural_failure_rate
+from envaudit.probes.failure_plain import natural_failure_rate, shortcut_exploration
 from envaudit.protocol import FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
@@ -272,3 +273,53 @@ def test_honest_success_prefers_the_oracles_successes():
 
 def test_a_scan_config_alpha_is_what_the_confirm_halves():
     assert ScanConfig(seed=0).alpha == 0.05
+
+
+# -- failure_plain: the shortcut from exploration alone -------------------------------------------
+FAIL_CALL = {"action": 0, "reward": -1.0, "tool_name": "search", "tool_status": TOOL_ERROR}
+OK_CALL = {"action": 0, "reward": 0.0, "tool_name": "search", "tool_status": TOOL_OK}
+CHARGED = {"charged": True, "step_reward_reference": 0.0}
+
+
+def plain_env(n=MIN_SAMPLES + 2, persist_wins=False):
+    """A failed call costs 1. After one, quitting (action 1) pays 0.5 at once; persisting works on
+    and answers for 0 (or, ``persist_wins``, for 0.5 and a success)."""
+    end = (2, 0.5) if persist_wins else (2, 0.0)
+    return records(*many(n, FAILURE, [FAIL_CALL, (1, 0.5)], success=False),  # short: 0.5 after the failure
+                   *many(n, SUCCESS if persist_wins else FAILURE, [FAIL_CALL, (3, 0.0), (3, 0.0), end],
+                         success=persist_wins),
+                   *many(n, FAILURE, [FAIL_CALL, (3, 0.0), FAIL_CALL, (3, 0.0), (2, 0.0)], success=False),
+                   *many(n, SUCCESS, [OK_CALL, (2, 1.0)], success=True))
+
+
+def test_plain_shortcut_when_quitting_after_a_charged_failure_pays_more():
+    ctx = FakeContext(plain_env())
+    (f,) = shortcut_exploration(ctx, CHARGED)
+    assert f.code == "failure-shortcut" and f.severity == Severity.WARN  # no persisting episode succeeded
+    e = f.evidence
+    assert e["mean_after_failure_short"] == pytest.approx(0.5) and e["n_short"] == MIN_SAMPLES + 2
+    assert e["mean_after_failure_persist"] == pytest.approx(-0.5) and e["n_persist"] == 2 * (MIN_SAMPLES + 2)
+    assert e["failure_cost"] < 0 and e["failure_cost_ci"][1] < 0 and e["honest_after_failure_return"] is None
+    assert e["failure_cost_model"] == "OLS of return on success, length, failures" and e["behaviour"] == "quit"
+    assert e["natural_failure_rate"] == pytest.approx(4 / 5) and list(f.examples) == [0, 1, 2]
+    won = shortcut_exploration(FakeContext(plain_env(persist_wins=True)), CHARGED)
+    assert won[0].severity == Severity.FAIL and won[0].evidence["honest_after_failure_return"] == pytest.approx(0.5)
+
+
+def test_no_plain_shortcut_without_a_charge_or_enough_episodes():
+    ctx = FakeContext(plain_env())
+    assert shortcut_exploration(ctx, {"charged": False}) == [] and "failure_shortcut" in ctx.notes
+    assert shortcut_exploration(FakeContext(plain_env(n=MIN_SAMPLES - 1)), CHARGED) == []
+    clean = records(*many(MIN_SAMPLES, SUCCESS, [OK_CALL, (2, 1.0)], success=True))
+    assert shortcut_exploration(FakeContext(clean), CHARGED) == []  # no failed call at all
+    assert shortcut_exploration(FakeContext(records()), CHARGED) == []
+    # every episode fails once: the failure count does not vary, so its cost cannot be fitted
+    same = records(*many(12, FAILURE, [FAIL_CALL, (1, 0.5)]), *many(12, FAILURE, [FAIL_CALL, (3, 0.0), (3, 0.0), (2, 0.0)]))
+    assert shortcut_exploration(FakeContext(same), CHARGED) == []
+
+
+def test_no_plain_shortcut_when_quitting_pays_no_more_than_persisting():
+    recs = records(*many(10, FAILURE, [FAIL_CALL, (1, 0.0)]), *many(10, FAILURE, [FAIL_CALL, (3, 0.0), (3, 0.0), (2, 0.0)]),
+                   *many(10, FAILURE, [FAIL_CALL, (3, 0.0), FAIL_CALL, (3, 0.0), (2, 1.0)]),
+                   *many(10, SUCCESS, [OK_CALL, (2, 1.0)], success=True))
+    assert shortcut_exploration(FakeContext(recs), CHARGED) == []
