@@ -167,13 +167,17 @@ def _folder(t: Target, tests_ref: str | None, tag: str) -> Path:
 
 
 def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool, rerun: bool,
-          only: list[str], tests: list[str] | None = None, two_stage: bool = False) -> dict:
+          only: list[str], tests: list[str] | None = None, two_stage: bool = False,
+          survivors_only: bool = False) -> dict:
     """Killed and surviving mutants of one module.
 
     ``two_stage``: first every mutant against the module's decision tests alone
     (``tests/probes/test_<stem>_decisions.py``: milliseconds a mutant), then only the survivors
     against every selected test (the scans). The result is the same as one run with every test
     (a mutant is killed when any test fails), in a fraction of the time.
+
+    ``survivors_only``: rerun only the mutants that survived the last run in this folder (with the
+    tests as they are now); the ones it killed stay killed (tests are only ever added).
     """
     if tests:
         t = Target(t.source, t.staged, tuple(tests))
@@ -186,6 +190,11 @@ def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool,
         left = [k for k, v in statuses.items() if v not in CAUGHT]
         if left:
             statuses.update(_statuses(t, folder, tests_ref, max_children, rerun, left))
+    elif survivors_only and (folder / "mutants").exists():
+        statuses = _statuses(t, folder, tests_ref, max_children, False, patterns)
+        left = [k for k, v in statuses.items() if v not in CAUGHT]
+        if left:
+            statuses.update(_statuses(t, folder, tests_ref, max_children, True, left))
     else:
         statuses = _statuses(t, folder, tests_ref, max_children, rerun, patterns)
     selected = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args_test_selection"] \
@@ -224,6 +233,8 @@ def main() -> None:
     parser.add_argument("--two-stage", action="store_true",
                         help="a probe's decision tests first, then every test on their survivors only (same "
                              "score as one run with every test, far faster)")
+    parser.add_argument("--survivors-only", action="store_true",
+                        help="rerun only the mutants that survived the last run (after adding tests)")
     parser.add_argument("--report-only", action="store_true",
                         help="print the results of the last run in build/mutation/ without running again")
     args = parser.parse_args()
@@ -231,7 +242,7 @@ def main() -> None:
     if args.all_probes:
         names += [p.stem for p in sorted((ROOT / "probes").glob("*.py")) if p.stem != "__init__"]
     rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
-                  args.only, args.tests, args.two_stage) for n in names]
+                  args.only, args.tests, args.two_stage, args.survivors_only) for n in names]
     for r in rows:
         print(f"\n== {r['module']}  (tests: {' '.join(r['tests'])})")
         for function, n in r["untested"].items():
