@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from envaudit.config import ScanConfig
+from envaudit.faults import FaultInjector
 from envaudit.findings import Severity
 from envaudit.probes import timeouts as T
 from envaudit.protocol import (
@@ -31,6 +32,7 @@ from envaudit.protocol import (
 from envaudit.recording import Records
 from envaudit.rollout import SequencePolicy
 from envaudit.stats import MIN_SAMPLES
+from envaudit.toolenv import ToolEnv, ToolOutput, Transition
 from tests.fixtures.frames import FakeContext, episode, many, records
 
 N = 12  # episodes per kind: above MIN_SAMPLES, so every comparison below is powered
@@ -544,3 +546,71 @@ def test_run_skips_an_env_without_failures_and_reports_the_strongest_arm():
     quiet = arms_ctx(lambda p, s, kw: records(*[episode(TIMEOUT, [(0, 0.0), (0, 0.0)], success=False,
                                                         end=END_TRUNCATED, seed=x) for x in s]))
     assert T.run(quiet) == []
+
+
+class TwoTools(ToolEnv):
+    """The smallest ToolEnv with the tools the injection test names."""
+
+    def __init__(self):
+        super().__init__(max_steps=4)
+        for name in ("add", "fetch"):
+            self.add_tool(name, lambda: ToolOutput(None, latency_s=0.0))
+            self.add_call(name, name)
+        self.observation_space = gym.spaces.Discrete(1)
+
+    def reset_task(self, options):
+        return 0
+
+    def transition(self, call, result):
+        return Transition(0)
+
+
+def test_injection_arms_wrap_each_run_in_a_timeout_for_its_own_tool_only():
+    def play(policy, seeds, kw):
+        if kw["tags"]["faults"] == "none":
+            return records(*[episode(FAILURE, [(1, 0.0)], success=False, seed=s) for s in seeds])
+        # half the faulted episodes never called the tool: no fault was injected, no pair
+        return records(*[episode(TIMEOUT, [(2, 0.0), (2, 0.6)], success=False, end=END_TOOL_TIMEOUT, seed=s,
+                                 n_injected=int(i % 2 == 0)) for i, s in enumerate(seeds)], first_id=5000)
+
+    ctx = arms_ctx(play, tools={"fetch": None, "add": None})
+    arms = T._injection_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0))
+    assert all(p.name == "random" for p, _, _ in ctx.runs)
+    for (_, _, kw), tool in zip(ctx.runs[1:], ["add", "fetch"], strict=True):
+        (wrap,) = kw["wrappers"]
+        injector = wrap(TwoTools())
+        assert isinstance(injector, FaultInjector)
+        assert injector.rates == {tool: (0.0, 1.0), ({"add", "fetch"} - {tool}).pop(): (0.0, 0.0)}
+    assert ctx.kept[0] is not None and len(ctx.kept[0].episodes) == len(ctx.runs[0][1])
+    paired = arms[1]["verdict"]["paired"]
+    n = T._injection_sizes(ctx, ["add", "fetch"])["fetch"]
+    assert paired["n_pairs"] == (n + 1) // 2 and set(paired) >= {"mean_faulted", "mean_unfaulted"}
+    assert paired["diff"] == pytest.approx(0.6)
+
+
+def test_no_tool_no_injection_arm():
+    ctx = arms_ctx(stall_pays, tools={})
+    ctx.env.unwrapped.tools = {}
+    assert T._injection_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0)) == []
+    assert [len(s) for _, s, _ in ctx.runs] == [T.sample_size(ctx, 24)]  # the unfaulted run alone
+
+
+def test_run_adds_injection_arms_on_a_tool_env_only():
+    def play(policy, seeds, kw):
+        if kw.get("tags", {}).get("faults", "none") == "none" and "faults" in kw.get("tags", {}):
+            return records(*[episode(FAILURE, [(1, 0.0)], success=False, seed=s) for s in seeds])
+        return records(*[episode(TIMEOUT, [(2, 0.0), (2, 0.6)], success=False, end=END_TOOL_TIMEOUT, seed=s,
+                                 n_injected=1) for s in seeds], first_id=7000)
+
+    ctx = arms_ctx(play, tools={"fetch": None})
+    (f,) = T.run(ctx)
+    assert list(ctx.tables["arms"]["arm"]) == ["exploration", "stall", "repeat-search", "inject-fetch"]
+    assert ctx.tables["arms"]["what"][0] == "random exploration"
+    plain = arms_ctx(play)
+    T.run(plain)
+    assert "inject-fetch" not in set(plain.tables["arms"]["arm"])
+    capped = arms_ctx(play, tools={"fetch": None})
+    capped.cap_reached = True
+    T.run(capped)
+    assert "timeout injection into every tool" in capped.skipped
+    assert list(capped.tables["arms"]["arm"]) == ["exploration"]
