@@ -614,3 +614,55 @@ def test_run_adds_injection_arms_on_a_tool_env_only():
     T.run(capped)
     assert "timeout injection into every tool" in capped.skipped
     assert list(capped.tables["arms"]["arm"]) == ["exploration"]
+
+
+def test_judge_uses_the_scans_alpha():
+    strict = FakeContext(exploration([(0, 0.0), (0, 0.0), (0, 0.6)]), config=ScanConfig(seed=0, alpha=1e-9))
+    assert T._judge(strict, None, np.ones(N), np.zeros(N), np.random.default_rng(0))["level"] is None
+
+
+def test_no_repeat_arm_when_no_tool_call_timed_out():
+    explored = records(*many(N, FAILURE, [{"action": 2, "reward": 0.0, "tool_name": "fetch", "tool_status": TOOL_OK},
+                                          (1, 0.0)], success=False))
+    ctx = arms_ctx(stall_pays, explored=explored)
+    arms = T._scripted_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0))
+    assert [a["arm"] for a in arms] == ["stall"]
+    ctx = arms_ctx(stall_pays)
+    T._scripted_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0))
+    assert ctx.runs[1][0].actions == [2] and all(k is not None and len(k.episodes) for k in ctx.kept)
+
+
+def test_arm_examples_are_the_five_richest_timeouts():
+    recs = records(*[episode(TIMEOUT, [(0, float(r))], end=END_TRUNCATED) for r in range(7)])
+    assert T._arm("x", "y", recs.episodes, recs.steps, {"level": None, "p_value": 1.0})["examples"] == [6, 5, 4, 3, 2]
+
+
+def test_premium_evidence_names_its_arms_and_share_needs_a_total():
+    stall = exploration([(0, 0.0), (0, 0.5)])
+    eps = stall.episodes
+    out = T.ending_premium(FakeContext(stall), eps.loc[eps["outcome"] == TIMEOUT, "episode_id"], stall.steps,
+                           eps.loc[eps["outcome"] == FAILURE, "episode_id"], 1.0, np.random.default_rng(0))
+    assert out["mean_timeout_ending"] == 0.5 and out["mean_failure_ending"] == 0.0
+    tiny = records(episode(TIMEOUT, [(0, 1e-12)]))
+    assert T.final_share(tiny.steps, [0]) is None  # |total| must exceed 1e-12
+
+
+def test_honest_successes_top_up_only_when_asked():
+    ctx = FakeContext(exploration([(0, 0.0)], n_success=0), env=gym.make("CartPole-v1"))
+    ret, info = T.honest_successes(ctx)  # no target: whatever exploration and the oracle give
+    assert len(ret) == 0 and ctx.runs == [] and "n_top_up" not in info
+
+    def play(policy, seeds, kw):
+        won = 3 * len(seeds) // 4
+        return records(*many(won, SUCCESS, [(1, 1.0)], success=True), *many(len(seeds) - won, FAILURE, [(1, 0.0)]))
+
+    assert T.honest_successes(FakeContext(exploration([(0, 0.0)]), env=Oracle(), play=play))[1][
+        "oracle_success_rate"] == 0.75
+
+
+def test_run_tops_successes_up_to_min_samples_and_keeps_their_sources():
+    ctx = arms_ctx(stall_pays, explored=records(*many(N, FAILURE, [(0, 0.0), (1, 0.0)], success=False),
+                                                *many(2, SUCCESS, [(2, 0.0), (1, 1.0)], success=True)))
+    (f,) = T.run(ctx)
+    assert any(kw.get("tags") == {"arm": "top-up"} for _, _, kw in ctx.runs)
+    assert f.evidence["success_sources"]["n_exploration"] == 2 and f.evidence["success_sources"]["n_top_up"] > 0
