@@ -110,6 +110,7 @@ def test_decide_charges_a_significant_shortfall_after_holm():
     dict(ref=None), dict(diff=None), dict(under=True), dict(ci=(0.0, 1.0)), dict(ci=(-0.1, 1.0)),
     dict(ok=0.0), dict(ok=-0.3), dict(diff=1e-9), dict(p=0.051)])
 def test_decide_leaves_out_what_is_no_charge(case):
+    case = dict(case)  # the parameter is shared by every run of the test
     ref = case.pop("ref", 0.0)
     d = C._decide({"a (error)": decided(**case)}, ref, "x", 0.05)
     assert not d["charged"] and d["charge_per_failure"] == {}
