@@ -324,3 +324,15 @@ def test_no_plain_shortcut_when_quitting_pays_no_more_than_persisting():
                    *many(10, FAILURE, [FAIL_CALL, (3, 0.0), FAIL_CALL, (3, 0.0), (2, 1.0)]),
                    *many(10, SUCCESS, [OK_CALL, (2, 1.0)], success=True))
     assert shortcut_exploration(FakeContext(recs), CHARGED) == []
+
+
+def test_injected_charges_label_bounds_and_reference():
+    pairs = {(2, TOOL_ERROR): ([-1.0] * 12, [])}
+    fee = C.injected_charges(pairs, -0.5, ["search", "answer"], np.random.default_rng(0), 0.05)
+    assert set(fee["tests"]) == {"2 (error)"}  # index 2 is past the two labels
+    assert fee["tests"]["2 (error)"]["below_cheapest_step"] == pytest.approx(0.5)  # against -0.5, not 0
+
+
+def test_float_noise_below_1e9_is_no_shortfall():
+    assert C._test([-0.1 + 2e-10] * 10, [], -0.1, np.random.default_rng(0))["p_value"] == 1.0
+    assert C._test([-0.1] * 10, [], -0.1 + 2e-10, np.random.default_rng(0))["p_value"] == 1.0
