@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as st
 
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
@@ -336,3 +337,43 @@ def test_injected_charges_label_bounds_and_reference():
 def test_float_noise_below_1e9_is_no_shortfall():
     assert C._test([-0.1 + 2e-10] * 10, [], -0.1, np.random.default_rng(0))["p_value"] == 1.0
     assert C._test([-0.1] * 10, [], -0.1 + 2e-10, np.random.default_rng(0))["p_value"] == 1.0
+
+
+def test_episodes_needed_edge_cases():
+    # sd exactly 1 (0, 1, 2: mean 1): ((z + z') * 1 / 0.5)^2 = 42.03 -> 43
+    assert F.episodes_needed(np.array([0.0, 1.0, 2.0]), 0.025, floor=3) == math.ceil(((Z_975 + Z_90) / 0.5) ** 2) == 43
+    # two differences already have a spread: 0 and 1, sd 1/sqrt(2), mean 0.5
+    assert F.episodes_needed(np.array([0.0, 1.0]), 0.025, floor=2) == math.ceil(((Z_975 + Z_90) * 2 ** -0.5 / 0.25) ** 2)
+    assert F.episodes_needed(np.array([-1.0, 1.0] * 4), 0.025, floor=8) == 8  # a mean of exactly 0: no favour
+
+
+def test_second_look_asks_for_its_own_seeds_tags_and_streams():
+    pilot = list(range(100, 108))
+    ctx = FakeContext(records(), play=lambda p, seeds, kw: returns(seeds, p.name == "short"))
+    look = F.second_look(ctx, pol("persist"), pol("short"), returns(pilot, True), returns(pilot, False), 0.0)
+    n = len(ctx.runs[0][1])
+    assert ctx.runs[0][1] == ctx.seeds(n, "sweep", "second-look")
+    assert [kw for _, _, kw in ctx.runs] == [
+        {"tags": {"fault_rate": 0.0, "look": "second"}, "rng_name": "short@second-look"},
+        {"tags": {"fault_rate": 0.0, "look": "second"}, "rng_name": "persist@second-look"}]
+    cmp = look["short"]
+    d = np.array([0.5 - (1.0 if i % 2 == 0 else -1.0) for i in range(n)])
+    assert cmp["p_value"] == pytest.approx(st.ttest_1samp(d, 0.0, alternative="greater").pvalue)  # a paired t-test
+    assert cmp["mean_short"] == 0.5 and "mean_persist" in cmp
+    capped = FakeContext(records(), play=ctx.play, cap_reached=True)
+    F.second_look(capped, pol("persist"), pol("short"), returns(pilot, True), returns(pilot, False), 0.0)
+    assert capped.skipped == ["second look at the env's own failure rates ('short')"]
+
+
+def test_second_look_bonferroni_is_capped_at_1_and_both_runs_are_refunded():
+    pilot = list(range(100, 108))
+
+    def play(policy, seeds, kw):
+        if policy.name == "short":  # a failed call charged 0.5, then an answer for 1: 0.5, or 1 refunded
+            return records(*[episode(FAILURE, [call(TOOL_ERROR, -0.5), (1, 1.0)], seed=s) for s in seeds])
+        return records(*[episode(SUCCESS, [(1, 1.0)], seed=s) for s in seeds])  # persisting always earns 1
+
+    look = F.second_look(FakeContext(records(), play=play), pol("persist"), pol("short"), returns(pilot, True),
+                         returns(pilot, False), 0.0)
+    assert look["short"]["diff"] == pytest.approx(-0.5) and look["short"]["p_bonferroni"] == 1.0
+    assert look["short"]["diff_if_failures_cost_a_step"] == pytest.approx(0.0)
