@@ -25,6 +25,7 @@ from envaudit.probes import failure_confirm as F
 from envaudit.probes import failures as P
 from envaudit.probes.failure_plain import natural_failure_rate, shortcut_exploration
 from envaudit.protocol import FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
 
@@ -377,3 +378,30 @@ def test_second_look_bonferroni_is_capped_at_1_and_both_runs_are_refunded():
                          returns(pilot, False), 0.0)
     assert look["short"]["diff"] == pytest.approx(-0.5) and look["short"]["p_bonferroni"] == 1.0
     assert look["short"]["diff_if_failures_cost_a_step"] == pytest.approx(0.0)
+
+
+def test_plain_failure_cost_is_the_regressions_exact_coefficient():
+    # four kinds of episode, four unknowns: return = 0.75 + 0.75 success - 0.25 length - 0.75 failures
+    # exactly (short: -0.5, length 2, 1 failure; persisting: -1 and -2, lengths 4 and 5, 1 and 2
+    # failures; success: 1, length 2, none); episodes without a tool call are left out of the fit
+    base = plain_env()
+    no_calls = records(*many(10, SUCCESS, [(2, 1.0)], success=True), first_id=1000)
+    both = Records.concat([base, no_calls])
+    (f,) = shortcut_exploration(FakeContext(both), CHARGED)
+    assert f.evidence["failure_cost"] == pytest.approx(-0.75)
+    assert f.evidence["failure_cost_ci"] == pytest.approx([-0.75, -0.75])
+    assert f.summary == ("Each tool failure costs 0.75 reward beyond its step, and after a first failure, episodes that "
+                         "ended within a step earned 0.5 from there against -0.5 for those that went on (exploration, "
+                         "n=10+20).")
+    ctx = FakeContext(base)
+    shortcut_exploration(ctx, {"charged": False})
+    assert ctx.notes["failure_shortcut"] == ("no failed step paid less than the same tool working and less than the "
+                                             "cheapest ordinary step: failures cost only the step they take")
+
+
+def test_plain_failure_cost_model_without_a_success_flag():
+    recs = plain_env()
+    recs.episodes["outcome"] = recs.episodes["outcome"].replace({FAILURE: "unknown", SUCCESS: "unknown"})
+    found = shortcut_exploration(FakeContext(recs), CHARGED)
+    (f,) = found  # still a failure charge and a shortcut; no success column in the fit
+    assert f.evidence["failure_cost_model"] == "OLS of return on length, failures" and f.evidence["failure_cost"] < 0
