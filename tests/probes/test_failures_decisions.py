@@ -23,8 +23,9 @@ from envaudit.findings import Severity
 from envaudit.probes import failure_charge as C
 from envaudit.probes import failure_confirm as F
 from envaudit.probes import failures as P
+from envaudit.probes.failure_plain import FIX as FIX_PLAIN
 from envaudit.probes.failure_plain import natural_failure_rate, shortcut_exploration
-from envaudit.protocol import FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
@@ -405,3 +406,25 @@ def test_plain_failure_cost_model_without_a_success_flag():
     found = shortcut_exploration(FakeContext(recs), CHARGED)
     (f,) = found  # still a failure charge and a shortcut; no success column in the fit
     assert f.evidence["failure_cost_model"] == "OLS of return on length, failures" and f.evidence["failure_cost"] < 0
+
+
+def test_plain_shortcut_evidence_and_who_counts_as_short():
+    cut = records(*many(10, FAILURE, [FAIL_CALL, (3, 0.5)], end=END_TRUNCATED), first_id=2000)  # cut, not quitting
+    (f,) = shortcut_exploration(FakeContext(Records.concat([plain_env(), cut])), CHARGED)
+    e = f.evidence
+    assert e["n_short"] == MIN_SAMPLES + 2 and e["n_persist"] == 2 * (MIN_SAMPLES + 2)
+    assert e["behaviour"] == "quit" and e["reward_path"] == "env" and e["failure_charge"] == CHARGED
+    assert e["test"] == ("Mann-Whitney U on the return after the first failure, ended within a step vs went on, "
+                         "one-sided")
+    assert e["p_value"] < 0.05 and e["diff_ci"][0] > 0 and f.fix == FIX_PLAIN
+
+
+def test_no_plain_shortcut_when_failures_cost_nothing_in_the_return():
+    free = {**FAIL_CALL, "reward": 0.0}
+    recs = records(*many(10, FAILURE, [free, (1, 0.5)]), *many(10, FAILURE, [free, (3, 0.0), (3, 0.0), (2, 0.0)]),
+                   *many(10, FAILURE, [free, (3, 0.0), free, (3, 0.0), (2, 0.0)]),
+                   *many(10, SUCCESS, [OK_CALL, (2, 1.0)], success=True))
+    # return = 0.75 + 0.75 success - 0.25 length + 0.25 failures: a failure costs nothing
+    assert shortcut_exploration(FakeContext(recs), CHARGED) == []
+    strict = FakeContext(plain_env(), config=ScanConfig(seed=0, alpha=1e-12))
+    assert shortcut_exploration(strict, CHARGED) == []  # the after-failure comparison must be significant
