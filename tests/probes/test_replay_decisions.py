@@ -185,3 +185,47 @@ def test_hang_finding_names_the_call_and_where():
     assert list(f.examples) == [12] and f.evidence["behaviour"] == "env-error"
     f = R._hang_finding(Problem(kind="hang", where="reset", seed=4, step=None, message="x", episode_id=None), 2.5)
     assert "at reset(seed=4)" in f.summary and list(f.examples) == []
+
+
+def test_fix_and_finding_texts_in_full():
+    assert R._fix(tally(div(R.EPISODE_FRESH, "tool status"))) == (
+        "Most likely a tool's real latency sits close to its deadline, so whether a call times out depends on "
+        "machine load; simulate latency (return envaudit.ToolOutput(value, latency_s=...)) or move the deadline "
+        "well away from the typical latency.")
+    assert R._fix(tally(div(R.EPISODE_SAME))) == (
+        "Most likely reset() leaves state from the previous episode behind (a counter, a cache, a buffer): a "
+        "fresh instance replays but a used one does not. Reset every attribute an episode changes in reset().")
+    assert R._fix(tally(div(R.RESET_FRESH, "reset"))) == (
+        "Most likely reset() draws from Python's `random`, `time` or an unseeded generator instead of "
+        "`self.np_random`; call super().reset(seed=seed) first and draw every random choice from self.np_random.")
+    assert R._fix(tally(div(R.EPISODE_FRESH))) == (
+        "Most likely step() draws from Python's `random`, `time` or an unseeded generator instead of "
+        "`self.np_random` (the first difference is at step 3); pass seed to super().reset(seed=seed) and draw "
+        "every random choice from self.np_random.")
+    # one divergence in a fresh and one in a branch check: not "same instance only"
+    assert R._fix(tally(div(R.EPISODE_SAME), div(R.BRANCH))).startswith("Most likely step() draws")
+    assert R._fix(tally(div(R.EPISODE_SAME), div(R.RESET_FRESH, "reset"))).startswith("Most likely reset() draws")
+    f = R._finding(tally(div(R.EPISODE_FRESH)))
+    assert f.title == "Same seed and actions give a different episode" and f.fix == R._fix(tally(div(R.EPISODE_FRESH)))
+    assert f.summary.endswith("; GRPO groups that share a reset seed are then not comparable.")
+    assert f.evidence["behaviour"] == "non-replayable" and f.code == "non-replayable"
+    h = R._hang_finding(Problem(kind="hang", where="step", seed=4, step=2, message="m", episode_id=1), 5.0)
+    assert h.fix == ("Put a deadline on every blocking call inside step(); most likely a tool call or a backend "
+                     "sometimes never answers.")
+    assert h.summary == ("step() did not return within 5 s at seed 4, step 2 while replaying recorded actions; a "
+                         "rollout worker calling it blocks for good.")
+    assert h.evidence == {"seed": 4, "step": 2, "message": "m", "behaviour": "env-error"} and h.code == "env-error"
+
+
+def test_tally_counts_every_divergence():
+    t = R.Tally()
+    d = R.Divergence(R.BRANCH, 1, 0, "reward", "0", "1")
+    t.compare(R.BRANCH, d)
+    t.compare(R.BRANCH, d)
+    assert t.diverged[R.BRANCH] == 2 and t.replays[R.BRANCH] == 2
+
+
+def test_show_prints_floats_to_12_digits_and_eight_items():
+    assert R._show(np.array([1 / 3])) == "[0.333333333333]"
+    assert R._show(np.arange(9)).startswith("[0 1 2 ...")  # more than 8 items: summarised
+    assert R._show(np.arange(8)) == "[0 1 2 3 4 5 6 7]"
