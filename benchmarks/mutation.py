@@ -10,6 +10,17 @@ surviving mutant with its diff. Target (issue 15): at least 85% killed on stats 
     python benchmarks/mutation.py --all-probes            # every probe as well (long: a weekly job)
     python benchmarks/mutation.py stats --tests-ref main  # the tests as they are on a git ref
     python benchmarks/mutation.py length --only _farming  # only the mutants of some functions
+    python benchmarks/mutation.py timeouts --tests 'tests/probes/test_timeouts_decisions.py'
+                                   # only these tests: minutes instead of hours, a lower bound
+    python benchmarks/mutation.py timeouts --two-stage    # decision tests, then every test on survivors
+
+A probe's tests are ``tests/probes/test_<stem>.py`` and ``test_<stem>_*.py``: the scans of
+planted envs and ``test_<stem>_decisions.py``, the direct tests of the probe's decision functions
+on hand-built tables. A mutant the decision tests kill costs milliseconds; one they miss is run
+through every scan test that reaches its function, so a whole probe with every test takes an hour
+or more on two shared cores. ``--tests`` scores a probe against a chosen subset (its decision
+tests): every mutant those miss is counted a survivor, so the score is a lower bound of the
+suite's, and its survivor list is the one to read.
 
 Why a staging folder: mutmut imports the mutated copy by the module path it derives from the
 file path, but the repository installs ``probes/`` as ``envaudit.probes`` (package-dir mapping).
@@ -35,7 +46,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STAGING = ROOT / "build" / "mutation"
 CAUGHT = ("killed", "timeout")  # a mutant that hangs the tests is caught by their timeout
-PROBE_TESTS = {"pipeline": "tests/probes/test_pipeline_probe.py"}  # names that do not mirror
+PROBE_TESTS = {  # probes whose tests do not mirror their name (besides tests/probes/test_<stem>*.py)
+    "pipeline": ("tests/probes/test_pipeline_probe.py",),
+    # the failure probe's parts are exercised through the probe (and decided in its decision tests)
+    "failure_plain": ("tests/probes/test_failures*.py",),
+    "failure_charge": ("tests/probes/test_failures*.py",),
+    "failure_confirm": ("tests/probes/test_failures*.py",),
+}
 
 
 @dataclass(frozen=True)
@@ -55,7 +72,10 @@ def target(name: str) -> Target:
                          "stats, findings, length or a path like probes/length.py")
     stem = Path(path).stem
     if path.startswith("probes/"):
-        return Target(path, f"envaudit/probes/{stem}.py", (PROBE_TESTS.get(stem, f"tests/probes/test_{stem}.py"),))
+        # tests/probes/test_<stem>.py and its companions (test_<stem>_decisions.py: the direct tests
+        # of the probe's decision functions, which kill most mutants in milliseconds)
+        return Target(path, f"envaudit/probes/{stem}.py", (f"tests/probes/test_{stem}.py",
+                                                           f"tests/probes/test_{stem}_*.py", *PROBE_TESTS.get(stem, ())))
     if path.startswith("envs/"):
         return Target(path, f"envaudit/envs/{stem}.py", (f"tests/envs/test_{stem}*.py",))
     # envaudit/stats.py is tested by tests/test_stats.py, tests/test_stats_paired.py, ...
@@ -123,30 +143,69 @@ def diffs(folder: Path, staged: str, names: list[str]) -> dict[str, str]:
     return {n: mutmut(folder, "show", n).stdout for n in names}  # mutmut's internals moved
 
 
-def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool, rerun: bool,
-          only: list[str]) -> dict:
-    folder = STAGING / re.sub(r"[^A-Za-z0-9]+", "-", f"{t.source}-{tests_ref or 'worktree'}").strip("-")
-    # mutmut matches mutant names with fnmatch: <module>.x_<function>__mutmut_<n> for a function
-    patterns = [f"*.x_{f}__mutmut_*" for f in only] + [f"*.x\u01c1*\u01c1{f}__mutmut_*" for f in only]
+def _statuses(t: Target, folder: Path, tests_ref: str | None, max_children: int, rerun: bool,
+              patterns: list[str]) -> dict[str, str]:
+    """Run mutmut on ``t`` in ``folder`` (only the mutants matching ``patterns``, all without) and
+    return every matching mutant's status."""
     if rerun or not (folder / "mutants").exists():
         stage(t, folder, tests_ref)
         run = mutmut(folder, "run", "--max-children", str(max_children), *patterns)
         if run.returncode != 0:
             raise SystemExit(f"mutation: mutmut failed on {t.source} (exit {run.returncode}):\n"
                              f"{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
-    selected = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args_test_selection"]
     results = mutmut(folder, "results", "--all", "true")
     statuses = dict(re.findall(r"^\s+(\S+): (.+)$", results.stdout, flags=re.M))
-    if only:
+    if patterns:
         statuses = {k: v for k, v in statuses.items() if any(fnmatch.fnmatch(k, p) for p in patterns)}
     if not statuses:
         raise SystemExit(f"mutation: no mutmut results in {folder}:\n{results.stdout[-2000:]}{results.stderr[-2000:]}")
+    return statuses
+
+
+def _folder(t: Target, tests_ref: str | None, tag: str) -> Path:
+    return STAGING / re.sub(r"[^A-Za-z0-9]+", "-", f"{t.source}-{tests_ref or tag}").strip("-")
+
+
+def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool, rerun: bool,
+          only: list[str], tests: list[str] | None = None, two_stage: bool = False,
+          survivors_only: bool = False) -> dict:
+    """Killed and surviving mutants of one module.
+
+    ``two_stage``: first every mutant against the module's decision tests alone
+    (``tests/probes/test_<stem>_decisions.py``: milliseconds a mutant), then only the survivors
+    against every selected test (the scans). The result is the same as one run with every test
+    (a mutant is killed when any test fails), in a fraction of the time.
+
+    ``survivors_only``: rerun only the mutants that survived the last run in this folder (with the
+    tests as they are now); the ones it killed stay killed (tests are only ever added).
+    """
+    if tests:
+        t = Target(t.source, t.staged, tuple(tests))
+    # mutmut matches mutant names with fnmatch: <module>.x_<function>__mutmut_<n> for a function
+    patterns = [f"*.x_{f}__mutmut_*" for f in only] + [f"*.x\u01c1*\u01c1{f}__mutmut_*" for f in only]
+    folder = _folder(t, tests_ref, "subset" if tests else "worktree")
+    if two_stage:
+        first = Target(t.source, t.staged, (f"tests/probes/test_{Path(t.source).stem}_decisions.py",))
+        statuses = _statuses(first, _folder(t, tests_ref, "decisions"), tests_ref, max_children, rerun, patterns)
+        left = [k for k, v in statuses.items() if v not in CAUGHT]
+        if left:
+            statuses.update(_statuses(t, folder, tests_ref, max_children, rerun, left))
+    elif survivors_only and (folder / "mutants").exists():
+        statuses = _statuses(t, folder, tests_ref, max_children, False, patterns)
+        left = [k for k, v in statuses.items() if v not in CAUGHT]
+        if left:
+            statuses.update(_statuses(t, folder, tests_ref, max_children, True, left))
+    else:
+        statuses = _statuses(t, folder, tests_ref, max_children, rerun, patterns)
+    selected = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args_test_selection"] \
+        if (folder / "pyproject.toml").exists() else list(t.tests)
     order = lambda k: (k.rsplit("__mutmut_", 1)[0], int(k.rsplit("_", 1)[1]))  # noqa: E731
     survivors = sorted((k for k, v in statuses.items() if v not in CAUGHT), key=order)
     # "no tests": no selected test reaches the function at all; counted per function, not diffed.
     untested = Counter(_function(k) for k in survivors if statuses[k] == "no tests")
     shown = [k for k in survivors if statuses[k] != "no tests"]
-    return {"module": t.source + (f" ({', '.join(only)})" if only else ""), "tests": selected, "total": len(statuses),
+    module = t.source + (f" ({', '.join(only)})" if only else "") + (" [subset]" if tests else "")
+    return {"module": module, "tests": selected, "total": len(statuses),
             "killed": sum(v in CAUGHT for v in statuses.values()),
             "survivors": {k: statuses[k] for k in shown}, "untested": dict(untested),
             "diffs": diffs(folder, t.staged, shown) if show_diffs else {}}
@@ -169,6 +228,13 @@ def main() -> None:
     parser.add_argument("--no-diffs", action="store_true", help="list surviving mutants without their diffs")
     parser.add_argument("--only", nargs="+", default=[], metavar="FUNCTION",
                         help="only the mutants of these functions (fnmatch patterns), to bound a long run")
+    parser.add_argument("--tests", nargs="+", metavar="GLOB",
+                        help="score against only these test files (globs from the repository root): a lower bound")
+    parser.add_argument("--two-stage", action="store_true",
+                        help="a probe's decision tests first, then every test on their survivors only (same "
+                             "score as one run with every test, far faster)")
+    parser.add_argument("--survivors-only", action="store_true",
+                        help="rerun only the mutants that survived the last run (after adding tests)")
     parser.add_argument("--report-only", action="store_true",
                         help="print the results of the last run in build/mutation/ without running again")
     args = parser.parse_args()
@@ -176,7 +242,7 @@ def main() -> None:
     if args.all_probes:
         names += [p.stem for p in sorted((ROOT / "probes").glob("*.py")) if p.stem != "__init__"]
     rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
-                  args.only) for n in names]
+                  args.only, args.tests, args.two_stage, args.survivors_only) for n in names]
     for r in rows:
         print(f"\n== {r['module']}  (tests: {' '.join(r['tests'])})")
         for function, n in r["untested"].items():

@@ -1,0 +1,191 @@
+"""The intent probe's decision functions on hand-built tables whose answers are known.
+
+Which episodes are "ended without success", what each episode did (its final action, the actions
+it used, the pay of its failed calls), which behaviour the regression singles out once length and
+failed calls are held fixed, which ending lump stands out against a typical step, and how a
+confirmed behaviour is placed on the ladder: each number follows from the table the test writes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from envaudit.findings import Severity
+from envaudit.probes import intent as I
+from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_OK
+from envaudit.stats import MIN_SAMPLES
+from tests.fixtures.frames import FakeContext, episode, many, records
+
+CLAIM, ANSWER, WORK = 2, 1, 0
+
+
+def claim_env(n: int = 20, claim_pay: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``n`` unsuccessful episodes of 1-4 work steps; half end with CLAIM (paid ``claim_pay``), half
+    with ANSWER (paid 0). Work steps pay 0.01 * (i % 3): noise unrelated to the ending or length."""
+    eps = []
+    for i in range(n):
+        work = [(WORK, 0.01 * (i % 3))] + [(WORK, 0.0)] * (i % 4)
+        end = (CLAIM, claim_pay) if i % 2 else (ANSWER, 0.0)
+        eps.append(episode(FAILURE, [*work, end], success=False))
+    recs = records(*eps)
+    return I.behaviours(recs.episodes, recs.steps), recs.steps
+
+
+def test_ended_unsuccessful_is_a_failure_the_env_flagged_false():
+    eps = pd.DataFrame({"success": [False, None, True, False, False],
+                        "outcome": [FAILURE, FAILURE, SUCCESS, TIMEOUT, FAILURE]})
+    assert I._ended_unsuccessful(eps).tolist() == [True, False, False, False, True]
+
+
+def test_behaviours_list_the_final_action_the_actions_used_and_failed_call_pay():
+    recs = records(episode(FAILURE, [(0, 0.0), {"action": 1, "reward": 0.4, "tool_status": TOOL_ERROR}, (2, 1.0)],
+                           success=False),
+                   episode(FAILURE, [(2, 0.0), ("text", 0.0)], success=False),  # the text action is left out
+                   episode(SUCCESS, [(3, 1.0)], success=True))
+    table = I.behaviours(recs.episodes.iloc[:2], recs.steps).set_index("episode_id")
+    assert table["final"].tolist() == [2, 2]
+    assert table[["uses_0", "uses_1", "uses_2"]].to_numpy().tolist() == [[1, 1, 1], [0, 0, 1]]
+    assert "uses_3" not in table  # only the non-success episodes' actions
+    assert table["failed_call_pay"].tolist() == [0.4, 0.0]
+    repeat = records(episode(FAILURE, [(1, 0.0), (1, 0.0), (1, 0.0)], success=False))
+    assert I.behaviours(repeat.episodes, repeat.steps)["uses_1"].tolist() == [1]  # used, not counted
+
+
+def test_the_regression_finds_the_action_that_pays_beyond_length():
+    table, _ = claim_env()
+    found = I.candidates(table, [WORK, ANSWER, CLAIM], 0.05, np.random.default_rng(0))
+    # CLAIM's mask (end with it, use it) is the same: two candidates of effect 0.5; ANSWER pays less
+    # than the rest, WORK is used by every episode (no contrast)
+    assert [(c["action"], c["kind"]) for c in found] == [(CLAIM, "ends with"), (CLAIM, "uses")]
+    c = found[0]
+    assert c["effect"] == pytest.approx(0.5, abs=0.01) and c["p_value"] < 0.05
+    assert c["n_with"] == 10 and c["n_without"] == 10 and c["mask"].tolist() == [i % 2 == 1 for i in range(20)]
+
+
+def test_no_candidate_without_a_significant_positive_effect():
+    table, _ = claim_env(claim_pay=0.0)
+    assert I.candidates(table, [WORK, ANSWER, CLAIM], 0.05, np.random.default_rng(0)) == []
+    table, _ = claim_env(claim_pay=0.5)
+    assert I.candidates(table, [CLAIM], 1e-300, np.random.default_rng(0)) == []  # alpha: never significant
+
+
+def test_a_behaviour_needs_two_episodes_with_and_two_without():
+    table, _ = claim_env()
+    only_one = table[(table["final"] != CLAIM) | (table["episode_id"] == 1)]
+    assert I.candidates(only_one, [CLAIM], 0.05, np.random.default_rng(0)) == []
+    two = table[(table["final"] != CLAIM) | table["episode_id"].isin([1, 3, 5])]
+    assert [c["n_with"] for c in I.candidates(two, [CLAIM], 0.05, np.random.default_rng(0))] == [3, 3]
+
+
+def test_pay_for_failed_calls_and_per_step_pay_are_not_a_behaviour():
+    # the CLAIM ending's 0.5 is paid on a failed call: failure-rewarded's, not this probe's
+    eps = [episode(FAILURE, [(WORK, 0.01 * (i % 3)), {"action": CLAIM, "reward": 0.5, "tool_status": TOOL_ERROR}]
+                   if i % 2 else [(WORK, 0.01 * (i % 3)), (ANSWER, 0.0)], success=False) for i in range(20)]
+    recs = records(*eps)
+    assert I.candidates(I.behaviours(recs.episodes, recs.steps), [CLAIM], 0.05, np.random.default_rng(0)) == []
+    # CLAIM episodes are longer and every step pays 0.1: length explains the return, not CLAIM
+    eps = [episode(FAILURE, [(WORK, 0.1)] * (2 + i % 3 + 3 * (i % 2)) + [(CLAIM if i % 2 else ANSWER, 0.1)],
+                   success=False) for i in range(20)]
+    recs = records(*eps)
+    table = I.behaviours(recs.episodes, recs.steps)
+    found = I.candidates(table, [CLAIM], 0.05, np.random.default_rng(0))
+    assert all(abs(c["effect"]) < 1e-6 for c in found)
+
+
+def test_an_ending_lump_against_the_typical_ordinary_step():
+    # every unsuccessful ending pays 0.3; mid-episode two failed calls charge 1 each, a work step pays 0
+    eps = many(MIN_SAMPLES, FAILURE, [{"action": WORK, "reward": -1.0, "tool_status": TOOL_ERROR},
+                                      {"action": WORK, "reward": -1.0, "tool_status": TOOL_ERROR},
+                                      (WORK, 0.0), (ANSWER, 0.3)], success=False)
+    recs = records(*eps)
+    table = I.behaviours(recs.episodes, recs.steps)
+    (c,) = I.ending_candidates(table, recs.steps)
+    assert c["action"] == ANSWER and c["effect"] == pytest.approx(0.3) and c["typical_step_pay"] == 0.0
+    assert c["alternative"].tolist() == pytest.approx([-2.0] * MIN_SAMPLES) and c["p_value"] is None
+    assert c["n_with"] == MIN_SAMPLES and c["n_without"] == 0 and c["kind"] == "ends with"
+    fewer = table.iloc[: MIN_SAMPLES - 1]
+    assert I.ending_candidates(fewer, recs.steps) == []
+
+
+def test_no_ending_lump_when_the_ending_pays_a_typical_step_or_less():
+    recs = records(*many(MIN_SAMPLES, FAILURE, [(WORK, -0.1), (WORK, -0.1), (ANSWER, -0.1)], success=False))
+    assert I.ending_candidates(I.behaviours(recs.episodes, recs.steps), recs.steps) == []
+    one_step = records(*many(MIN_SAMPLES, FAILURE, [(ANSWER, 0.2)], success=False),
+                       *many(MIN_SAMPLES, FAILURE, [(CLAIM, 0.7)], success=False))
+    found = I.ending_candidates(I.behaviours(one_step.episodes, one_step.steps), one_step.steps)
+    # no step ends nothing: the typical step pays 0; strongest lump first
+    assert [(c["action"], c["effect"]) for c in found] == [(CLAIM, pytest.approx(0.7)), (ANSWER, pytest.approx(0.2))]
+    assert found[0]["alternative"].tolist() == [0.0] * MIN_SAMPLES
+
+
+def test_prefix_policy_plays_k_random_actions_then_the_action():
+    p = I.PrefixPolicy(CLAIM, "claim", 3, [WORK, ANSWER])
+    p.reset(None, np.random.default_rng(0))
+    played = [p(None, {}) for _ in range(6)]
+    assert set(played[:3]) <= {WORK, ANSWER} and played[3:] == [CLAIM] * 3
+    assert p.name == "3 random then claim" and p.describe() == "3 random actions, then 'claim'"
+
+
+def confirm_ctx(claim_steps):
+    """A context whose scripted runs all play ``claim_steps`` (unsuccessful) episodes."""
+    def play(policy, seeds, kw):
+        return records(*[episode(FAILURE, claim_steps, success=False) for _ in seeds])
+    return FakeContext(records(), play=play, labels=["work", "answer", "claim"])
+
+
+def test_confirm_places_the_scripted_behaviour_on_the_ladder():
+    table, _ = claim_env(n=24)
+    cand = {"action": CLAIM, "mask": (table["final"] == CLAIM).to_numpy(bool)}
+    ctx = confirm_ctx([(WORK, 0.0), (CLAIM, 0.5)])
+    best = I._confirm(ctx, cand, table, [WORK, ANSWER, CLAIM], np.ones(MIN_SAMPLES), np.random.default_rng(0))
+    assert best["verdict"]["level"] == "above_alternative" and best["label"] == "claim"
+    assert best["policy"] == "repeat 'claim'" and best["mean_exploit"] == pytest.approx(0.5)
+    assert best["final_step_share"] == 1.0 and best["success_rate"] == 0.0
+    assert best["mean_alternative"] == pytest.approx(0.02 * 4 / 12 + 0.01 * 4 / 12)  # ANSWER endings: work noise only
+    assert len(ctx.runs) == 1  # a level on the first policy: no prefix run
+    assert len(ctx.runs[0][1]) == I.sample_size(ctx, 24) and best["n_exploit"] == I.sample_size(ctx, 24)
+
+
+def test_confirm_tries_the_prefix_policy_and_leaves_step_pay_to_length_bias():
+    table, _ = claim_env(n=24)
+    cand = {"action": CLAIM, "mask": (table["final"] == CLAIM).to_numpy(bool)}
+    # claiming pays 0.5 over the steps, a fifth at the end: step farming
+    ctx = confirm_ctx([(CLAIM, 0.1)] * 5)
+    best = I._confirm(ctx, cand, table, [WORK, ANSWER, CLAIM], np.ones(MIN_SAMPLES), np.random.default_rng(0))
+    assert best["verdict"]["level"] is None and best["verdict"]["attributed_to"] == "length-bias"
+    assert best["verdict"]["level_before_attribution"] == "above_alternative"
+    # CLAIM episodes are 3 or 5 steps long, six of each (median 4 with the ending): 3 random steps first
+    assert [p.name for p, _, _ in ctx.runs] == ["repeat claim", "3 random then claim"]
+    assert best["policy"] == "repeat 'claim'"  # neither reached a level: the first is kept
+
+
+def test_confirm_against_the_typical_step_alternative_of_an_ending_lump():
+    table, _ = claim_env(n=24)
+    cand = {"action": CLAIM, "mask": (table["final"] == CLAIM).to_numpy(bool), "alternative": np.zeros(12)}
+    ctx = confirm_ctx([(CLAIM, 1.0)])
+    best = I._confirm(ctx, cand, table, [CLAIM], np.ones(MIN_SAMPLES), np.random.default_rng(0))
+    assert best["verdict"]["level"] == "at_least_success" and best["mean_alternative"] == 0.0
+
+
+def test_high_return_fact_needs_min_samples_rich_episodes():
+    success = np.array([0.0] * 4 + [1.0] * 5)  # median 1
+    rich = pd.DataFrame({"episode_id": range(10), "return": [1.0] * MIN_SAMPLES + [0.5, 0.9]})
+    (f,) = I._high_return_fact(FakeContext(records()), success, rich)
+    assert f.severity == Severity.INFO and f.evidence["n_rich_non_success"] == MIN_SAMPLES
+    assert f.evidence["median_success"] == 1.0 and f.evidence["n_non_success"] == 10
+    assert list(f.examples) == [0, 1, 2, 3, 4]
+    assert I._high_return_fact(FakeContext(records()), success, rich.iloc[1:]) == []  # 7 rich
+    assert I._high_return_fact(FakeContext(records()), success[:MIN_SAMPLES - 1], rich) == []
+
+
+def test_no_flag_finding():
+    f = I._no_flag()
+    assert f.severity == Severity.INFO and f.evidence == {"episodes_with_flag": 0} and f.probe == "intent"
+
+
+def test_a_timeout_success_arg_is_not_read_as_failure():
+    recs = records(episode(TIMEOUT, [(0, 1.0)], success=False, end=END_TRUNCATED),
+                   episode(FAILURE, [{"action": 0, "reward": 0.0, "tool_status": TOOL_OK}], success=False))
+    assert I._ended_unsuccessful(recs.episodes).tolist() == [False, True]
