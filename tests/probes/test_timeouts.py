@@ -182,7 +182,9 @@ def test_ending_pay_nets_out_what_the_same_call_pays_mid_episode():
     })
     pay = ending_pay(steps, steps)
     assert pay[0] == pytest.approx(0.6)  # a 0.6 truncation bonus on top of the usual 0.1
-    assert pay[1] == pytest.approx(0.1)  # the submit is never seen mid-episode: all of it counts
+    # The submit is never seen mid-episode: it is held to a typical step's pay (the 0.1 every step
+    # pays), so its ending pays nothing beyond it.
+    assert pay[1] == pytest.approx(0.0)
 
 
 def test_ladder_levels_follow_the_design_rule():
