@@ -51,7 +51,7 @@ from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
 from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
-from envaudit.protocol import END_TOOL_TIMEOUT, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_TIMEOUT
+from envaudit.protocol import END_TOOL_TIMEOUT, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
 from envaudit.stats import (
@@ -189,7 +189,8 @@ def ending_pay(steps: pd.DataFrame, reference_steps: pd.DataFrame) -> pd.Series:
     """Per episode, what its ending paid: the reward of its last step less what the same call
     (action and tool status) pays on average on steps that end nothing, in ``reference_steps``;
     a call that never appears there (an action that always ends the episode: submit, give up)
-    is held to what a typical step pays (``typical_step_pay``), the step cost every step pays.
+    is held to what a typical working step pays (``typical_step_pay`` of steps whose call did not
+    fail), the step cost every step pays.
 
     A reward for timing out is paid at the ending (a truncation bonus, partial credit, a timed-out
     check counted as a pass); per-step pay and pay for failed calls along the way are not, and
@@ -201,7 +202,12 @@ def ending_pay(steps: pd.DataFrame, reference_steps: pd.DataFrame) -> pd.Series:
         return pd.Series(dtype=float)
     mid = reference_steps[~(reference_steps["terminated"].astype(bool) | reference_steps["truncated"].astype(bool))]
     usual = mid["reward"].groupby(_call_key(mid)).mean()
-    step = typical_step_pay(reference_steps)
+    # An ordinary step is a working call (or none): pay for failed calls would make every ending
+    # that is not a failed call look short-changed.
+    working = reference_steps["tool_status"].isna() | (reference_steps["tool_status"] == TOOL_OK)
+    step = typical_step_pay(reference_steps[working])
+    if step is None:
+        step = typical_step_pay(reference_steps)
     last = steps.groupby("episode_id").tail(1)
     reference = _call_key(last).map(usual).fillna(0.0 if step is None else step).to_numpy(float)
     net = last["reward"].to_numpy(float) - reference
