@@ -51,7 +51,15 @@ from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
 from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
-from envaudit.protocol import END_TOOL_TIMEOUT, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.protocol import (
+    END_TOOL_TIMEOUT,
+    FAILURE,
+    SUCCESS,
+    TIMEOUT,
+    TOOL_ERROR,
+    TOOL_OK,
+    TOOL_TIMEOUT,
+)
 from envaudit.recording import Records
 from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
 from envaudit.stats import (

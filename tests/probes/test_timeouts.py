@@ -20,9 +20,9 @@ from envaudit.findings import Severity
 from envaudit.probes.timeouts import CODE, ending_pay, probe, sample_size, split_enders
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, noninferiority
 from envaudit.toolenv import ToolEnv, ToolOutput, Transition
+from tests.fixtures import progress_envs
 from tests.fixtures.context import flagged, misses, off_design, run_probe, sweep
 from tests.fixtures.context import only_finding as _only_finding
-from tests.fixtures import progress_envs
 from tests.fixtures.protocol_envs import FIXTURES, SUBMIT, TaskEnv
 
 
