@@ -173,6 +173,23 @@ def typical_step_pay(steps: pd.DataFrame) -> float | None:
     return float(np.median(middle.to_numpy(float))) if len(middle) else None
 
 
+STEP_COST_QUANTILE = 0.1
+"""``step_cost_pay`` reads this low quantile of working steps' rewards: progress, shaping and
+bonuses pay above what every step pays, and in a short task most of random play's few working
+steps are progress (a one-tool, one-step path: its median step is the progress bonus)."""
+
+
+def step_cost_pay(steps: pd.DataFrame) -> float:
+    """What every step pays (the step cost, as a reward): a low quantile (``STEP_COST_QUANTILE``) of
+    the rewards of steps that end nothing and whose call did not fail (pay for failed calls is
+    failure-rewarded's); 0 without any such step."""
+    middle = ~(steps["terminated"].astype(bool) | steps["truncated"].astype(bool))
+    working = steps["tool_status"].isna() | (steps["tool_status"] == TOOL_OK)
+    rewards = steps.loc[middle & working, "reward"].to_numpy(float)
+    rewards = rewards[np.isfinite(rewards)]
+    return float(np.quantile(rewards, STEP_COST_QUANTILE)) if len(rewards) else 0.0
+
+
 def fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
@@ -193,12 +210,14 @@ def _call_key(steps: pd.DataFrame) -> pd.Series:
     return steps["action"].astype(str) + "|" + steps["tool_status"].fillna("none").astype(str)
 
 
-def ending_pay(steps: pd.DataFrame, reference_steps: pd.DataFrame) -> pd.Series:
+def ending_pay(steps: pd.DataFrame, reference_steps: pd.DataFrame,
+               ordinary_steps: pd.DataFrame | None = None) -> pd.Series:
     """Per episode, what its ending paid: the reward of its last step less what the same call
     (action and tool status) pays on average on steps that end nothing, in ``reference_steps``;
     a call that never appears there (an action that always ends the episode: submit, give up)
-    is held to what a typical working step pays (``typical_step_pay`` of steps whose call did not
-    fail), the step cost every step pays.
+    is held to what every step pays (``step_cost_pay`` of ``ordinary_steps``, default
+    ``reference_steps``). Pass exploration's steps there: a trained or scripted policy that makes
+    progress at every step would make progress look like the cost of a step.
 
     A reward for timing out is paid at the ending (a truncation bonus, partial credit, a timed-out
     check counted as a pass); per-step pay and pay for failed calls along the way are not, and
@@ -212,10 +231,8 @@ def ending_pay(steps: pd.DataFrame, reference_steps: pd.DataFrame) -> pd.Series:
     usual = mid["reward"].groupby(_call_key(mid)).mean()
     # An ordinary step is a working call (or none): pay for failed calls would make every ending
     # that is not a failed call look short-changed.
-    working = reference_steps["tool_status"].isna() | (reference_steps["tool_status"] == TOOL_OK)
-    step = typical_step_pay(reference_steps[working])
-    if step is None:
-        step = typical_step_pay(reference_steps)
+    ordinary = reference_steps if ordinary_steps is None else ordinary_steps
+    step = step_cost_pay(ordinary)
     last = steps.groupby("episode_id").tail(1)
     reference = _call_key(last).map(usual).fillna(0.0 if step is None else step).to_numpy(float)
     net = last["reward"].to_numpy(float) - reference
@@ -228,7 +245,7 @@ def ending_premium(ctx: ProbeContext, timed_out_ids, steps: pd.DataFrame, failur
     ``zero_without_failures`` and no outright failure to compare with: more than an ending that
     pays nothing beyond a typical step (an env where nothing but the step limit ends an
     unsuccessful episode); otherwise that case is underpowered."""
-    pay = ending_pay(steps, steps)
+    pay = ending_pay(steps, steps, ctx.exploration.steps)
     a = pay.reindex(list(timed_out_ids)).dropna().to_numpy(float)
     b = pay.reindex(list(failure_ids)).dropna().to_numpy(float)
     if len(b) == 0 and zero_without_failures:
@@ -239,7 +256,8 @@ def ending_premium(ctx: ProbeContext, timed_out_ids, steps: pd.DataFrame, failur
     return out
 
 
-def matched_failures(timed_out_ids, returns: np.ndarray, steps: pd.DataFrame, failure_ids) -> np.ndarray:
+def matched_failures(timed_out_ids, returns: np.ndarray, steps: pd.DataFrame, failure_ids,
+                     ordinary_steps: pd.DataFrame | None = None) -> np.ndarray:
     """What each timed-out episode would have earned failing outright instead: its own return
     with its ending's pay (``ending_pay``) replaced by the median pay of an honest failure's ending
     (none without outright failures: an ending that pays nothing beyond a typical step).
@@ -247,7 +265,7 @@ def matched_failures(timed_out_ids, returns: np.ndarray, steps: pd.DataFrame, fa
     Same start, same prefix, same progress: a timeout compared with failures of other episodes is
     confounded by how far each got (a staller keeps collecting progress that a quick wrong answer
     never made), which is partial progress, not a reward for timing out."""
-    pay = ending_pay(steps, steps)
+    pay = ending_pay(steps, steps, ordinary_steps)
     own = pay.reindex(list(timed_out_ids)).fillna(0.0).to_numpy(float)
     failed = pay.reindex(list(failure_ids)).dropna().to_numpy(float)
     honest = float(np.median(failed)) if len(failed) else 0.0
@@ -264,7 +282,7 @@ def _judge(ctx: ProbeContext, records: Records | None, success, failure, rng) ->
     explored = ctx.exploration.episodes
     failure_ids = explored.loc[explored["outcome"] == FAILURE, "episode_id"]
     returns = timed_out["return"].to_numpy(float)
-    matched = matched_failures(timed_out["episode_id"], returns, pooled.steps, failure_ids)
+    matched = matched_failures(timed_out["episode_id"], returns, pooled.steps, failure_ids, ctx.exploration.steps)
     verdict = exploit_ladder(returns, success, matched, rng, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
     verdict["alternative"] = "the same episodes failing outright instead (their ending's pay swapped for a failure's)"
     verdict["mean_failure_elsewhere"] = float(np.mean(failure)) if len(failure) else None
