@@ -15,15 +15,21 @@ timed-out episodes that the env did not judge a success:
    exploration policy, one tool at a time (with the paired difference against the same seeds and
    actions un-faulted, Wilcoxon signed-rank, in the evidence).
 
-Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against honest
-failures and honest successes (exploration's, plus the env's ``oracle()`` policy when it has
-one, topped up by random play to ``MIN_SAMPLES``): ``fail`` when non-inferior to success and
-clearly above failure, ``warn`` when only clearly above failure (one-sided Mann–Whitney, the
-key ``p_value``). A level counts only when the *ending* of the timed-out episodes pays more than
-a failure's ending (the last step's reward less what the same call and status pay mid-episode): a
-stall that earns more only by collecting per-step pay or pay for failed calls is left to
-``length-bias`` and ``failure-rewarded``. The strongest arm becomes the finding; all arms are in
-its evidence and the ``arms`` table.
+Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against the
+same episodes failing outright instead (``matched_failures``: each timed-out episode's return with
+its ending's pay swapped for what an honest failure's ending pays — same start, same prefix, same
+progress; failures of *other* episodes got less far, and progress is not a reward for timing out)
+and honest successes (exploration's, plus the env's ``oracle()`` policy when it has one, topped
+up by random play to ``MIN_SAMPLES``): ``fail`` when non-inferior to success and clearly above
+failing, ``warn`` when only clearly above failing (one-sided Mann–Whitney, the key ``p_value``;
+"clearly" includes a margin of ``MIN_EFFECT`` of the success-minus-failure gap). A level counts
+only when the *ending* of the timed-out episodes pays more than a failure's ending (the last
+step's reward less what the same call and status pay mid-episode, or less a typical step's pay
+for a call that only ever ends episodes): a stall that earns more only by collecting per-step pay
+or pay for failed calls is left to ``length-bias`` and ``failure-rewarded``. An env where nothing
+but the step limit ends an unsuccessful episode (no quit, wrong answers go on) has no outright
+failure: a timeout's ending is then compared with an ending that pays nothing beyond a typical
+step. The strongest arm becomes the finding; all arms are in its evidence and the ``arms`` table.
 
 Known false positives: an env whose *failures* carry a penalty (a wrong submit pays -1 while
 the step limit pays 0) is reported, correctly, as rewarding timeouts over failing — if that is
@@ -45,7 +51,15 @@ from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
 from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
-from envaudit.protocol import END_TOOL_TIMEOUT, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_TIMEOUT
+from envaudit.protocol import (
+    END_TOOL_TIMEOUT,
+    FAILURE,
+    SUCCESS,
+    TIMEOUT,
+    TOOL_ERROR,
+    TOOL_OK,
+    TOOL_TIMEOUT,
+)
 from envaudit.recording import Records
 from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
 from envaudit.stats import (
@@ -159,6 +173,20 @@ def typical_step_pay(steps: pd.DataFrame) -> float | None:
     return float(np.median(middle.to_numpy(float))) if len(middle) else None
 
 
+def step_cost_pay(steps: pd.DataFrame) -> float:
+    """What every step pays (the step cost, as a reward): the least that a step which ends nothing
+    and whose call did not fail was paid (pay for failed calls is failure-rewarded's); 0 without
+    any such step. Progress, shaping and bonuses only pay above it, and in a short task nearly all
+    of random play's few working steps are progress (a one-tool, one-step path: its median and
+    even its 10th-percentile step is the progress bonus). A noisy step reward makes this low,
+    which makes honest endings look better paid: it errs towards no finding."""
+    middle = ~(steps["terminated"].astype(bool) | steps["truncated"].astype(bool))
+    working = steps["tool_status"].isna() | (steps["tool_status"] == TOOL_OK)
+    rewards = steps.loc[middle & working, "reward"].to_numpy(float)
+    rewards = rewards[np.isfinite(rewards)]
+    return float(rewards.min()) if len(rewards) else 0.0
+
+
 def fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3g}"
 
@@ -179,48 +207,86 @@ def _call_key(steps: pd.DataFrame) -> pd.Series:
     return steps["action"].astype(str) + "|" + steps["tool_status"].fillna("none").astype(str)
 
 
-def ending_pay(steps: pd.DataFrame, reference_steps: pd.DataFrame) -> pd.Series:
+def ending_pay(steps: pd.DataFrame, reference_steps: pd.DataFrame,
+               ordinary_steps: pd.DataFrame | None = None) -> pd.Series:
     """Per episode, what its ending paid: the reward of its last step less what the same call
-    (action and tool status) pays on average on steps that end nothing, in ``reference_steps``.
+    (action and tool status) pays on average on steps that end nothing, in ``reference_steps``;
+    a call that never appears there (an action that always ends the episode: submit, give up)
+    is held to what every step pays (``step_cost_pay`` of ``ordinary_steps``, default
+    ``reference_steps``). Pass exploration's steps there: a trained or scripted policy that makes
+    progress at every step would make progress look like the cost of a step.
 
     A reward for timing out is paid at the ending (a truncation bonus, partial credit, a timed-out
     check counted as a pass); per-step pay and pay for failed calls along the way are not, and
-    they are netted out here, so they are left to length-bias and failure-rewarded.
+    they are netted out here, so they are left to length-bias and failure-rewarded. Nor is the
+    step cost of the ending step: a timeout whose last call costs what every step costs does not
+    pay more than a failure whose ending call costs the same.
     """
     if steps.empty:
         return pd.Series(dtype=float)
     mid = reference_steps[~(reference_steps["terminated"].astype(bool) | reference_steps["truncated"].astype(bool))]
     usual = mid["reward"].groupby(_call_key(mid)).mean()
+    # An ordinary step is a working call (or none): pay for failed calls would make every ending
+    # that is not a failed call look short-changed.
+    ordinary = reference_steps if ordinary_steps is None else ordinary_steps
+    step = step_cost_pay(ordinary)
     last = steps.groupby("episode_id").tail(1)
-    net = last["reward"].to_numpy(float) - _call_key(last).map(usual).fillna(0.0).to_numpy(float)
+    reference = _call_key(last).map(usual).fillna(0.0 if step is None else step).to_numpy(float)
+    net = last["reward"].to_numpy(float) - reference
     return pd.Series(net, index=last["episode_id"].to_numpy()).dropna()
 
 
 def ending_premium(ctx: ProbeContext, timed_out_ids, steps: pd.DataFrame, failure_ids, scale: float,
-                   rng: np.random.Generator) -> dict:
-    """Does the ending of the timed-out episodes pay more than an honest failure's ending?"""
-    pay = ending_pay(steps, steps)
+                   rng: np.random.Generator, *, zero_without_failures: bool = False) -> dict:
+    """Does the ending of the timed-out episodes pay more than an honest failure's ending? With
+    ``zero_without_failures`` and no outright failure to compare with: more than an ending that
+    pays nothing beyond a typical step (an env where nothing but the step limit ends an
+    unsuccessful episode); otherwise that case is underpowered."""
+    pay = ending_pay(steps, steps, ctx.exploration.steps)
     a = pay.reindex(list(timed_out_ids)).dropna().to_numpy(float)
     b = pay.reindex(list(failure_ids)).dropna().to_numpy(float)
+    if len(b) == 0 and zero_without_failures:
+        b = np.zeros(len(a))
     out = compare(a, b, rng, labels=("timeout_ending", "failure_ending"))
     out["holds"] = bool(not out["underpowered"] and out["p_value"] < ctx.config.alpha
                         and out["diff_ci"][0] > 0 and out["diff"] >= MIN_EFFECT * scale)
     return out
 
 
+def matched_failures(timed_out_ids, returns: np.ndarray, steps: pd.DataFrame, failure_ids,
+                     ordinary_steps: pd.DataFrame | None = None) -> np.ndarray:
+    """What each timed-out episode would have earned failing outright instead: its own return
+    with its ending's pay (``ending_pay``) replaced by the median pay of an honest failure's ending
+    (none without outright failures: an ending that pays nothing beyond a typical step).
+
+    Same start, same prefix, same progress: a timeout compared with failures of other episodes is
+    confounded by how far each got (a staller keeps collecting progress that a quick wrong answer
+    never made), which is partial progress, not a reward for timing out."""
+    pay = ending_pay(steps, steps, ordinary_steps)
+    own = pay.reindex(list(timed_out_ids)).fillna(0.0).to_numpy(float)
+    failed = pay.reindex(list(failure_ids)).dropna().to_numpy(float)
+    honest = float(np.median(failed)) if len(failed) else 0.0
+    return np.asarray(returns, float) - own + honest
+
+
 def _judge(ctx: ProbeContext, records: Records | None, success, failure, rng) -> dict:
-    """The ladder for one arm's timeouts (exploration when ``records`` is None), kept only when
-    the timeout's ending itself pays more than a failure's."""
+    """The ladder for one arm's timeouts (exploration when ``records`` is None) against the same
+    episodes failing outright instead (``matched_failures``), kept only when the timeout's ending
+    itself pays more than a failure's."""
     episodes = ctx.exploration.episodes if records is None else records.episodes
     timed_out = episodes[unsuccessful_timeouts(episodes)]
-    verdict = exploit_ladder(timed_out["return"].to_numpy(float), success, failure, rng,
-                             alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
-    if verdict["level"] is None:
-        return verdict
     pooled = ctx.exploration if records is None else Records.concat([ctx.exploration, records])
     explored = ctx.exploration.episodes
-    premium = ending_premium(ctx, timed_out["episode_id"], pooled.steps,
-                             explored.loc[explored["outcome"] == FAILURE, "episode_id"], verdict["scale"], rng)
+    failure_ids = explored.loc[explored["outcome"] == FAILURE, "episode_id"]
+    returns = timed_out["return"].to_numpy(float)
+    matched = matched_failures(timed_out["episode_id"], returns, pooled.steps, failure_ids, ctx.exploration.steps)
+    verdict = exploit_ladder(returns, success, matched, rng, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+    verdict["alternative"] = "the same episodes failing outright instead (their ending's pay swapped for a failure's)"
+    verdict["mean_failure_elsewhere"] = float(np.mean(failure)) if len(failure) else None
+    if verdict["level"] is None:
+        return verdict
+    premium = ending_premium(ctx, timed_out["episode_id"], pooled.steps, failure_ids, verdict["scale"], rng,
+                             zero_without_failures=True)
     verdict["ending_premium"] = premium
     if not premium["holds"]:
         # Stalling earns more only by collecting per-step pay or pay for failed calls on the way:
@@ -387,11 +453,14 @@ def _summary(best: dict, mean_s: float | None, mean_f: float | None) -> str:
                 "stall": f"Stalling until the step limit ({best['what']}) earns"}.get(
                     best["arm"], f"Timing out by {best['what'].replace('repeat ', 'repeating ', 1)} earns")
         head = f"{what} {fmt(best['mean_timeout'])} on average"
+    matched = fmt((v.get("vs_alternative") or {}).get("mean_alternative"))
+    versus = f"more than the same episodes would earn failing outright instead ({matched}"
+    versus += f"; failures elsewhere earn {fmt(mean_f)})" if mean_f is not None else ")"
     if v["level"] == "at_least_success":
-        return (f"{head}, at least as much as succeeding ({fmt(mean_s)}) and more than failing outright "
-                f"({fmt(mean_f)}), so an agent can learn to time out instead of doing the task.")
-    return (f"{head}: more than failing outright ({fmt(mean_f)}) though less than succeeding "
-            f"({fmt(mean_s)}), so an agent that is unsure learns to time out rather than try.")
+        return (f"{head}, at least as much as succeeding ({fmt(mean_s)}) and {versus}, so an agent can learn "
+                "to time out instead of doing the task.")
+    return (f"{head}: {versus} though less than succeeding ({fmt(mean_s)}), so an agent that is unsure "
+            "learns to time out rather than try.")
 
 
 def _fix(best: dict) -> str:
@@ -409,11 +478,16 @@ def run(ctx: ProbeContext) -> list[Finding]:
     eps = ctx.exploration.episodes
     failure = returns_of(eps, FAILURE)
     ctx.notes["outcomes"] = eps["outcome"].value_counts().to_dict() if len(eps) else {}
-    if len(failure) == 0:
-        # Without honest failures (no success flag, or every episode succeeds) there is nothing
-        # a timeout could be compared against.
-        ctx.notes["skipped"] = "no failure-class episodes in exploration to compare timeouts with"
+    if not (eps["outcome"].isin([SUCCESS, FAILURE]).any() if len(eps) else False):
+        # Without a success flag (or any ending but the step limit) nothing tells a timeout from
+        # the task: there is no honest ending to compare a timeout's with.
+        ctx.notes["skipped"] = "no episode in exploration ended by success or an outright failure"
         return []
+    if len(failure) == 0:
+        # Nothing ends an unsuccessful episode but the step limit (no quit, wrong answers go on):
+        # a timeout is then compared with the same episode ending with no pay (``matched_failures``).
+        ctx.notes["no_outright_failures"] = ("no episode failed outright in exploration: timeouts are compared with "
+                                             "the same episodes ending without their ending's pay")
     # Too few successes leave the ladder unable to say "as much as success" at all.
     success, success_sources = honest_successes(ctx, target=MIN_SAMPLES)
     rng = ctx.rng("stats")
@@ -436,7 +510,7 @@ def arms_finding(ctx: ProbeContext, arms: list[dict], success: np.ndarray, succe
         return []
     severity = Severity.FAIL if best["level"] == "at_least_success" else Severity.WARN
     mean_s = float(success.mean()) if len(success) else None
-    mean_f = float(failure.mean())
+    mean_f = float(failure.mean()) if len(failure) else None
     evidence = {
         "behaviour": "timeout", "reward_path": "env",
         "p_value": best["p_value"], "arm": best["arm"], "policy": best["what"],

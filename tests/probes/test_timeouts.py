@@ -20,6 +20,7 @@ from envaudit.findings import Severity
 from envaudit.probes.timeouts import CODE, ending_pay, probe, sample_size, split_enders
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, noninferiority
 from envaudit.toolenv import ToolEnv, ToolOutput, Transition
+from tests.fixtures import progress_envs
 from tests.fixtures.context import flagged, misses, off_design, run_probe, sweep
 from tests.fixtures.context import only_finding as _only_finding
 from tests.fixtures.protocol_envs import FIXTURES, SUBMIT, TaskEnv
@@ -182,7 +183,9 @@ def test_ending_pay_nets_out_what_the_same_call_pays_mid_episode():
     })
     pay = ending_pay(steps, steps)
     assert pay[0] == pytest.approx(0.6)  # a 0.6 truncation bonus on top of the usual 0.1
-    assert pay[1] == pytest.approx(0.1)  # the submit is never seen mid-episode: all of it counts
+    # The submit is never seen mid-episode: it is held to a typical step's pay (the 0.1 every step
+    # pays), so its ending pays nothing beyond it.
+    assert pay[1] == pytest.approx(0.0)
 
 
 def test_ladder_levels_follow_the_design_rule():
@@ -240,3 +243,35 @@ def test_clean_twins_give_no_finding_at_any_seed(name):
     """0/8 seeds with any finding. Pooled over the four twins, 0 of 32 runs bounds the
     false-alarm rate below 3/32 = 9.4% at 95% confidence."""
     assert off_design(sweep(probe, CLEAN_SWEEP[name], **SWEEP), []) == {}
+
+
+# -- comparable progress: a timeout is compared with the same episode failing outright -----------
+@pytest.mark.parametrize("params", [progress_envs.CLEAN, progress_envs.FARMING, progress_envs.NO_OUTRIGHT_FAILURE],
+                         ids=["progress-shaped", "farming-twin", "no-outright-failure"])
+def test_timeouts_carrying_progress_or_step_pay_are_quiet_at_every_seed(params):
+    """A staller keeps collecting progress bonuses that a quick wrong answer never made, and in the
+    farming twin per-call pay: both are more than failing outright *elsewhere*, neither is the step
+    limit paying. Nothing at any seed (the farming is length-bias, another probe's and another code)."""
+    per_seed = sweep(probe, progress_envs.make(params), episodes=48, quick=True)
+    assert off_design(per_seed, []) == {}
+
+
+def test_a_timeout_that_pays_more_than_success_is_caught_where_nothing_fails_outright():
+    """No episode can fail outright (a wrong submit goes on, give_up does nothing): the timed-out
+    ping that ends the episode paying 1.5 is compared with the same episode ending with no pay,
+    and with success (1.3): ``fail``. Its clean twin is quiet (test above)."""
+    p = {**progress_envs.ProgressTask.__init__.__kwdefaults__, **progress_envs.TIMEOUT_PASSES}
+    per_seed = sweep(probe, progress_envs.make(progress_envs.TIMEOUT_PASSES), episodes=48, quick=True)
+
+    def caught(findings) -> bool:
+        for f in findings:
+            ev = f.evidence
+            arm = next(a for a in ev["arms"] if a["arm"] == ev["arm"])
+            # Episodes that end on the ping's timeout earn its pay plus whatever progress they made.
+            if (f.code == CODE and f.severity == Severity.FAIL and ev["mean_failure"] is None
+                    and arm["timed_out_tool"] == "ping" and arm["ended_on_tool_timeout"] == 1.0
+                    and p["ping_timeout_pay"] <= ev["mean_timeout"] <= p["ping_timeout_pay"] + 3 * p["progress_bonus"]):
+                return True
+        return False
+
+    assert len(misses(per_seed, caught)) <= 1, per_seed
