@@ -98,8 +98,9 @@ def effective_advantages(eps: pd.DataFrame, pipeline: Pipeline) -> pd.DataFrame:
     eps = eps.sort_values(["_group", "episode_id"], kind="stable")
     keys, returns, outcomes = eps["_group"].to_numpy(), eps["_return"].to_numpy(float), eps["outcome"].to_numpy()
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, int)
+    ends = np.r_[starts[1:], len(keys)] if len(keys) else np.zeros(0, int)
     advantage, trained = np.zeros(len(keys)), np.zeros(len(keys), dtype=bool)
-    for a, b in zip(starts, np.r_[starts[1:], len(keys)], strict=True):
+    for a, b in zip(starts, ends, strict=True):
         ga = group_advantages(returns[a:b], list(outcomes[a:b]), pipeline)
         advantage[a:b], trained[a:b] = ga.advantages, ga.trained
     return pd.DataFrame({"episode_id": eps["episode_id"].to_numpy(), "_group": keys, "outcome": outcomes,

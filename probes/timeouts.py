@@ -402,8 +402,11 @@ def _injection_sizes(ctx: ProbeContext, tools: Sequence[str]) -> dict[str, int]:
     ``MIN_SAMPLES``, where the ladder cannot decide, is then a < 1% event for ``q >= 0.2``), within
     the default arm size and ``INJECT_MAX``. A tool exploration never called gets the default."""
     steps, n_explored = ctx.exploration.steps, len(ctx.exploration.episodes)
-    calls = steps[steps["tool_name"].notna()] if "tool_name" in steps else steps.iloc[0:0]
-    reach = calls.groupby("tool_name")["episode_id"].nunique() / max(n_explored, 1)
+    if "tool_name" in steps:
+        calls = steps[steps["tool_name"].notna()]
+        reach = calls.groupby("tool_name")["episode_id"].nunique() / max(n_explored, 1)
+    else:  # a steps table without tool columns: no tool was seen called
+        reach = pd.Series(dtype=float)
     floor = sample_size(ctx, 24)
     return {t: int(min(INJECT_MAX, max(floor, np.ceil(2 * MIN_SAMPLES / reach[t])))) if reach.get(t, 0) > 0
             else floor for t in tools}

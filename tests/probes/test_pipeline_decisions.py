@@ -61,6 +61,11 @@ def test_effective_advantages_per_group():
     assert keep.loc[[4, 5], "advantage"].tolist() == pytest.approx([-0.25, 0.25])
 
 
+def test_effective_advantages_of_no_episodes_is_an_empty_table():
+    eff = P.effective_advantages(groups(ONE_WIN).iloc[0:0], DROP)
+    assert len(eff) == 0 and {"advantage", "trained"} <= set(eff.columns)
+
+
 def test_cluster_ci_resamples_whole_groups():
     rng = np.random.default_rng(0)
     # group a: one 0; group b: three 4s. Resampled means: 0 (a, a), 3 (a, b), 4 (b, b)

@@ -425,6 +425,15 @@ def test_injection_size_with_one_episode():
     assert T._injection_sizes(quick, ["fetch"]) == {"fetch": 2 * MIN_SAMPLES}  # the quick floor is 12
 
 
+def test_injection_size_without_tool_columns_is_the_default_arm():
+    # A steps table with no tool columns (no call was ever recorded as a tool call): every tool
+    # gets the default arm, as a tool exploration never called does.
+    recs = records(episode(FAILURE, [(0, 0.0)]))
+    ctx = FakeContext(recs)
+    ctx.exploration.steps = recs.steps.drop(columns=[c for c in recs.steps if c.startswith("tool_")])
+    assert T._injection_sizes(ctx, ["fetch"]) == {"fetch": T.sample_size(ctx, 24)}
+
+
 def test_arm_keys_are_the_arms_table_columns():
     recs = records(episode(TIMEOUT, [(0, 0.5)], end=END_TRUNCATED))
     a = T._arm("stall", "random", recs.episodes, recs.steps, {"level": None, "p_value": 0.5})
