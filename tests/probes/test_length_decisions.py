@@ -7,6 +7,7 @@ and the finding's severity follow from the design, not from a scan.
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -222,17 +223,31 @@ def test_delay_and_farming_are_one_incentive():
     assert L._one_incentive([], finding(Severity.FAIL)) == [finding(Severity.FAIL)]
 
 
+# A continuous action space: the success search (probes/length_search.py) does not apply, so ``run``
+# reads exploration only.
+class Continuous(gym.Env):
+    action_space = gym.spaces.Box(0.0, 1.0, (1,))
+    observation_space = gym.spaces.Discrete(1)
+
+
+NO_SEARCH = Continuous()
+
+
+def searchless(recs) -> FakeContext:
+    return FakeContext(recs, env=NO_SEARCH)
+
+
 def test_run_reports_a_constant_step_reward_and_unending_play():
-    ctx = FakeContext(records(*many(MIN_SAMPLES, FAILURE, [(0, 1.0), (0, 1.0)])))
+    ctx = searchless(records(*many(MIN_SAMPLES, FAILURE, [(0, 1.0), (0, 1.0)])))
     (f,) = L.run(ctx)
     assert f.title == "Return equals length" and f.evidence["reward_per_step"] == 1.0 and f.evidence["n_steps"] == 16
     assert f.evidence["behaviour"] == "stall"
-    (f,) = L.run(FakeContext(records(*many(MIN_SAMPLES, FAILURE, [(0, -0.5)]))))
+    (f,) = L.run(searchless(records(*many(MIN_SAMPLES, FAILURE, [(0, -0.5)]))))
     assert f.title == "Return equals -0.5 × length" and f.evidence["behaviour"] == "quit"
-    assert L.run(FakeContext(records(*many(MIN_SAMPLES, FAILURE, [(0, 0.0)])))) == []
-    few = FakeContext(records(*many(MIN_SAMPLES - 1, FAILURE, [(0, 1.0)])))
+    assert L.run(searchless(records(*many(MIN_SAMPLES, FAILURE, [(0, 0.0)])))) == []
+    few = searchless(records(*many(MIN_SAMPLES - 1, FAILURE, [(0, 1.0)])))
     assert L.run(few) == [] and few.notes["skipped"] == "only 7 exploration episodes (need 8)"
-    walk = FakeContext(records(*[episode(TIMEOUT, [(0, -1.0)] * 3 + [(0, -1.0 - (i % 2))], end=END_TRUNCATED)
+    walk = searchless(records(*[episode(TIMEOUT, [(0, -1.0)] * 3 + [(0, -1.0 - (i % 2))], end=END_TRUNCATED)
                                  for i in range(MIN_SAMPLES)]))
     (f,) = L.run(walk)
     assert f.title == "Every exploration episode ran to the step limit" and f.evidence["length"] == 4

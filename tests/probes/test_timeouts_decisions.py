@@ -141,7 +141,7 @@ def test_ending_pay_nets_out_the_usual_pay_of_the_same_call_and_status():
     pay = T.ending_pay(recs.steps, recs.steps)
     assert pay[0] == pytest.approx(1.2 - 0.2)  # 'ok' mid-episode pays 0.1 and 0.3 on average
     assert pay[1] == pytest.approx(0.9 - 0.5)  # a mid-episode timeout of the same action pays 0.5
-    assert pay[2] == pytest.approx(0.7)  # never seen mid-episode: all of it is the ending's
+    assert pay[2] == pytest.approx(0.7 - 0.1)  # never seen mid-episode: held to the least a working step pays
     other_reference = records(episode(TIMEOUT, [{"action": 0, "reward": 1.0, "tool_status": TOOL_OK},
                                                 {"action": 0, "reward": 0.0, "tool_status": TOOL_OK}]))
     assert T.ending_pay(recs.steps, other_reference.steps)[0] == pytest.approx(0.2)
@@ -184,12 +184,21 @@ def test_judge_keeps_a_level_earned_by_the_ending():
     assert T._judge(full, None, np.ones(N), np.zeros(N), np.random.default_rng(0))["level"] == "at_least_success"
 
 
-def test_judge_drops_a_level_earned_by_per_step_pay():
-    # three steps of 0.2 each: 0.6 like above, but the ending pays what every step pays
+def test_judge_holds_timeouts_against_the_same_episodes_failing_outright():
+    # Every working step pays 0.2 and a failing submit pays 0, i.e. 0.2 less than every step:
+    # timing out after three steps (0.6) beats the same episodes failing outright instead (their
+    # last step's 0.2 swapped for the submit's ending, 0.2 below a step: 0.4), and the timeout's
+    # own ending pays what a step pays (0) against the failure's -0.2: the ladder's warn rung.
     ctx = FakeContext(exploration([(0, 0.2), (0, 0.2), (0, 0.2)]))
     v = T._judge(ctx, None, np.ones(N), np.zeros(N), np.random.default_rng(0))
-    assert v["level"] is None and v["level_before_attribution"] == "above_alternative"
-    assert not v["ending_premium"]["holds"]
+    assert v["level"] == "above_alternative" and v["vs_alternative"]["mean_alternative"] == pytest.approx(0.4)
+    assert v["ending_premium"]["holds"] and v["ending_premium"]["diff"] == pytest.approx(0.2)
+    # The submit pays what every step pays (0.2): stalling earns more only by collecting per-step
+    # pay (length-bias's), and the same episodes failing outright earn the same 0.6.
+    paid_submit = records(*many(N, FAILURE, [(1, 0.2)], success=False), *many(N, SUCCESS, [(1, 1.0)], success=True),
+                          *many(N, TIMEOUT, [(0, 0.2)] * 3, success=False, end=END_TRUNCATED))
+    v = T._judge(FakeContext(paid_submit), None, np.ones(N), np.full(N, 0.2), np.random.default_rng(0))
+    assert v["level"] is None and v["vs_alternative"]["diff"] == pytest.approx(0.0)
 
 
 def test_judge_reads_an_arms_own_timeouts_against_explorations_failures():
@@ -323,10 +332,11 @@ def test_the_strongest_arm_is_the_finding():
 
 def test_summary_and_fix_name_the_arm_and_the_tool():
     fail = arm("stall", "at_least_success", 0.01, what="random actions, never 'submit'")
-    fail["verdict"] = {"level": "at_least_success"}
+    fail["verdict"] = {"level": "at_least_success", "vs_alternative": {"mean_alternative": 0.2}}
     s = T._summary(fail, 1.0, 0.0)
     assert s.startswith("Stalling until the step limit (random actions, never 'submit') earns 0.6 on average")
-    assert "at least as much as succeeding (1)" in s and "more than failing outright (0)" in s
+    assert "at least as much as succeeding (1)" in s
+    assert "more than the same episodes would earn failing outright instead (0.2; failures elsewhere earn 0)" in s
     warn = arm("repeat-search", "above_alternative", 0.01, what="repeat 'search'")
     assert T._summary(warn, 1.0, 0.0).startswith("Timing out by repeating 'search' earns 0.6 on average: more than")
     assert "less than succeeding (1)" in T._summary(warn, 1.0, 0.0)
@@ -444,7 +454,8 @@ def test_arm_keys_are_the_arms_table_columns():
 
 def test_finding_evidence_summary_and_fix():
     ctx = FakeContext(records())
-    best = arm("repeat-x", "above_alternative", 0.01, what="repeat 'repeat x'")
+    best = arm("repeat-x", "above_alternative", 0.01, what="repeat 'repeat x'",
+               verdict={"level": "above_alternative", "vs_alternative": {"mean_alternative": 0.2}})
     (f,) = T.arms_finding(ctx, [best, arm("stall", None, 0.5)], np.array([1.0]), {"n_oracle": 0}, np.array([0.0]))
     assert set(f.evidence) == {"behaviour", "reward_path", "p_value", "arm", "policy", "mean_timeout", "mean_success",
                                "mean_failure", "n_success", "n_failure", "success_sources", "final_step_share",
@@ -452,12 +463,13 @@ def test_finding_evidence_summary_and_fix():
     assert f.evidence["reward_path"] == "env" and f.evidence["policy"] == "repeat 'repeat x'"
     assert f.evidence["mean_timeout"] == 0.6 and f.evidence["success_sources"] == {"n_oracle": 0}
     assert f.evidence["final_step_share"] == 1.0 and f.evidence["min_samples"] == MIN_SAMPLES
-    assert f.evidence["test"] == {"level": "above_alternative"}
+    assert f.evidence["test"] == best["verdict"]
     assert [set(a) for a in f.evidence["arms"]] == [set(best) - {"verdict"}] * 2
     assert "examples" not in ctx.tables["arms"] and "verdict" not in ctx.tables["arms"]
     assert f.probe == "timeouts" and f.summary == T._summary(best, 1.0, 0.0) and f.fix == T._fix(best)
-    assert f.summary == ("Timing out by repeating 'repeat x' earns 0.6 on average: more than failing outright (0) "
-                         "though less than succeeding (1), so an agent that is unsure learns to time out rather than try.")
+    assert f.summary == ("Timing out by repeating 'repeat x' earns 0.6 on average: more than the same episodes would "
+                         "earn failing outright instead (0.2; failures elsewhere earn 0) though less than succeeding "
+                         "(1), so an agent that is unsure learns to time out rather than try.")
     assert f.fix == ("Pay an episode cut by the step limit no more than an honest failure (remove any reward given at "
                      "the step limit, such as partial credit for work in progress); and have the pipeline treat "
                      "timeouts as failures (--timeout-handling zero or penalty).")
@@ -544,7 +556,10 @@ def test_injection_arms_force_each_tool_to_time_out_and_pair_with_the_unfaulted_
 
 def test_run_skips_an_env_without_failures_and_reports_the_strongest_arm():
     no_fail = arms_ctx(stall_pays, explored=records(*many(N, SUCCESS, [(1, 1.0)], success=True)))
-    assert T.run(no_fail) == [] and no_fail.notes["skipped"].startswith("no failure-class episodes")
+    # Nothing failed outright: not skipped any more; timeouts are compared with the same episodes
+    # ending without their ending's pay (here no timeout was seen, so nothing to report).
+    assert T.run(no_fail) == [] and "skipped" not in no_fail.notes
+    assert no_fail.notes["no_outright_failures"].startswith("no episode failed outright in exploration")
     assert no_fail.notes["outcomes"] == {SUCCESS: N}
     ctx = arms_ctx(stall_pays)
     ctx.env.unwrapped.oracle = None
