@@ -170,8 +170,10 @@ def targeted(
         groups = episodes["group"].to_numpy()
         for group in np.unique(groups):
             idx = groups == group
-            # Keep the floor below this group's lowest return, whatever the env paid this time.
-            floor[idx] = min(reference.floor, float(np.nanmin(returns[idx])) - reference.spread)
+            finite = returns[idx][np.isfinite(returns[idx])]
+            if len(finite):  # a group of NaN returns (an env-error) keeps the reference floor
+                # Keep the floor below this group's lowest return, whatever the env paid this time.
+                floor[idx] = min(reference.floor, float(finite.min()) - reference.spread)
         return np.where(shows(episodes, reference), returns, floor)
 
     # Every rollout is trained on its target reward: the pipeline's handling would hide the very
