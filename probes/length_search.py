@@ -176,16 +176,21 @@ def find_successes(ctx: ProbeContext, n: int, seeds: Sequence[int]) -> list[tupl
         for seed in seeds:
             if len(found) >= n or misses >= MISSES or ctx.over_cap("the search for successes"):
                 break
-            seq = follow(env, seed, skeleton, actions, SEARCH_STEPS) if skeleton is not None else None
-            if seq is None:
-                seq = bfs(env, seed, actions, SEARCH_STEPS)
+            try:
+                seq = follow(env, seed, skeleton, actions, SEARCH_STEPS) if skeleton is not None else None
+                if seq is None:
+                    seq = bfs(env, seed, actions, SEARCH_STEPS)
+                if seq is not None and skeleton is None:
+                    skeleton = _replayed_skeleton(env, seed, seq)
+            except Exception as exc:  # the env's own error is the api probe's finding, not this probe's crash
+                ctx.notes["success_search"] = (f"stopped at seed {seed}: the env raised {type(exc).__name__}: {exc}"
+                                               f" ({len(found)} successes found before)")
+                break
             if seq is None:
                 misses += 1
                 continue
             misses = 0
             found.append((int(seed), tuple(int(a) for a in seq)))
-            if skeleton is None:
-                skeleton = _replayed_skeleton(env, seed, seq)
     finally:
         env.close()
     return found

@@ -125,3 +125,13 @@ def test_a_single_answer_is_delayed_before_the_task_with_the_oracle_following():
     assert f.evidence["gain"] == pytest.approx(f.evidence["k"] * (0.06 - 0.02))
     clean = _task(n_answers=1, has_oracle=True)
     assert flagged(run_probe(probe, lambda: make_env(clean), episodes=64, seed=0, quick=True)[0]) == []
+
+
+def test_an_env_that_raises_on_the_searched_path_stops_the_search_not_the_probe():
+    # The second call of `summarize` (on the path, twice) raises from step(): the search reaches it
+    # on every seed. That is an env-error for the api probe; the length probe notes where its
+    # search stopped and goes on with what exploration shows.
+    spec = _task(flaw=Flaw("raise-in-state", tool="summarize"))
+    findings, ctx = run_probe(probe, lambda: make_env(spec), episodes=64, quick=True)
+    assert "stopped at seed" in ctx.notes["success_search"] and "RuntimeError" in ctx.notes["success_search"]
+    assert CODE not in {f.code for f in flagged(findings)}
