@@ -75,7 +75,9 @@ def _free_port() -> int:
 def _serve(app: list[str], cwd):
     """Start ``uvicorn APP`` on a free local port; yields its URL once ``/schema`` answers."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", *app, "--host", "127.0.0.1", "--port", str(port)],
+    # A graceful shutdown waits for open WebSockets; a test's server need not outlive its module.
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", *app, "--host", "127.0.0.1", "--port", str(port),
+                             "--timeout-graceful-shutdown", "5"],
                             cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):  # up to 60 s for the server's imports on a loaded machine
@@ -91,7 +93,11 @@ def _serve(app: list[str], cwd):
         raise RuntimeError("the OpenEnv server did not answer /schema within 60 s")
     yield url
     proc.terminate()
-    proc.wait(timeout=10)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # still shutting down on a loaded machine: end it
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture(scope="module")
