@@ -125,7 +125,7 @@ class ChoicePolicy(Policy):
         return self.description
 
 
-def _tool_status(info: Mapping[str, Any]) -> str | None:
+def tool_status(info: Mapping[str, Any]) -> str | None:
     try:
         tool = read_tool_info(info)
     except TypeError:
@@ -153,7 +153,7 @@ class PersistPolicy(Policy):
 
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
         if self.tries > 0:  # the previous step was a plan call: move on once it worked
-            status = _tool_status(info)
+            status = tool_status(info)
             if status in (None, TOOL_OK) or self.tries >= self.retries:
                 self.i, self.tries = self.i + 1, 0
         if self.i < len(self.plan):
@@ -185,7 +185,7 @@ class QuitOnFailurePolicy(Policy):
         self.quitting = False
 
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
-        if self.t > 0 and _tool_status(info) in (TOOL_ERROR, TOOL_TIMEOUT):
+        if self.t > 0 and tool_status(info) in (TOOL_ERROR, TOOL_TIMEOUT):
             self.quitting = True
         return self.quit_action if self.quitting else self.inner(obs, info)
 
@@ -481,4 +481,5 @@ def oracle_policy(env: gym.Env) -> Policy | None:
 __all__ = [
     "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan",
     "action_stats", "derive_policies", "describe_call", "oracle_policy", "persist_policy", "success_return",
+    "tool_status",
 ]

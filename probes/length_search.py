@@ -21,12 +21,13 @@ played again through ``ProbeContext.run`` by the caller, so only successes the r
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from envaudit.policies import tool_status
 from envaudit.probe import ProbeContext
 
 SEARCH_STEPS = 20000
@@ -38,11 +39,6 @@ VISITS = 3
 (how far the env's random stream has run): with one state per cell a call that fails from it
 fails again every time, and the search would stop at the first flaky tool."""
 FAILED = ("error", "timeout")
-
-
-def _status(info: Mapping[str, Any]) -> str | None:
-    tool = info.get("tool") if isinstance(info, Mapping) else None
-    return tool.get("status") if isinstance(tool, Mapping) else None
 
 
 class _Env:
@@ -145,7 +141,7 @@ def follow(env: gym.Env, seed: int, skeleton: Sequence[Any], actions: Sequence[A
         prefix.append(skeleton[i])
         if terminated or truncated:
             return None
-        if _status(info) not in FAILED:
+        if tool_status(info) not in FAILED:
             i += 1
     if i < len(skeleton):
         return None
@@ -198,7 +194,7 @@ def find_successes(ctx: ProbeContext, n: int, seeds: Sequence[int]) -> list[tupl
 
 def _replayed_skeleton(env: gym.Env, seed: int, seq: Sequence[Any]) -> list[Any]:
     env.reset(seed=seed)
-    statuses = [_status(env.step(a)[4]) for a in seq]
+    statuses = [tool_status(env.step(a)[4]) for a in seq]
     return skeleton_of(list(seq), statuses)
 
 
