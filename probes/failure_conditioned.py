@@ -19,7 +19,11 @@ and exploration: the reward of the step right after a failed call against right 
 of the same tool, with the same next action. All also require the two steps together (the call
 and ``b``) to pay more after the failure, so a reward that only moves from one step to the next
 (a retry earning the progress the failed call did not, a potential handed back at the end) is not
-taken for a failure-conditioned one. The caller runs Holm across these tests and its own.
+taken for a failure-conditioned one. In that sum the failed call counts at most what the cheapest
+ordinary step pays (``failure_charge.step_reference``): what a failed call pays beyond that is the
+failed step's own reward (``failure-rewarded``'s question, asked once there), and counted here it
+would make the potential handed back after a working call read as a reward for ending after a
+failure. The caller runs Holm across these tests and its own.
 
 Known false positives: on plain envs the states after a failed and after an ok call differ (the ok
 call made progress), so a next step that pays for state can differ for that reason; the two-step
@@ -42,6 +46,8 @@ from envaudit.probe import ProbeContext
 from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, compare, paired_compare, signed_rank_p
+
+from .failure_charge import step_reference
 
 FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 PAIRS = 16
@@ -121,6 +127,12 @@ def replay_items(exploration: Records, actions: Sequence[int], n: int, rng: np.r
     return items
 
 
+def failed_step_capped(reward: Any, step_ref: float | None) -> Any:
+    """A failed call's reward as the two-step sums count it: at most what the cheapest ordinary
+    step pays (what it pays beyond that is the failed step's own reward, not the next step's)."""
+    return reward if step_ref is None else np.minimum(reward, step_ref)
+
+
 def _label(ctx: ProbeContext, a: int) -> str:
     labels = ctx.action_labels
     return labels[a] if labels and 0 <= a < len(labels) else str(a)
@@ -154,6 +166,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, 
         arms[fault] = (plan, result.records)
     base = arms[None][0].tail_steps(arms[None][1])
     catalogue = ctx.env.unwrapped.catalogue
+    ref = step_reference(ctx.exploration)
     out: dict[tuple, dict] = {}
     for status in FAILED:
         plan, records = arms[status]
@@ -169,7 +182,8 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, 
             # Rounded: rewards equal up to float noise (0.1 + 0.2 against 0.3) are equal.
             test = paired_compare(np.round([f["last_reward"] for f, _, _ in pairs], 9),
                                   np.round([o["last_reward"] for _, o, _ in pairs], 9), rng, labels=("failed", "ok"))
-            two = np.round([(f["prev_reward"] + f["last_reward"]) - (o["prev_reward"] + o["last_reward"])
+            two = np.round([(failed_step_capped(f["prev_reward"], ref) + f["last_reward"])
+                            - (o["prev_reward"] + o["last_reward"])
                             for f, o, _ in pairs], 9)
             ended = [f for f, _, _ in pairs if f["last_terminated"]]
             ends = 2 * len(ended) >= len(pairs)
@@ -216,7 +230,9 @@ def exploration_tests(exploration: Records, labels: Sequence[str] | None,
         "progress": _progress(steps), "prev_reward": steps["reward"].astype(float), "next": nxt["action"],
         "next_reward": nxt["reward"], "next_terminated": nxt["terminated"],
     }).dropna(subset=["tool", "status", "next"])
-    pairs["two_step"] = pairs["prev_reward"] + pairs["next_reward"].astype(float)
+    failed = pairs["status"].isin(FAILED)
+    prev = pairs["prev_reward"].where(~failed, failed_step_capped(pairs["prev_reward"], step_reference(exploration)))
+    pairs["two_step"] = prev + pairs["next_reward"].astype(float)
     returns = exploration.episodes.set_index("episode_id")["return"]
     out: dict[tuple, dict] = {}
     for (tool, b), group in pairs.groupby(["tool", "next"]):
@@ -299,11 +315,14 @@ def targeted_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, d
     if not enders:  # nothing ends an episode: there is no quitting to condition on a failure
         return {}
     out: dict[tuple, dict] = {}
+    ref = step_reference(ctx.exploration)
     for a in targets[:MAX_TARGETS]:
         frame, kept = _targeted_arms(ctx, a, enders)
         if frame.empty:
             continue
-        frame["two_step"] = frame["prev_reward"] + frame["last_reward"]
+        failed = frame["prev_status"].isin(FAILED)
+        prev = frame["prev_reward"].where(~failed, failed_step_capped(frame["prev_reward"], ref))
+        frame["two_step"] = prev + frame["last_reward"]
         records = Records.concat(kept)
         for status in FAILED:
             for b in enders:

@@ -157,11 +157,13 @@ def _farm(ctx: ProbeContext, action: int, tool: str, status: str) -> Records | N
 
 
 def failure_rewarded(ctx: ProbeContext, runs: Runs | None, injected: dict, arms: dict) -> list[Finding]:
-    """Failed steps that pay (``injected``: ``injection_tests``' tests) and steps that pay because
-    the call before them failed (``failure_conditioned``), with Holm across all of these tests."""
+    """Failed steps that pay (``injected``: ``injection_tests``' tests on a ``ToolEnv``,
+    ``failure_topup.topup_tests``' on a plain env) and steps that pay because the call before them
+    failed (``failure_conditioned``), with Holm across all of these tests."""
     rng = ctx.rng("rewarded")
     explored = exploration_tests(ctx.exploration.steps, rng)
-    # One key test per (action, status): the paired replay where it has enough pairs, else exploration.
+    # One key test per (action, status): the paired replay (or the top-up's matched histories) where
+    # it has enough pairs, else exploration.
     primary: dict[tuple, dict] = {}
     for key in sorted(set(explored) | set(injected)):
         test = injected.get(key)
@@ -222,6 +224,8 @@ def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, h
     examples = list(dict.fromkeys(test.get("examples", [])))
     if examples and arms and test["source"] == "fault injection":
         ctx.keep(arms[status])
+    elif examples and test.get("records") is not None:
+        ctx.keep(test["records"])
     if farm is not None:
         ctx.keep(farm)
         examples += [e for e in farm.episodes["episode_id"].head(2).tolist() if e not in examples]
@@ -257,6 +261,9 @@ def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, h
     if key in explored and explored[key] is not test:
         e = explored[key]
         evidence["exploration"] = {k: e[k] for k in ("mean_failed", "mean_ok", "n_failed", "n_ok", "p_value")}
+    if "topup" in test:  # a plain env: how many targeted episodes it took to see enough failures
+        evidence["topup"] = test["topup"]
+        evidence["n_ok_same_history"] = test["n_ok"]
     statuses = sorted({k[1] for k in hits})
     word = " or ".join("fails" if s == TOOL_ERROR else "times out" for s in statuses)
     label = labels[action] if labels and action < len(labels) else None

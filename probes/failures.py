@@ -80,6 +80,7 @@ from .failure_rewarded import (  # re-exported: the failure-rewarded half lived 
     honest_success,
     injection_tests,
 )
+from .failure_topup import topup_tests
 
 FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 SWEEP_RATES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
@@ -343,7 +344,10 @@ def _quit_after_failure(records: Records, quit_action: int, n: int = 3) -> list[
 def run(ctx: ProbeContext) -> list[Finding]:
     discrete_tool_env = ctx.is_tool_env and isinstance(ctx.env.action_space, gym.spaces.Discrete)
     runs = _Runs(ctx) if discrete_tool_env else None
-    injected, arms, pairs = injection_tests(ctx, ctx.rng("injection")) if runs is not None else ({}, {}, {})
+    if runs is not None:
+        injected, arms, pairs = injection_tests(ctx, ctx.rng("injection"))
+    else:  # nothing to inject faults into: repeat calls until enough of them failed on their own
+        injected, arms, pairs = topup_tests(ctx, ctx.rng("topup")), {}, {}
     findings = failure_rewarded(ctx, runs, injected, arms)
     ref = charge.step_reference(ctx.exploration)
     alpha = ctx.config.alpha
