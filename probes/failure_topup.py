@@ -11,7 +11,9 @@ first), then makes the call once more; each replay's own tool draws decide wheth
 call's samples are compared only within the same *history*: the same actions with the same tool
 statuses before it, in exploration or in these replays, which on an env that speaks the info
 protocol is as close to "the same state" as an outsider can get. Each failed call is paired with
-the mean reward of the ok calls of its history (Wilcoxon signed-rank, one-sided).
+the mean reward of the ok calls of its history (Wilcoxon signed-rank, one-sided). A seed replayed
+with the same actions is the same draw again (exploration plays each seed once per GRPO group
+member), so each (seed, history) counts once.
 
 Sizing in episodes, from the samples still missing: each round plays what the shortfall needs at
 the call's failure and ok yields so far (Laplace-smoothed; exploration's rates before the first
@@ -68,12 +70,16 @@ def histories(steps: pd.DataFrame) -> pd.Series:
     return pd.Series(out, index=steps.index, dtype=object)
 
 
-def _samples(steps: pd.DataFrame, action: int) -> pd.DataFrame:
-    """The calls of ``action`` that came back ok or failed, with their history."""
-    steps = int_actions(steps)
+def samples_of(records: Records, action: int) -> pd.DataFrame:
+    """The calls of ``action`` that came back ok or failed, with their history and reset seed; one
+    per (seed, history). Exploration plays each seed several times (a GRPO group), and the same seed
+    with the same actions before the call is the same draw again, not another sample."""
+    steps = int_actions(records.steps)
     hist = histories(steps)
     mine = steps[(steps["action"] == action) & steps["tool_status"].isin((TOOL_OK, *FAILED))]
-    return mine.assign(history=hist.loc[mine.index])
+    seed = mine["episode_id"].map(records.episodes.set_index("episode_id")["seed"])
+    mine = mine.assign(history=hist.loc[mine.index], seed=seed)
+    return mine.drop_duplicates(subset=["seed", "history"], keep="first")
 
 
 def _matched(samples: pd.DataFrame, status: str) -> tuple[pd.DataFrame, pd.Series]:
@@ -112,7 +118,7 @@ def _top_up(ctx: ProbeContext, action: int, statuses: list[str]) -> tuple[Record
     """Rounds of replays until every status in ``statuses`` has ``MIN_SAMPLES`` matched failed calls
     and the histories holding them ``MIN_SAMPLES`` ok ones, or the cap. Returns the replays' records
     and what was done."""
-    explored = _samples(ctx.exploration.steps, action)
+    explored = samples_of(ctx.exploration, action)
     prefixes = _prefixes(ctx.exploration.steps, action)
     seeds = ctx.seeds(TOPUP_MAX_EPISODES, "topup", action)
     tries: dict[tuple[int, ...], dict[str, int]] = {p: {"played": 0, "failed": 0, "ok": 0} for p in prefixes}
@@ -127,7 +133,7 @@ def _top_up(ctx: ProbeContext, action: int, statuses: list[str]) -> tuple[Record
     rate_failed = _yield(int(explored["tool_status"].isin(statuses).sum()), n_calls)
     rate_ok = _yield(int((explored["tool_status"] == TOOL_OK).sum()), n_calls)
     while True:
-        samples = pd.concat([explored, *(_samples(r.steps, action) for r in kept)])
+        samples = pd.concat([explored, *(samples_of(r, action) for r in kept)])
         failed, ok = _counts(samples, statuses)
         short_failed = max(MIN_SAMPLES - min(failed.values()), 0)
         short_ok = max(MIN_SAMPLES - ok, 0)
@@ -144,7 +150,7 @@ def _top_up(ctx: ProbeContext, action: int, statuses: list[str]) -> tuple[Record
             stop = "the scan's safety cap"
             break
         if kept:
-            last = pd.concat([_samples(r.steps, action) for r in kept])
+            last = pd.concat([samples_of(r, action) for r in kept])
             rate_failed = _yield(int(last["tool_status"].isin(statuses).sum()), used)
             rate_ok = _yield(int((last["tool_status"] == TOOL_OK).sum()), used)
         want = max(short_failed / rate_failed, short_ok / rate_ok, TOPUP_BATCH)
@@ -179,12 +185,12 @@ def topup_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple[int, 
     steps = steps[steps["tool_status"].notna()]
     if steps.empty:
         return {}
-    counts = steps.groupby(["action", "tool_status"]).size()
     calls = steps.groupby("action").size().sort_values(ascending=False, kind="stable")
     out: dict[tuple[int, str], dict] = {}
     notes: dict[str, Any] = {}
     for a in [int(x) for x in calls.index][:MAX_CALLS]:
-        short = [s for s in FAILED if 0 < int(counts.get((a, s), 0)) < MIN_SAMPLES]
+        seen = samples_of(ctx.exploration, a)["tool_status"].value_counts()
+        short = [s for s in FAILED if 0 < int(seen.get(s, 0)) < MIN_SAMPLES]
         if not short:
             continue
         records, info = _top_up(ctx, a, short)
@@ -194,8 +200,7 @@ def topup_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple[int, 
                             f"{info['episodes']} top-up episodes ({info['stopped']}): "
                             f"failed {info['matched_failed']}, ok {info['matched_ok']}, "
                             f"{MIN_SAMPLES} of each needed; whether its failures pay stays open")
-        samples = pd.concat([_samples(ctx.exploration.steps, a)]
-                            + ([_samples(records.steps, a)] if records is not None else []))
+        samples = pd.concat([samples_of(ctx.exploration, a)] + ([samples_of(records, a)] if records is not None else []))
         for status in short:
             bad, ok = _matched(samples, status)
             if bad.empty:
