@@ -19,8 +19,10 @@ import pytest
 
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
+from envaudit.probes.failure_topup import TOPUP_MAX_EPISODES
 from envaudit.probes.failures import SWEEP_RATES, probe
 from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
+from envaudit.stats import MIN_SAMPLES
 from tests.fixtures import exploit_envs, failure_envs, protocol_envs
 from tests.fixtures.context import run_probe
 
@@ -146,6 +148,58 @@ def test_a_failed_search_that_pays_on_a_plain_env_is_found_from_exploration():
     expected_farm = p["search_error_rate"] * p["error_reward"] * p["max_steps"]
     assert f.severity == Severity.WARN and ev["farm_mean_return"] == pytest.approx(expected_farm, abs=0.4)
     assert "`search`" in f.summary
+
+
+# -- failure-rewarded on a plain env whose calls rarely fail ------------------------------------------
+RARE_CREDIT = {"search_error_rate": 0.06, "error_reward": 0.3}
+"""A failed search pays 0.3, a working one 0, but searches fail only 6% of the time: a --quick scan's
+64 exploration episodes (8 reset seeds, each played by a GRPO group of 8) make about 60 searches,
+so about 3.6 failures, fewer distinct draws, and fewer than MIN_SAMPLES to compare."""
+
+
+def _failed_searches_explored(ctx) -> int:
+    from envaudit.probes.failure_topup import samples_of
+
+    return int((samples_of(ctx.exploration, protocol_envs.SEARCH)["tool_status"] == TOOL_ERROR).sum())
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_failed_calls_that_pay_but_rarely_happen_on_a_plain_env_are_found_by_repeating_the_call(seed):
+    findings, ctx = run_probe(probe, lambda: protocol_envs.TaskEnv(**RARE_CREDIT), seed=seed, quick=True,
+                              episodes=64)
+    assert 0 < _failed_searches_explored(ctx) < MIN_SAMPLES  # exploration alone cannot tell
+    (f,) = _only(findings, "failure-rewarded")
+    ev = f.evidence
+    assert ev["source"] == "targeted episodes" and ev["tool"] == "search" and ev["status"] == TOOL_ERROR
+    assert ev["mean_reward_failed"] == pytest.approx(RARE_CREDIT["error_reward"]) and ev["mean_reward_ok"] == 0.0
+    assert ev["n"] >= MIN_SAMPLES and ev["n_ok_same_history"] >= MIN_SAMPLES and ev["p_holm_in_probe"] <= 0.05
+    assert ev["topup"]["stopped"] == "enough" and 0 < ev["topup"]["episodes"] <= TOPUP_MAX_EPISODES
+    # Searching all 8 steps pays 0.3 on 6% of them (about 0.14), far below a success (1): warn.
+    assert f.severity == Severity.WARN and ev["farm_mean_return"] < 1.0
+    kept = {e for r in ctx.kept for e in r.episodes["episode_id"]} | set(ctx.exploration.episodes["episode_id"])
+    assert f.examples and set(f.examples) <= kept
+    for e in f.examples[:2]:  # the first examples are failed searches that paid (the rest farm episodes)
+        steps = _steps_of(ctx, e)
+        paid = steps[(steps["tool_status"] == TOOL_ERROR) & (steps["reward"] == RARE_CREDIT["error_reward"])]
+        assert len(paid)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_clean_twin_of_the_rarely_failing_plain_env_is_silent(seed):
+    twin = {**RARE_CREDIT, "error_reward": 0.0}
+    findings, ctx = run_probe(probe, lambda: protocol_envs.TaskEnv(**twin), seed=seed, quick=True, episodes=64)
+    assert 0 < _failed_searches_explored(ctx) < MIN_SAMPLES
+    assert not _bad(findings), [(f.severity, f.summary) for f in findings]
+
+
+def test_a_top_up_that_hits_its_episode_cap_says_so_and_claims_nothing(monkeypatch):
+    from envaudit.probes import failure_topup
+
+    monkeypatch.setattr(failure_topup, "TOPUP_MAX_EPISODES", 8)  # about half a failure at 6%
+    findings, ctx = run_probe(probe, lambda: protocol_envs.TaskEnv(**RARE_CREDIT), seed=0, quick=True, episodes=64)
+    assert not _only(findings, "failure-rewarded")
+    note = ctx.notes["failure_rewarded_topup"]["search"]
+    assert "after 8 top-up episodes (cap of 8 episodes reached)" in note and "stays open" in note
 
 
 # -- failure-shortcut on a plain env ------------------------------------------------------------------

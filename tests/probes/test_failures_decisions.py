@@ -428,3 +428,64 @@ def test_no_plain_shortcut_when_failures_cost_nothing_in_the_return():
     assert shortcut_exploration(FakeContext(recs), CHARGED) == []
     strict = FakeContext(plain_env(), config=ScanConfig(seed=0, alpha=1e-12))
     assert shortcut_exploration(strict, CHARGED) == []  # the after-failure comparison must be significant
+
+
+# -- failure_topup: histories and distinct draws ----------------------------------------------------------
+def test_a_history_is_the_actions_and_tool_statuses_before_each_step():
+    from envaudit.probes.failure_topup import histories
+
+    recs = records(episode(FAILURE, [call(TOOL_ERROR, 0.3), call(TOOL_OK, 0.0), {"action": 2, "reward": 1.0}]),
+                   episode(FAILURE, [{"action": 2, "reward": 0.0}]))
+    assert histories(recs.steps).tolist() == [(), ((0, TOOL_ERROR),), ((0, TOOL_ERROR), (0, TOOL_OK)), ()]
+
+
+def test_a_seed_replayed_with_the_same_actions_is_one_draw():
+    from envaudit.probes.failure_topup import samples_of
+
+    # A GRPO group plays seed 7 three times: the first search is the same draw each time. Seed 8 is
+    # another draw; so is seed 7's second search (another history).
+    recs = records(*many(3, FAILURE, [call(TOOL_ERROR, 0.3), call(TOOL_OK, 0.0)], seed=7),
+                   episode(FAILURE, [call(TOOL_ERROR, 0.3)], seed=8))
+    got = samples_of(recs, 0)
+    assert sorted(zip(got["seed"], got["tool_status"], strict=True)) == [(7, TOOL_ERROR), (7, TOOL_OK), (8, TOOL_ERROR)]
+
+
+# -- failure_conditioned: the two-step sum counts a failed call at most as an ordinary step -------------
+STEP, PHI0, PHI1, CREDIT = 0.01, 0.05, 0.45, 0.7
+"""Potential-based shaping (the episode's end hands the potential back) with attempt credit: a call
+pays -STEP + PHI1 - PHI0 when it works and -STEP + CREDIT when it fails; ending pays -STEP - phi."""
+
+
+def _ending_after(first_steps, n=MIN_SAMPLES + 2):
+    """n episodes: ``first_steps`` then ending (action 1), each from its own seed."""
+    return [episode(FAILURE, [*first_steps], seed=None) for _ in range(n)]
+
+
+def test_ending_after_a_paid_failure_is_no_failure_condition_when_only_the_potential_differs():
+    from envaudit.probes import failure_conditioned as FC
+
+    end = {"action": 1, "tool_name": "submit", "tool_status": TOOL_OK, "terminated": True}
+    recs = records(*_ending_after([call(TOOL_ERROR, -STEP + CREDIT, tool="t"), {**end, "reward": -STEP - PHI0}]),
+                   *_ending_after([call(TOOL_OK, -STEP + PHI1 - PHI0, tool="t"), {**end, "reward": -STEP - PHI1}]),
+                   # an idle step: what an ordinary step pays (the step reference)
+                   *_ending_after([{"action": 2, "reward": -STEP}, {**end, "reward": -STEP - PHI0}], n=2))
+    assert C.step_reference(recs) == pytest.approx(-STEP)
+    t = FC.exploration_tests(recs, None, np.random.default_rng(0))[("conditioned", "t", TOOL_ERROR, 1)]
+    # Ending right after the failure pays PHI1 - PHI0 more: the potential a working call made and the
+    # end handed back. With the failed call counted as an ordinary step the pair pays the same; the
+    # credit is the failed step's own (failure-rewarded's), not a reward for ending after it.
+    assert t["diff"] == pytest.approx(PHI1 - PHI0) and t["two_step_diff"] == pytest.approx(0.0)
+    assert not FC.is_hit(t, t["p_value"], 0.05)
+    assert FC.failed_step_capped(-STEP + CREDIT, -STEP) == -STEP and FC.failed_step_capped(-1.0, -STEP) == -1.0
+    assert FC.failed_step_capped(0.5, None) == 0.5
+
+
+def test_ending_that_pays_a_bonus_right_after_a_failure_still_is_one():
+    from envaudit.probes import failure_conditioned as FC
+
+    bonus = 0.5
+    end = {"action": 1, "tool_name": "submit", "tool_status": TOOL_OK, "terminated": True}
+    recs = records(*_ending_after([call(TOOL_ERROR, -STEP, tool="t"), {**end, "reward": -STEP - PHI0 + bonus}]),
+                   *_ending_after([call(TOOL_OK, -STEP + PHI1 - PHI0, tool="t"), {**end, "reward": -STEP - PHI1}]))
+    t = FC.exploration_tests(recs, None, np.random.default_rng(0))[("conditioned", "t", TOOL_ERROR, 1)]
+    assert t["two_step_diff"] == pytest.approx(bonus) and FC.is_hit(t, t["p_value"], 0.05)
