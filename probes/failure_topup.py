@@ -23,6 +23,9 @@ the question stays open, it is not answered "no"). A prefix whose replays, after
 of them, never gave the call both statuses (a precondition that always fails, a state where the
 call never does, a prefix that ends the episode first) is dropped from later rounds.
 
+A call exploration never saw fail gets no top-up: nothing says it can fail, and repeating every
+call of every plain env until it fails would cost hundreds of episodes per call for nothing.
+
 Known false positives: hidden state (an answer drawn at reset) can differ between replays of the
 same history; the one-sided test and the requirement that failed calls pay more than ok ones
 from the same visible history keep that from favouring failures.
