@@ -144,7 +144,7 @@ def _top_up(ctx: ProbeContext, action: int, statuses: list[str]) -> tuple[Record
             break
         live = [p for p in prefixes if not dead(p)]
         if not live:
-            stop = "every prefix gave the call only one status"
+            stop = f"no prefix gave the call both statuses in {PRUNE_AFTER} replays"
             break
         if used >= len(seeds):
             stop = f"cap of {TOPUP_MAX_EPISODES} episodes reached"
