@@ -9,17 +9,16 @@ the severity follows from where that sits between failure and success.
 from __future__ import annotations
 
 import gymnasium as gym
-import numpy as np
 import pytest
 
 import envaudit  # noqa: F401 - registers the bundled envs
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
 from envaudit.probes.intent import CODE, probe
-from envaudit.rollout import Policy
 from tests.fixtures.context import flagged, misses, off_design, run_probe, sweep
 from tests.fixtures.context import only_finding as _only_finding
 from tests.fixtures.protocol_envs import FIXTURES, params
+from tests.fixtures.raise_envs import NotesCrash
 
 
 def only_finding(findings):
@@ -137,64 +136,6 @@ def test_clean_twins_give_exactly_their_designed_findings_at_every_seed(name):
 
 
 # -- an env that raises in some state ------------------------------------------------------------
-class NotesCrash(gym.Env):
-    """A lookup task: three ``lookup`` calls, then ``submit`` succeeds (pays 1); ``submit`` before
-    that is wrong and the episode goes on (pays nothing); ``submit_all`` ends it unanswered (pays
-    nothing); ``notes``, ``search`` and ``ping`` do nothing. Every step costs 0.05; 12 steps at most.
-
-    Nothing pays without success: the only unsuccessful ending, ``submit_all``, pays a typical step
-    (with ``all_pays`` > 0 it pays that much more: reward without success). Flawed for the api probe (``crashes=True``): the second ``notes`` call of an episode raises.
-    A step that raised has no reward (the recorder writes NaN), so it must not make a typical step's
-    pay unknowable and every ending look paid beyond it.
-    """
-
-    LABELS = ("lookup", "notes", "search", "ping", "submit", "submit_all")
-    COST = 0.05
-
-    def __init__(self, crashes: bool = True, all_pays: float = 0.0) -> None:
-        self.crashes, self.all_pays = crashes, all_pays
-        self.action_labels = list(self.LABELS)
-        self.action_space = gym.spaces.Discrete(len(self.LABELS))
-        self.observation_space = gym.spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.progress, self.notes, self.t = 0, 0, 0
-        return self._obs(), {}
-
-    def _obs(self):
-        return np.array([self.progress / 3, self.t / 12], np.float32)
-
-    def step(self, action):
-        label = self.LABELS[int(action)]
-        self.t += 1
-        reward, terminated, info = -self.COST, False, {}
-        if label == "lookup":
-            self.progress = min(3, self.progress + 1)
-        elif label == "notes":
-            self.notes += 1
-            if self.crashes and self.notes == 2:
-                raise RuntimeError("notes: result cache corrupted on the second call")
-        elif label == "submit" and self.progress == 3:
-            reward, terminated, info = reward + 1.0, True, {"success": True}
-        elif label == "submit_all":
-            reward, terminated, info = reward + self.all_pays, True, {"success": False}
-        truncated = not terminated and self.t >= 12
-        if truncated:
-            info = {"success": False}
-        return self._obs(), reward, terminated, truncated, info
-
-    def oracle(self):
-        return _LookupThenSubmit()
-
-
-class _LookupThenSubmit(Policy):
-    name = "honest"
-
-    def act(self, obs, info):
-        return 0 if obs[0] < 1.0 else 4
-
-
 @pytest.mark.parametrize("crashes", [True, False], ids=["raises", "clean-twin"])
 def test_a_step_that_raised_does_not_make_an_unpaid_ending_look_paid(crashes):
     findings, _ = run_probe(probe, lambda: NotesCrash(crashes), episodes=96)
