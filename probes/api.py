@@ -2,7 +2,9 @@
 
 Incentive it detects: none directly. An env that raises, hangs or returns NaN/inf crashes a
 training run or poisons its loss, and a broken contract makes every other probe's numbers
-suspect, so this probe runs first and its defects are ``env-error`` findings.
+suspect, so this probe runs first and its defects are ``env-error`` findings. One exception:
+when ``check_env`` stops because the same seed and action gave another result, that is the
+``non-replayable`` incentive (the replay probe's), filed under that code so both read as one.
 
 Signal it reads: Gymnasium's own ``check_env`` (on a fresh instance, under a deadline; its warnings
 become ``info``, its assertion failures ``warn`` or ``fail``), plus what ``check_env`` does not
@@ -159,6 +161,19 @@ CHECKER_SOFT = (
      "Most likely truncated is set on every step or the step limit is 1."),
 )
 CHECKER_IGNORED = ("is different from the unwrapped version",)  # we check the env as it is made
+# check_env assertions that say the same seed and action gave a different observation, reward,
+# ending or random-generator state: that is the catalogue's `non-replayable` (seen by Gymnasium's
+# two-reset replay), not an API defect, and it must read as the replay probe's incentive, not as a
+# second problem beside it. Not here: a step's info differing (training does not read info), and a
+# reset that never seeds np_random (a deterministic env without randomness still replays).
+CHECKER_NON_REPLAYABLE = (
+    "non-deterministic as the observations are not equivalent",
+    "step observations are not equivalent",
+    "step rewards are not equivalent",
+    "step termination are not equivalent",
+    "np_random` is not properly been updated after step",
+    "random generates are not same when the same seeds",
+)
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -468,17 +483,21 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
     if message in known:
         return findings  # the same exception was already reported from the rollouts
     soft = next((rule for rule in CHECKER_SOFT if rule[0] in str(error).lower()), None)
+    code, behaviour = "env-error", "env-error"
     if isinstance(error, AssertionError) and soft is not None:
         _, severity, fix = soft
         title = "Gymnasium's env checker reports a defect"
+        if any(p.lower() in str(error).lower() for p in CHECKER_NON_REPLAYABLE):
+            code, behaviour = "non-replayable", "non-replayable"
+            title = "Same seed and action, another result under Gymnasium's env checker"
     else:
         severity, title = "fail", "Gymnasium's env checker rejects the env"
         fix = ("Fix what the message says; training code calls the env the same way check_env "
                "does and will fail on it.")
     findings.append(Finding(
-        code="env-error", severity=severity, title=title,
+        code=code, severity=severity, title=title,
         summary=f"gymnasium.utils.env_checker.check_env stopped with {message}",
-        evidence={"message": message, "exception": type(error).__name__, "behaviour": "env-error"},
+        evidence={"message": message, "exception": type(error).__name__, "behaviour": behaviour},
         fix=fix,
     ))
     return findings
@@ -528,6 +547,6 @@ probe = Probe(
     name="api",
     run=run,
     summary="Gymnasium API conformance: check_env, hangs, exceptions, NaN/inf and the info protocol",
-    codes=("env-error",),
+    codes=("env-error", "non-replayable"),
     order=10,
 )

@@ -146,7 +146,9 @@ def ending_candidates(table: pd.DataFrame, steps: pd.DataFrame) -> list[dict]:
     found = []
     for a in pd.unique(table["final"].dropna()):
         mask = (table["final"] == a).to_numpy(bool)
-        if mask.sum() < MIN_SAMPLES or np.median(lump[mask]) <= 0:
+        # A lump that cannot be measured (a NaN reward) is no evidence of pay: only a finite
+        # positive median makes a candidate.
+        if mask.sum() < MIN_SAMPLES or not np.median(lump[mask]) > 0:
             continue
         found.append({"action": int(a), "kind": "ends with", "effect": float(np.median(lump[mask])),
                       "p_value": None, "n_with": int(mask.sum()), "n_without": int((~mask).sum()),

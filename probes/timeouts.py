@@ -168,9 +168,13 @@ def final_share(steps: pd.DataFrame, episode_ids: Sequence[int]) -> float | None
 
 def typical_step_pay(steps: pd.DataFrame) -> float | None:
     """What a typical step pays: the median reward of steps that end nothing — the per-step cost
-    every step pays (progress and penalties are the exception, not the median); None without any."""
+    every step pays (progress and penalties are the exception, not the median); None without any.
+    A non-finite reward is no pay: the recorder writes NaN on a step that raised (it ends nothing
+    the env reported), and a NaN reward is the api probe's finding; either would make the median NaN."""
     middle = steps.loc[~(steps["terminated"].astype(bool) | steps["truncated"].astype(bool)), "reward"]
-    return float(np.median(middle.to_numpy(float))) if len(middle) else None
+    rewards = middle.to_numpy(float)
+    rewards = rewards[np.isfinite(rewards)]
+    return float(np.median(rewards)) if len(rewards) else None
 
 
 def step_cost_pay(steps: pd.DataFrame) -> float:

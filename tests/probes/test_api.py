@@ -12,6 +12,7 @@ import time
 import warnings
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from envaudit.config import ScanConfig
@@ -40,7 +41,7 @@ def serious(findings):
 def test_registered_first_with_its_code():
     registered = registered_probes(["api"])["api"]
     assert registered is probe
-    assert probe.order == 10 and probe.codes == ("env-error",)
+    assert probe.order == 10 and probe.codes == ("env-error", "non-replayable")
 
 
 @pytest.mark.parametrize("make_env", [
@@ -159,12 +160,75 @@ def test_old_reset_api_is_a_fail():
     assert "was not a tuple of the form `(obs, info)`" in checker.summary
 
 
-def test_checker_determinism_failure_is_a_warn_that_points_to_the_replay_probe():
+def test_checker_determinism_failure_is_a_non_replayable_warn_that_points_to_the_replay_probe():
     findings, _ = scan(b.PythonRandom)
-    f = by_title(findings)["Gymnasium's env checker reports a defect"]
+    f = by_title(findings)[NOT_REPLAYED]
     assert f.severity == 2 and "not equivalent" in f.summary
+    # Same seed and action, another observation: the catalogue's non-replayable, not an API defect.
+    assert f.code == "non-replayable" and f.evidence["behaviour"] == "non-replayable"
     assert "the replay probe shows where replays diverge" in f.fix
     assert all(g.severity < 3 for g in findings)
+    assert [g.code for g in serious(findings)] == ["non-replayable"]
+
+
+NOT_REPLAYED = "Same seed and action, another result under Gymnasium's env checker"
+_BACKENDS = itertools.count()  # process-wide, as a load balancer's rotation is
+
+
+class AlternatingBackend(gym.Env):
+    """A lookup tool served by two backends in turn; the slow one draws its latency from np_random.
+
+    Flawed (``shared=True``): the backend rotates process-wide, like a load balancer outside the
+    env, so which one serves a call does not follow the seed, and with it how far the env's random
+    stream has moved when the next call's failure (30%) is drawn: replaying a seed with the same
+    actions gives other failures, hence other observations and rewards. The first step's
+    observation is the same either way (only the generator's state differs), which is what
+    ``check_env``'s "np_random not updated" check sees. Clean twin: the backend is drawn from
+    np_random, so everything follows the seed.
+    """
+
+    LENGTH = 7  # odd: consecutive episodes start on different backends
+
+    def __init__(self, shared: bool = True) -> None:
+        self.shared = shared
+        self.observation_space = gym.spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        slow = next(_BACKENDS) % 2 if self.shared else int(self.np_random.integers(2))
+        latency = float(self.np_random.uniform(0.5, 1.0)) if slow else 0.05
+        failed = bool(self.np_random.random() < 0.3) if self.t else False
+        self.t += 1
+        obs = np.array([self.t / self.LENGTH, float(failed)], np.float32)
+        info = {"tool": {"name": "lookup", "status": "error" if failed else "ok", "latency_s": latency}}
+        return obs, 0.0 if failed else 0.1, self.t >= self.LENGTH, False, info
+
+
+def test_a_random_stream_that_does_not_follow_the_seed_is_non_replayable_not_an_api_error():
+    findings, _ = scan(AlternatingBackend)
+    (f,) = serious(findings)
+    assert (f.code, f.severity, f.title) == ("non-replayable", 2, NOT_REPLAYED)
+    assert "np_random` is not properly been updated after step" in f.summary
+    assert f.evidence["behaviour"] == "non-replayable"
+    assert serious(scan(lambda: AlternatingBackend(shared=False))[0]) == []
+
+
+def test_the_checker_and_the_replay_probe_make_one_group():
+    from envaudit.scan import run_scan
+
+    config = ScanConfig(seed=0, quick=True, probes=("api", "replay"), fail_on="never")
+    groups = [g for g in run_scan(AlternatingBackend, config).finding_groups() if g.severity >= 2]
+    assert [(g.code, g.behaviour) for g in groups] == [("non-replayable", "non-replayable")]
+    assert {(f.probe, f.code) for f in groups[0].members} == {("api", "non-replayable"),
+                                                              ("replay", "non-replayable")}
+    clean = run_scan(lambda: AlternatingBackend(shared=False), config).finding_groups()
+    assert [g for g in clean if g.severity >= 2] == []
 
 
 def test_wall_clock_in_info_is_only_info():

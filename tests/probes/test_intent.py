@@ -18,6 +18,7 @@ from envaudit.probes.intent import CODE, probe
 from tests.fixtures.context import flagged, misses, off_design, run_probe, sweep
 from tests.fixtures.context import only_finding as _only_finding
 from tests.fixtures.protocol_envs import FIXTURES, params
+from tests.fixtures.raise_envs import NotesCrash
 
 
 def only_finding(findings):
@@ -132,3 +133,17 @@ def test_clean_twins_give_exactly_their_designed_findings_at_every_seed(name):
     whose design allows none, 0 of 32 runs bounds the false-alarm rate below 3/32 = 9.4% (95%)."""
     make, expected = CLEAN_SWEEP[name]
     assert off_design(sweep(probe, make, **SWEEP), expected) == {}
+
+
+# -- an env that raises in some state ------------------------------------------------------------
+@pytest.mark.parametrize("crashes", [True, False], ids=["raises", "clean-twin"])
+def test_a_step_that_raised_does_not_make_an_unpaid_ending_look_paid(crashes):
+    findings, _ = run_probe(probe, lambda: NotesCrash(crashes), episodes=96)
+    assert flagged(findings) == []
+
+
+def test_an_ending_that_pays_is_still_caught_beside_a_step_that_raised():
+    # submit_all pays 0.4 on top of the step cost: more than an honest failure, less than success (1).
+    f = only_finding(run_probe(probe, lambda: NotesCrash(all_pays=0.4), episodes=96)[0])
+    assert f.severity == Severity.WARN and f.evidence["pattern"] == "ends with 'submit_all'"
+    assert f.evidence["mean_without_success"] == pytest.approx(0.4 - NotesCrash.COST)

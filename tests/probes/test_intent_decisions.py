@@ -14,7 +14,16 @@ import pytest
 
 from envaudit.findings import Severity
 from envaudit.probes import intent as I
-from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_OK
+from envaudit.protocol import (
+    END_ENV_EXCEPTION,
+    END_TRUNCATED,
+    ERROR,
+    FAILURE,
+    SUCCESS,
+    TIMEOUT,
+    TOOL_ERROR,
+    TOOL_OK,
+)
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
 
@@ -107,6 +116,29 @@ def test_an_ending_lump_against_the_typical_ordinary_step():
     assert c["n_with"] == MIN_SAMPLES and c["n_without"] == 0 and c["kind"] == "ends with"
     fewer = table.iloc[: MIN_SAMPLES - 1]
     assert I.ending_candidates(fewer, recs.steps) == []
+
+
+def crashed_episode():
+    """An episode the env ended by raising: the recorder writes NaN on the step that raised."""
+    return episode(ERROR, [(WORK, -0.1), {"action": WORK, "reward": float("nan"), "terminated": False}],
+                   end=END_ENV_EXCEPTION)
+
+
+@pytest.mark.parametrize("answer_pay, lump", [(-0.1, None), (0.2, 0.3)])
+def test_a_step_that_raised_is_no_typical_step(answer_pay, lump):
+    # Every unsuccessful ending is an answer after two work steps of -0.1; beside them one episode
+    # raised. Its NaN is no pay: an answer paid like a typical step is no candidate, one paid 0.2
+    # stands 0.3 above a typical step with the crash present as without it.
+    recs = records(*many(MIN_SAMPLES, FAILURE, [(WORK, -0.1), (WORK, -0.1), (ANSWER, answer_pay)], success=False),
+                   crashed_episode())
+    table = I.behaviours(recs.episodes.iloc[:MIN_SAMPLES], recs.steps)
+    found = I.ending_candidates(table, recs.steps)
+    if lump is None:
+        assert found == []
+    else:
+        (c,) = found
+        assert c["action"] == ANSWER and c["effect"] == pytest.approx(lump)
+        assert c["typical_step_pay"] == pytest.approx(-0.1)
 
 
 def test_no_ending_lump_when_the_ending_pays_a_typical_step_or_less():

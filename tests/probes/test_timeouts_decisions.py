@@ -20,8 +20,10 @@ from envaudit.faults import FaultInjector
 from envaudit.findings import Severity
 from envaudit.probes import timeouts as T
 from envaudit.protocol import (
+    END_ENV_EXCEPTION,
     END_TOOL_TIMEOUT,
     END_TRUNCATED,
+    ERROR,
     FAILURE,
     SUCCESS,
     TIMEOUT,
@@ -117,6 +119,16 @@ def test_typical_step_pay_is_the_median_of_steps_that_end_nothing():
     assert T.typical_step_pay(recs.steps) == pytest.approx(-0.1)  # the 9 and 7 end episodes
     assert T.typical_step_pay(records(episode(FAILURE, [(1, 1.0)])).steps) is None
     assert T.fmt(None) == "n/a" and T.fmt(0.123456) == "0.123"
+
+
+def test_typical_step_pay_leaves_out_a_step_that_raised():
+    # The recorder writes NaN on the step that raised (it ends nothing the env reported): no pay.
+    crashed = episode(ERROR, [(0, -0.1), {"action": 0, "reward": float("nan"), "terminated": False}],
+                      end=END_ENV_EXCEPTION)
+    recs = records(episode(FAILURE, [(0, -0.1), (0, -0.1), (1, 0.0)]), crashed)
+    assert T.typical_step_pay(recs.steps) == pytest.approx(-0.1)
+    only = records(episode(ERROR, [{"action": 0, "reward": float("nan"), "terminated": False}], end=END_ENV_EXCEPTION))
+    assert T.typical_step_pay(only.steps) is None
 
 
 def test_failed_step_pay_sums_failed_calls_and_can_leave_the_ending_one_out():
