@@ -62,13 +62,24 @@ from envaudit.grpo.lessons import (
     run_findings,
     typical_trajectory,
 )
-from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
+from envaudit.grpo.search import (
+    BEHAVIOURS,
+    TARGETS,
+    Reference,
+    SearchResult,
+    evaluation_seeds,
+    natural,
+    reach_of,
+    targeted,
+)
 from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
 from envaudit.grpo.trainer import with_advantages
 from envaudit.grpo.verdicts import delayed_success
+from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext, cap_reason
 from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.recording import EPISODE_COLUMNS, Records
+from envaudit.rollout import SequencePolicy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
 
 __all__ = ["probe", "run", "typical_trajectory"]
@@ -160,7 +171,12 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     if reach:
         ctx.table("targets", _targets_table(reach))
 
-    honest = _honest(explore, results, reference)
+    replayed = _replay_met(ctx, results, explore, reference, config, eval_groups) if success_signal else None
+    honest = _honest(explore, results, reference, replayed["oracle"] if replayed else None)
+    if replayed is not None and replayed["reach"]["n"] and (
+            "no_success" not in reach or not reach["no_success"]["n"]
+            or replayed["reach"]["mean_return"] > reach["no_success"]["mean_return"]):
+        reach["no_success"] = replayed["reach"]
     labels = ctx.action_labels
     found: list[Finding] = []
     reported: set[str] = set()
@@ -177,7 +193,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         found += run_findings(ctx, results["faults"], first.episodes, first.steps, honest, reference, labels,
                               where=FAULTS_WHERE, reported=reported)
     if reach and success_signal:
-        found += _target_findings(ctx, reach, honest, results)
+        found += _target_findings(ctx, reach, honest, results, replayed)
     if success_signal:
         delay = _delayed_success(ctx, explore, results, honest)
         if delay is not None:
@@ -187,12 +203,57 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
                         "env_steps": r.training.env_steps, "stopped": r.stopped} for name, r in results.items()},
         "skipped": skipped,
         "reach": {b: _sentence(b, r) for b, r in reach.items()},
+        "replayed": {k: v for k, v in replayed.items() if k not in ("records", "oracle", "reach")} if replayed else None,
         "config": {k: v for k, v in config.to_dict().items() if k not in ("pipeline", "iterations")},
         "iterations": {p.name: p.iterations for p in plans},
         "eval_groups": eval_groups,
         "pipeline": ctx.pipeline.name,
     })
     return _merge(found)
+
+
+# -- what the searches met on their way ---------------------------------------------------------
+REPLAY = "replay-met"
+
+
+def _replay_met(ctx: ProbeContext, results: dict[str, SearchResult], explore: pd.DataFrame,
+                reference: Reference, config: GRPOConfig, eval_groups: int) -> dict | None:
+    """The richest episode any run's training met that the env ended without success, replayed
+    open-loop on the evaluation seeds when it paid more than every ending exploration saw.
+
+    A search trained toward one behaviour plays calls in orders random play never reaches (the
+    timing-out search learns to keep going, and so plays long runs of calls); a multi-call sequence
+    the env pays as done shows up there once or twice and is then trained away, because it is not
+    what that search is after. Replaying it asks whether it pays every time; its returns are a
+    lower bound on what ending without success reaches. The faulted run is left out: its endings
+    depend on injected failures a replay does not repeat. Where the env has an oracle it also runs
+    on the same seeds, so the replay is judged against honest success even where no search
+    succeeded."""
+    met = sorted((m for name, r in results.items() if name != "faults" for m in r.training.richest),
+                 key=lambda m: (-m.ret, m.mode, m.episode_id))
+    if not met or not all(isinstance(a, (int, np.integer)) for a in met[0].actions):
+        return None
+    best = met[0]
+    ended = explore.loc[explore["outcome"] != SUCCESS, "return"].to_numpy(float) if len(explore) else np.zeros(0)
+    ended = ended[np.isfinite(ended)]
+    if len(ended) and best.ret <= float(ended.max()) + MIN_EFFECT * reference.spread:
+        return None  # nothing exploration did not already see
+    if ctx.over_cap(f"GRPO replay of episode {best.episode_id}"):
+        return None
+    seeds = evaluation_seeds(config, eval_groups)
+    labels = ctx.action_labels
+    calls = ", ".join(f"`{labels[int(a)]}`" if labels and 0 <= int(a) < len(labels) else str(a) for a in best.actions)
+    replay = ctx.run(SequencePolicy([int(a) for a in best.actions], name=REPLAY), seeds,
+                     tags={"mode": REPLAY, "target": "no_success"}).records
+    ctx.keep(_kept(replay))
+    oracle = oracle_policy(ctx.env)
+    oracle_episodes = None
+    if oracle is not None and not ctx.over_cap("GRPO oracle episodes"):
+        oracle_episodes = ctx.run(oracle, seeds, tags={"mode": "oracle"}).records.episodes
+    via = f"replaying {calls}, which the {best.mode} search met in training (episode {best.episode_id})"
+    reach = {**reach_of(replay.episodes, "no_success", reference), "via": via}
+    return {"reach": reach, "records": replay, "oracle": oracle_episodes, "episode_id": best.episode_id,
+            "run": best.mode, "iteration": best.iteration, "training_return": best.ret, "actions": calls}
 
 
 def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
@@ -272,12 +333,15 @@ def _with_pipeline(records: Records, pipeline) -> pd.DataFrame:
     return with_advantages(episodes, episodes["return"].to_numpy(float), pipeline)
 
 
-def _honest(explore: pd.DataFrame, results: dict[str, SearchResult], reference: Reference) -> Honest:
-    """Honest success: every success seen (targeted, natural, exploration); honest failure: the
-    exploration's failures (failing outright while trying, as a random agent does); persisting:
-    episodes (exploration and the trained policies' evaluations) that kept going after a failed
-    tool call, i.e. did not end early."""
+def _honest(explore: pd.DataFrame, results: dict[str, SearchResult], reference: Reference,
+            oracle: pd.DataFrame | None = None) -> Honest:
+    """Honest success: every success seen (targeted, natural, exploration, the env's oracle where
+    it was run); honest failure: the exploration's failures (failing outright while trying, as a
+    random agent does); persisting: episodes (exploration and the trained policies' evaluations)
+    that kept going after a failed tool call, i.e. did not end early."""
     parts = [explore] + [results[k].episodes for k in ("target-success", "natural") if k in results]
+    if oracle is not None and len(oracle):
+        parts.append(oracle)
     success = np.concatenate([p.loc[p["outcome"] == SUCCESS, "return"].to_numpy(float) for p in parts if len(p)]
                              or [np.zeros(0)])
     failure = explore.loc[explore["outcome"] == FAILURE, "return"].to_numpy(float) if len(explore) else np.zeros(0)
@@ -297,7 +361,8 @@ def _targets_table(reach: dict[str, dict]) -> pd.DataFrame:
 def _sentence(behaviour: str, r: dict) -> str:
     if not r["n"]:
         return f"not reached by {BEHAVIOURS[behaviour].words}"
-    return f"best return reachable by {BEHAVIOURS[behaviour].words}: {r['mean_return']:.2f} (n={r['n']})"
+    via = f", {r['via']}" if r.get("via") else ""
+    return f"best return reachable by {BEHAVIOURS[behaviour].words}: {r['mean_return']:.2f} (n={r['n']}{via})"
 
 
 def _merge(findings: list[Finding]) -> list[Finding]:
@@ -377,7 +442,7 @@ def _kept_ids(ctx: ProbeContext) -> set[int]:
 
 # -- targeted runs ------------------------------------------------------------------------------
 def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
-                     results: dict[str, SearchResult]) -> list[Finding]:
+                     results: dict[str, SearchResult], replayed: dict | None = None) -> list[Finding]:
     findings = []
     if len(honest.failure) < MIN_SAMPLES:
         return findings
@@ -412,13 +477,18 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
             continue
         than = "as much as honest success" if severity == Severity.FAIL else "more than failing outright"
         target = results.get(f"target-{behaviour}")
+        replay = replayed is not None and r is replayed["reach"]
+        reached = replayed["records"].episodes if replay else target.episodes if target is not None else None
+        how = (f"Replaying a sequence of calls that GRPO's {replayed['run']} search met ({replayed['actions']}) "
+               f"ended without success and earned {r['mean_return']:.2f}" if replay else
+               f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}")
         findings.append(Finding(
             code, severity, f"GRPO reached {than} by {BEHAVIOURS[behaviour].words}",
-            f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}, "
+            f"{how}, "
             f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
             f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
-            {"source": NAME, "run": f"target-{behaviour}", "p_value": ladder["p_value"], "ladder": ladder,
-             "behaviour": _reached_behaviour(behaviour, target, r),
+            {"source": NAME, "run": REPLAY if replay else f"target-{behaviour}", "p_value": ladder["p_value"],
+             "ladder": ladder, "behaviour": _reached_behaviour(behaviour, reached, r),
              "reward_path": "env",
              "ending_premium": premium,
              "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
@@ -427,13 +497,13 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
     return findings
 
 
-def _reached_behaviour(target: str, result: SearchResult | None, r: dict) -> str:
-    """The grouping word for what a targeted run reached: timing out, or (ending without success)
-    what most of its reached episodes did (``grouping.episodes_behaviour``); ended by the agent
-    itself with what success pays, the degenerate answer."""
-    if target == "timeout" or result is None:
+def _reached_behaviour(target: str, episodes: pd.DataFrame | None, r: dict) -> str:
+    """The grouping word for what a targeted run (or a replay) reached: timing out, or (ending
+    without success) what most of its reached episodes did (``grouping.episodes_behaviour``); ended
+    by the agent itself with what success pays, the degenerate answer."""
+    if target == "timeout" or episodes is None:
         return "timeout"
-    reached = result.episodes[result.episodes["episode_id"].isin(r["episode_ids"])]
+    reached = episodes[episodes["episode_id"].isin(r["episode_ids"])]
     return episodes_behaviour(reached) or "degenerate-answer"
 
 
