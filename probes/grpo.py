@@ -73,7 +73,7 @@ from envaudit.grpo.search import (
     targeted,
 )
 from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
-from envaudit.grpo.trainer import with_advantages
+from envaudit.grpo.trainer import RICHEST_KEPT, Met, with_advantages
 from envaudit.grpo.verdicts import delayed_success
 from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext, cap_reason
@@ -171,8 +171,11 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     if reach:
         ctx.table("targets", _targets_table(reach))
 
-    replayed = _replay_met(ctx, results, explore, reference, config, eval_groups) if success_signal else None
-    honest = _honest(explore, results, reference, replayed["oracle"] if replayed else None)
+    honest = _honest(explore, results, reference)
+    replayed = (_replay_met(ctx, results, Records(explore_steps, explore), honest, reference, config, eval_groups)
+                if success_signal else None)
+    if replayed is not None and replayed["oracle"] is not None:
+        honest = _honest(explore, results, reference, replayed["oracle"])
     if replayed is not None and replayed["reach"]["n"] and (
             "no_success" not in reach or not reach["no_success"]["n"]
             or replayed["reach"]["mean_return"] > reach["no_success"]["mean_return"]):
@@ -216,10 +219,11 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
 REPLAY = "replay-met"
 
 
-def _replay_met(ctx: ProbeContext, results: dict[str, SearchResult], explore: pd.DataFrame,
+def _replay_met(ctx: ProbeContext, results: dict[str, SearchResult], explored: Records, honest: Honest,
                 reference: Reference, config: GRPOConfig, eval_groups: int) -> dict | None:
-    """The richest episode any run's training met that the env ended without success, replayed
-    open-loop on the evaluation seeds when it paid more than every ending exploration saw.
+    """The richest episode exploration or any run's training met that the env ended without success, replayed
+    open-loop on the evaluation seeds when it paid about what honest success pays (or no success
+    was seen to compare it with): only then can it reach the ladder's ``fail``.
 
     A search trained toward one behaviour plays calls in orders random play never reaches (the
     timing-out search learns to keep going, and so plays long runs of calls); a multi-call sequence
@@ -229,15 +233,14 @@ def _replay_met(ctx: ProbeContext, results: dict[str, SearchResult], explore: pd
     depend on injected failures a replay does not repeat. Where the env has an oracle it also runs
     on the same seeds, so the replay is judged against honest success even where no search
     succeeded."""
-    met = sorted((m for name, r in results.items() if name != "faults" for m in r.training.richest),
-                 key=lambda m: (-m.ret, m.mode, m.episode_id))
+    searched = [m for name, r in results.items() if name != "faults" for m in r.training.richest]
+    met = sorted(searched + _explored_failures(explored), key=lambda m: (-m.ret, m.mode, m.episode_id))
     if not met or not all(isinstance(a, (int, np.integer)) for a in met[0].actions):
         return None
     best = met[0]
-    ended = explore.loc[explore["outcome"] != SUCCESS, "return"].to_numpy(float) if len(explore) else np.zeros(0)
-    ended = ended[np.isfinite(ended)]
-    if len(ended) and best.ret <= float(ended.max()) + MIN_EFFECT * reference.spread:
-        return None  # nothing exploration did not already see
+    success = honest.success[np.isfinite(honest.success)]
+    if len(success) and best.ret < float(np.median(success)) - MIN_EFFECT * reward_scale(success, honest.failure):
+        return None  # it paid clearly less than success: not reward without success, whatever it is
     if ctx.over_cap(f"GRPO replay of episode {best.episode_id}"):
         return None
     seeds = evaluation_seeds(config, eval_groups)
@@ -250,10 +253,27 @@ def _replay_met(ctx: ProbeContext, results: dict[str, SearchResult], explore: pd
     oracle_episodes = None
     if oracle is not None and not ctx.over_cap("GRPO oracle episodes"):
         oracle_episodes = ctx.run(oracle, seeds, tags={"mode": "oracle"}).records.episodes
-    via = f"replaying {calls}, which the {best.mode} search met in training (episode {best.episode_id})"
+    where = "exploration met" if best.mode == "exploration" else f"the {best.mode} search met in training"
+    via = f"replaying {calls}, which {where} (episode {best.episode_id})"
     reach = {**reach_of(replay.episodes, "no_success", reference), "via": via}
     return {"reach": reach, "records": replay, "oracle": oracle_episodes, "episode_id": best.episode_id,
-            "run": best.mode, "iteration": best.iteration, "training_return": best.ret, "actions": calls}
+            "run": best.mode, "iteration": best.iteration, "training_return": best.ret, "actions": calls,
+            "episodes": len(replay.episodes), "env_steps": int(replay.episodes["length"].sum()),
+            "oracle_episodes": 0 if oracle_episodes is None else len(oracle_episodes),
+            "oracle_env_steps": 0 if oracle_episodes is None else int(oracle_episodes["length"].sum())}
+
+
+def _explored_failures(explored: Records) -> list[Met]:
+    """Exploration's richest episodes that the env ended without success, as ``Met``."""
+    eps = explored.episodes
+    if eps.empty:
+        return []
+    ended = eps[(eps["outcome"] == FAILURE) & np.isfinite(eps["return"].to_numpy(float))]
+    ended = ended.sort_values(["return", "episode_id"], ascending=[False, True]).head(RICHEST_KEPT)
+    steps = explored.steps
+    return [Met(float(r), int(e), "exploration", 0,
+                tuple(steps.loc[steps["episode_id"] == e].sort_values("step")["action"].tolist()))
+            for e, r in zip(ended["episode_id"], ended["return"], strict=True)]
 
 
 def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
@@ -479,7 +499,9 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
         target = results.get(f"target-{behaviour}")
         replay = replayed is not None and r is replayed["reach"]
         reached = replayed["records"].episodes if replay else target.episodes if target is not None else None
-        how = (f"Replaying a sequence of calls that GRPO's {replayed['run']} search met ({replayed['actions']}) "
+        met_by = "exploration" if replayed and replayed["run"] == "exploration" else \
+            f"GRPO's {replayed['run'] if replayed else ''} search"
+        how = (f"Replaying a sequence of calls that {met_by} met ({replayed['actions']}) "
                f"ended without success and earned {r['mean_return']:.2f}" if replay else
                f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}")
         findings.append(Finding(
