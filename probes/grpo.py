@@ -22,10 +22,14 @@ first iteration rather than the random explorer), each evaluated on the same see
    without success (``reward-without-success``, only when it pays as much as success), against
    honest success and honest failure; and, from every group of the success search and the natural
    run, whether successes reached after extra steps out-earn the fastest success from the same
-   start (``length-bias`` at ``fail``, behaviour ``delay-success``).
+   start (``length-bias`` at ``fail``, behaviour ``delay-success``);
+4. *met on the way*: the richest episode exploration or any run's training met that the env ended
+   without success, replayed open-loop on the evaluation seeds (beside the env's oracle, if any)
+   when it paid about what success pays: a multi-call sequence that no search is trained toward
+   but the timing-out search, taught to keep going, plays into (``reward-without-success``).
 
 Work is counted in GRPO iterations and evaluation groups (``ITERATIONS``, ``EVAL_GROUPS``; fewer
-under ``--quick``), never in seconds: the same seed gives the same curves and findings on any
+under ``--quick``; the replay and the oracle beside it are one evaluation's worth each), never in seconds: the same seed gives the same curves and findings on any
 machine under any load. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
 left out of the findings and listed as incomplete.
 
