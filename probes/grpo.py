@@ -176,8 +176,10 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         ctx.table("targets", _targets_table(reach))
 
     honest = _honest(explore, results, reference)
+    # Replayed only after every run did its work: a run cut by the cap or a hang is not read, and
+    # neither is what it met.
     replayed = (_replay_met(ctx, results, Records(explore_steps, explore), honest, reference, config, eval_groups)
-                if success_signal else None)
+                if success_signal and len(results) == len(plans) else None)
     if replayed is not None and replayed["oracle"] is not None:
         honest = _honest(explore, results, reference, replayed["oracle"])
     if replayed is not None and replayed["reach"]["n"] and (
