@@ -29,8 +29,8 @@ first iteration rather than the random explorer), each evaluated on the same see
    but the timing-out search, taught to keep going, plays into (``reward-without-success``).
 
 Work is counted in GRPO iterations and evaluation groups (``ITERATIONS``, ``EVAL_GROUPS``; fewer
-under ``--quick``; the replay and the oracle beside it are one evaluation's worth each), never in seconds: the same seed gives the same curves and findings on any
-machine under any load. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
+under ``--quick``; the replay and the oracle beside it are one evaluation's worth each), never in
+seconds: the same seed gives the same curves and findings on any machine under any load. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
 left out of the findings and listed as incomplete.
 
 Severity follows DESIGN.md's ladder: ``fail`` when the behaviour earns at least as much as honest
@@ -227,9 +227,9 @@ REPLAY = "replay-met"
 
 def _replay_met(ctx: ProbeContext, results: dict[str, SearchResult], explored: Records, honest: Honest,
                 reference: Reference, config: GRPOConfig, eval_groups: int) -> dict | None:
-    """The richest episode exploration or any run's training met that the env ended without success, replayed
-    open-loop on the evaluation seeds when it paid about what honest success pays (or no success
-    was seen to compare it with): only then can it reach the ladder's ``fail``.
+    """The richest episode exploration or any run's training met that the env ended without
+    success, replayed open-loop on the evaluation seeds when it paid about what honest success pays
+    (or no success was seen to compare it with): only then can it reach the ladder's ``fail``.
 
     A search trained toward one behaviour plays calls in orders random play never reaches (the
     timing-out search learns to keep going, and so plays long runs of calls); a multi-call sequence
