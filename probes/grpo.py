@@ -22,11 +22,15 @@ first iteration rather than the random explorer), each evaluated on the same see
    without success (``reward-without-success``, only when it pays as much as success), against
    honest success and honest failure; and, from every group of the success search and the natural
    run, whether successes reached after extra steps out-earn the fastest success from the same
-   start (``length-bias`` at ``fail``, behaviour ``delay-success``).
+   start (``length-bias`` at ``fail``, behaviour ``delay-success``);
+4. *met on the way*: the richest episode exploration or any run's training met that the env ended
+   without success, replayed open-loop on the evaluation seeds (beside the env's oracle, if any)
+   when it paid about what success pays: a multi-call sequence that no search is trained toward
+   but the timing-out search, taught to keep going, plays into (``reward-without-success``).
 
 Work is counted in GRPO iterations and evaluation groups (``ITERATIONS``, ``EVAL_GROUPS``; fewer
-under ``--quick``), never in seconds: the same seed gives the same curves and findings on any
-machine under any load. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
+under ``--quick``; the replay and the oracle beside it are one evaluation's worth each), never in
+seconds: the same seed gives the same curves and findings on any machine under any load. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
 left out of the findings and listed as incomplete.
 
 Severity follows DESIGN.md's ladder: ``fail`` when the behaviour earns at least as much as honest
@@ -62,13 +66,24 @@ from envaudit.grpo.lessons import (
     run_findings,
     typical_trajectory,
 )
-from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
+from envaudit.grpo.search import (
+    BEHAVIOURS,
+    TARGETS,
+    Reference,
+    SearchResult,
+    evaluation_seeds,
+    natural,
+    reach_of,
+    targeted,
+)
 from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
-from envaudit.grpo.trainer import with_advantages
+from envaudit.grpo.trainer import RICHEST_KEPT, Met, with_advantages
 from envaudit.grpo.verdicts import delayed_success
+from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext, cap_reason
 from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.recording import EPISODE_COLUMNS, Records
+from envaudit.rollout import SequencePolicy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
 
 __all__ = ["probe", "run", "typical_trajectory"]
@@ -161,6 +176,16 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         ctx.table("targets", _targets_table(reach))
 
     honest = _honest(explore, results, reference)
+    # Replayed only after every run did its work: a run cut by the cap or a hang is not read, and
+    # neither is what it met.
+    replayed = (_replay_met(ctx, results, Records(explore_steps, explore), honest, reference, config, eval_groups)
+                if success_signal and len(results) == len(plans) else None)
+    if replayed is not None and replayed["oracle"] is not None:
+        honest = _honest(explore, results, reference, replayed["oracle"])
+    if replayed is not None and replayed["reach"]["n"] and (
+            "no_success" not in reach or not reach["no_success"]["n"]
+            or replayed["reach"]["mean_return"] > reach["no_success"]["mean_return"]):
+        reach["no_success"] = replayed["reach"]
     labels = ctx.action_labels
     found: list[Finding] = []
     reported: set[str] = set()
@@ -177,7 +202,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         found += run_findings(ctx, results["faults"], first.episodes, first.steps, honest, reference, labels,
                               where=FAULTS_WHERE, reported=reported)
     if reach and success_signal:
-        found += _target_findings(ctx, reach, honest, results)
+        found += _target_findings(ctx, reach, honest, results, replayed)
     if success_signal:
         delay = _delayed_success(ctx, explore, results, honest)
         if delay is not None:
@@ -187,12 +212,74 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
                         "env_steps": r.training.env_steps, "stopped": r.stopped} for name, r in results.items()},
         "skipped": skipped,
         "reach": {b: _sentence(b, r) for b, r in reach.items()},
+        "replayed": {k: v for k, v in replayed.items() if k not in ("records", "oracle", "reach")} if replayed else None,
         "config": {k: v for k, v in config.to_dict().items() if k not in ("pipeline", "iterations")},
         "iterations": {p.name: p.iterations for p in plans},
         "eval_groups": eval_groups,
         "pipeline": ctx.pipeline.name,
     })
     return _merge(found)
+
+
+# -- what the searches met on their way ---------------------------------------------------------
+REPLAY = "replay-met"
+
+
+def _replay_met(ctx: ProbeContext, results: dict[str, SearchResult], explored: Records, honest: Honest,
+                reference: Reference, config: GRPOConfig, eval_groups: int) -> dict | None:
+    """The richest episode exploration or any run's training met that the env ended without
+    success, replayed open-loop on the evaluation seeds when it paid about what honest success pays
+    (or no success was seen to compare it with): only then can it reach the ladder's ``fail``.
+
+    A search trained toward one behaviour plays calls in orders random play never reaches (the
+    timing-out search learns to keep going, and so plays long runs of calls); a multi-call sequence
+    the env pays as done shows up there once or twice and is then trained away, because it is not
+    what that search is after. Replaying it asks whether it pays every time; its returns are a
+    lower bound on what ending without success reaches. The faulted run is left out: its endings
+    depend on injected failures a replay does not repeat. Where the env has an oracle it also runs
+    on the same seeds, so the replay is judged against honest success even where no search
+    succeeded."""
+    searched = [m for name, r in results.items() if name != "faults" for m in r.training.richest]
+    met = sorted(searched + _explored_failures(explored), key=lambda m: (-m.ret, m.mode, m.episode_id))
+    if not met or not all(isinstance(a, (int, np.integer)) for a in met[0].actions):
+        return None
+    best = met[0]
+    success = honest.success[np.isfinite(honest.success)]
+    if len(success) and best.ret < float(np.median(success)) - MIN_EFFECT * reward_scale(success, honest.failure):
+        return None  # it paid clearly less than success: not reward without success, whatever it is
+    if ctx.over_cap(f"GRPO replay of episode {best.episode_id}"):
+        return None
+    seeds = evaluation_seeds(config, eval_groups)
+    labels = ctx.action_labels
+    calls = ", ".join(f"`{labels[int(a)]}`" if labels and 0 <= int(a) < len(labels) else str(a) for a in best.actions)
+    replay = ctx.run(SequencePolicy([int(a) for a in best.actions], name=REPLAY), seeds,
+                     tags={"mode": REPLAY, "target": "no_success"}).records
+    ctx.keep(_kept(replay))
+    oracle = oracle_policy(ctx.env)
+    oracle_episodes = None
+    if oracle is not None and not ctx.over_cap("GRPO oracle episodes"):
+        oracle_episodes = ctx.run(oracle, seeds, tags={"mode": "oracle"}).records.episodes
+    where = "exploration met" if best.mode == "exploration" else f"the {best.mode} search met in training"
+    via = f"replaying {calls}, which {where} (episode {best.episode_id})"
+    reach = {**reach_of(replay.episodes, "no_success", reference), "via": via}
+    return {"reach": reach, "records": replay, "oracle": oracle_episodes, "episode_id": best.episode_id,
+            "run": best.mode, "iteration": best.iteration, "training_return": best.ret, "actions": calls,
+            "episodes": len(replay.episodes), "env_steps": int(replay.episodes["length"].sum()),
+            "oracle_episodes": 0 if oracle_episodes is None else len(oracle_episodes),
+            "oracle_env_steps": 0 if oracle_episodes is None else int(oracle_episodes["length"].sum())}
+
+
+def _explored_failures(explored: Records) -> list[Met]:
+    """Exploration's richest episodes that the env ended without success, as ``Met``."""
+    eps = explored.episodes
+    if eps.empty:
+        return []
+    ended = eps[(eps["outcome"] == FAILURE) & np.isfinite(eps["return"].to_numpy(float))]
+    ended = ended.sort_values(["return", "episode_id"], ascending=[False, True]).head(RICHEST_KEPT)
+    steps = explored.steps
+    return [Met(float(r), int(e), "exploration", 0,
+                tuple(steps.loc[steps["episode_id"] == e].sort_values("step")["action"].tolist()))
+            for e, r in zip(ended["episode_id"], ended["return"], strict=True)]
 
 
 def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
@@ -272,12 +359,15 @@ def _with_pipeline(records: Records, pipeline) -> pd.DataFrame:
     return with_advantages(episodes, episodes["return"].to_numpy(float), pipeline)
 
 
-def _honest(explore: pd.DataFrame, results: dict[str, SearchResult], reference: Reference) -> Honest:
-    """Honest success: every success seen (targeted, natural, exploration); honest failure: the
-    exploration's failures (failing outright while trying, as a random agent does); persisting:
-    episodes (exploration and the trained policies' evaluations) that kept going after a failed
-    tool call, i.e. did not end early."""
+def _honest(explore: pd.DataFrame, results: dict[str, SearchResult], reference: Reference,
+            oracle: pd.DataFrame | None = None) -> Honest:
+    """Honest success: every success seen (targeted, natural, exploration, the env's oracle where
+    it was run); honest failure: the exploration's failures (failing outright while trying, as a
+    random agent does); persisting: episodes (exploration and the trained policies' evaluations)
+    that kept going after a failed tool call, i.e. did not end early."""
     parts = [explore] + [results[k].episodes for k in ("target-success", "natural") if k in results]
+    if oracle is not None and len(oracle):
+        parts.append(oracle)
     success = np.concatenate([p.loc[p["outcome"] == SUCCESS, "return"].to_numpy(float) for p in parts if len(p)]
                              or [np.zeros(0)])
     failure = explore.loc[explore["outcome"] == FAILURE, "return"].to_numpy(float) if len(explore) else np.zeros(0)
@@ -297,7 +387,8 @@ def _targets_table(reach: dict[str, dict]) -> pd.DataFrame:
 def _sentence(behaviour: str, r: dict) -> str:
     if not r["n"]:
         return f"not reached by {BEHAVIOURS[behaviour].words}"
-    return f"best return reachable by {BEHAVIOURS[behaviour].words}: {r['mean_return']:.2f} (n={r['n']})"
+    via = f", {r['via']}" if r.get("via") else ""
+    return f"best return reachable by {BEHAVIOURS[behaviour].words}: {r['mean_return']:.2f} (n={r['n']}{via})"
 
 
 def _merge(findings: list[Finding]) -> list[Finding]:
@@ -377,7 +468,7 @@ def _kept_ids(ctx: ProbeContext) -> set[int]:
 
 # -- targeted runs ------------------------------------------------------------------------------
 def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
-                     results: dict[str, SearchResult]) -> list[Finding]:
+                     results: dict[str, SearchResult], replayed: dict | None = None) -> list[Finding]:
     findings = []
     if len(honest.failure) < MIN_SAMPLES:
         return findings
@@ -412,13 +503,20 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
             continue
         than = "as much as honest success" if severity == Severity.FAIL else "more than failing outright"
         target = results.get(f"target-{behaviour}")
+        replay = replayed is not None and r is replayed["reach"]
+        reached = replayed["records"].episodes if replay else target.episodes if target is not None else None
+        met_by = "exploration" if replayed and replayed["run"] == "exploration" else \
+            f"GRPO's {replayed['run'] if replayed else ''} search"
+        how = (f"Replaying a sequence of calls that {met_by} met ({replayed['actions']}) "
+               f"ended without success and earned {r['mean_return']:.2f}" if replay else
+               f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}")
         findings.append(Finding(
             code, severity, f"GRPO reached {than} by {BEHAVIOURS[behaviour].words}",
-            f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}, "
+            f"{how}, "
             f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
             f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
-            {"source": NAME, "run": f"target-{behaviour}", "p_value": ladder["p_value"], "ladder": ladder,
-             "behaviour": _reached_behaviour(behaviour, target, r),
+            {"source": NAME, "run": REPLAY if replay else f"target-{behaviour}", "p_value": ladder["p_value"],
+             "ladder": ladder, "behaviour": _reached_behaviour(behaviour, reached, r),
              "reward_path": "env",
              "ending_premium": premium,
              "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
@@ -427,13 +525,13 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
     return findings
 
 
-def _reached_behaviour(target: str, result: SearchResult | None, r: dict) -> str:
-    """The grouping word for what a targeted run reached: timing out, or (ending without success)
-    what most of its reached episodes did (``grouping.episodes_behaviour``); ended by the agent
-    itself with what success pays, the degenerate answer."""
-    if target == "timeout" or result is None:
+def _reached_behaviour(target: str, episodes: pd.DataFrame | None, r: dict) -> str:
+    """The grouping word for what a targeted run (or a replay) reached: timing out, or (ending
+    without success) what most of its reached episodes did (``grouping.episodes_behaviour``); ended
+    by the agent itself with what success pays, the degenerate answer."""
+    if target == "timeout" or episodes is None:
         return "timeout"
-    reached = result.episodes[result.episodes["episode_id"].isin(r["episode_ids"])]
+    reached = episodes[episodes["episode_id"].isin(r["episode_ids"])]
     return episodes_behaviour(reached) or "degenerate-answer"
 
 

@@ -83,6 +83,22 @@ BEHAVIOURS: dict[str, Behaviour] = {b.name: b for b in (
 TARGETS = ("success", "timeout", "tool_failure", "short", "no_success")
 
 
+def _steps_toward_limit(e: pd.DataFrame) -> np.ndarray:
+    """How far each episode got toward the step limit: its length over the longest of its group."""
+    lengths = e["length"].to_numpy(float)
+    longest = e.groupby("group")["length"].transform("max").to_numpy(float)
+    return lengths / np.maximum(longest, 1.0)
+
+
+TOWARD: dict[str, Callable[[pd.DataFrame], np.ndarray]] = {"timeout": _steps_toward_limit}
+"""Per sparse target, how close an episode that does not show it came to it, in [0, 1]. Where
+random play never reaches the behaviour (every step of a large catalogue risks an action that
+ends the episode, so the step limit is out of reach), a group whose rollouts all get the floor
+has no variance and GRPO learns nothing; a floor graded by closeness (kept below every episode
+that shows the behaviour) gives the search a direction. Surviving longer also plays more calls
+in a row, so the search meets multi-call sequences that random play ends too early to meet."""
+
+
 @dataclass
 class SearchResult:
     mode: str
@@ -174,6 +190,8 @@ def targeted(
             if len(finite):  # a group of NaN returns (an env-error) keeps the reference floor
                 # Keep the floor below this group's lowest return, whatever the env paid this time.
                 floor[idx] = min(reference.floor, float(finite.min()) - reference.spread)
+        if behaviour in TOWARD:
+            floor = floor + 0.5 * reference.spread * TOWARD[behaviour](episodes)
         return np.where(shows(episodes, reference), returns, floor)
 
     # Every rollout is trained on its target reward: the pipeline's handling would hide the very

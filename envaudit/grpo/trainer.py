@@ -30,7 +30,7 @@ from envaudit.grpo.config import GRPOConfig
 from envaudit.grpo.engine import PolicyEngine, Trajectory
 from envaudit.grpo.rollouts import LockstepCollector, Rollouts
 from envaudit.pipeline import Pipeline, group_advantages
-from envaudit.protocol import SUCCESS, TIMEOUT
+from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from envaudit.recording import Records
 from envaudit.rollout import EnvFactory, Problem
 from envaudit.seeding import child_rng, child_seed
@@ -38,6 +38,20 @@ from envaudit.textmode import UNPARSED
 
 RewardFn = Callable[[pd.DataFrame], np.ndarray]
 """Episodes table -> per-episode training return, before the pipeline's handling."""
+
+
+RICHEST_KEPT = 3
+
+
+@dataclass(frozen=True)
+class Met:
+    """One training episode the env ended without success, with the actions that led there."""
+
+    ret: float
+    episode_id: int
+    mode: str
+    iteration: int
+    actions: tuple[Any, ...]
 
 
 @dataclass
@@ -54,6 +68,17 @@ class TrainResult:
     env_steps: int = 0
     first: Records | None = None
     """Steps and episodes of the first iteration (the untrained policy), with pipeline columns."""
+    richest: list[Met] = field(default_factory=list)
+    """The best-paying training episodes the env ended without success (``RICHEST_KEPT``, richest
+    first): what the search met on its way, whatever it was trained to reach."""
+
+
+def _richest(kept: list[Met], episodes: pd.DataFrame, steps: dict[int, Any], mode: str,
+             iteration: int) -> list[Met]:
+    ended = episodes[(episodes["outcome"] == FAILURE) & np.isfinite(episodes["return"].to_numpy(float))]
+    met = [Met(float(r), int(e), mode, iteration, tuple(steps[int(e)].actions))
+           for e, r in zip(ended["episode_id"], ended["return"], strict=True) if int(e) in steps]
+    return sorted(kept + met, key=lambda m: (-m.ret, m.episode_id))[:RICHEST_KEPT]
 
 
 def group_seeds(config: GRPOConfig, mode: str, iteration: int) -> list[int]:
@@ -111,6 +136,7 @@ def train(
     stopped: str | None = None
     env_steps = 0
     first: Records | None = None
+    richest: list[Met] = []
     try:
         engine = engine or default_engine(collector, config)
         labels = action_labels(collector)
@@ -147,6 +173,7 @@ def train(
                    **behaviour_row(batch, episodes, labels), **stats, "env_steps": env_steps}
             rows.append(row)
             trained_episodes.append(episodes)
+            richest = _richest(richest, episodes, batch.steps, mode, iteration)
             if first is None:
                 first = Records(batch.records.steps, episodes)
             if on_iteration is not None and on_iteration(iteration, engine, row):
@@ -156,7 +183,7 @@ def train(
             collector.close()
     curves = pd.DataFrame(rows)
     all_episodes = pd.concat(trained_episodes, ignore_index=True) if trained_episodes else pd.DataFrame()
-    return TrainResult(engine, curves, all_episodes, problems, stopped, env_steps, first)
+    return TrainResult(engine, curves, all_episodes, problems, stopped, env_steps, first, richest)
 
 
 def with_advantages(episodes: pd.DataFrame, returns: np.ndarray, pipeline: Pipeline) -> pd.DataFrame:

@@ -54,10 +54,16 @@ def test_targeted_search_reaches_what_the_env_design_pays_each_behaviour():
     assert timeout.reach["mean_return"] == 0.0 and timeout.reach["rate"] > 0.5
     # At most half the attempts can succeed (a bad check cannot be undone): half of that is learned.
     assert success.reach["mean_return"] == 1.0 and success.reach["rate"] > 0.25
-    # The target is what training was paid for: a timed-out rollout got its return, the rest the floor.
+    # The target is what training was paid for: a timed-out rollout got its return, the rest a floor
+    # below every return seen, graded by how far the episode got toward the step limit (half the
+    # spread at most), so a group where nothing timed out still says which way timing out lies.
     trained = timeout.training.episodes
-    assert (trained.loc[trained["outcome"] != "timeout", "training_return"] <= ref.floor).all()
+    other = trained[trained["outcome"] != "timeout"]
+    assert (other["training_return"] <= ref.floor + 0.5 * ref.spread).all()
     assert (trained.loc[trained["outcome"] == "timeout", "training_return"] == 0.0).all()
+    for _, group in other.groupby(["iteration", "group"]):
+        by_length = group.sort_values(["length", "training_return"])["training_return"]
+        assert by_length.is_monotonic_increasing
 
 
 def test_every_mode_is_evaluated_on_the_same_seeds():

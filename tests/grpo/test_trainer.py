@@ -5,7 +5,7 @@ import pytest
 from envaudit.faults import FaultInjector
 from envaudit.grpo import GRPOConfig, train
 from envaudit.grpo.search import natural
-from envaudit.grpo.trainer import with_advantages
+from envaudit.grpo.trainer import RICHEST_KEPT, with_advantages
 from envaudit.pipeline import timeout_handling_pipeline
 from tests.grpo.envs import CheckSubmit, WorkSubmit
 
@@ -38,6 +38,14 @@ def test_training_is_deterministic_for_a_seed_and_logs_every_iteration():
     assert len(a.episodes) == 3 * config.rollouts_per_iteration and a.first is not None
     # CheckSubmit's tools never fail: the tool-failure rate is zero, not missing.
     assert (a.curves["failure_rate"] == 0).all()
+    # What training met: the best-paying episodes the env ended without success, richest first,
+    # each with the actions that led there (a failed CheckSubmit episode ends on `submit`, index 1).
+    failed = a.episodes[a.episodes["outcome"] == "failure"].set_index("episode_id")
+    assert 1 <= len(a.richest) <= RICHEST_KEPT and a.richest == b.richest
+    assert [m.ret for m in a.richest] == sorted((m.ret for m in a.richest), reverse=True)
+    for met in a.richest:
+        assert failed.loc[met.episode_id, "return"] == met.ret and met.actions[-1] == 1
+        assert len(met.actions) == failed.loc[met.episode_id, "length"] and met.mode == "natural"
 
 
 def test_on_iteration_can_stop_training_early():

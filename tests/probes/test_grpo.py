@@ -27,7 +27,7 @@ from envaudit.findings import Severity
 from envaudit.grpo.drift import MATERIAL_LENGTH, MATERIAL_RATE
 from envaudit.probes.grpo import QUICK_EVAL_GROUPS, QUICK_ITERATIONS, probe, run
 from tests.fixtures.context import explore, only_finding
-from tests.grpo.ladder_envs import Booking, Combination, DelayedAnswer
+from tests.grpo.ladder_envs import Booking, Combination, DelayedAnswer, Sequence
 
 
 def _make(env_id):
@@ -249,6 +249,28 @@ def test_a_hand_off_paid_after_a_failed_search_is_named_and_shown(seed):
     clean = run(explore(lambda: Booking(handoff_pay=0.0), probe="grpo", episodes=128, quick=True, seed=seed),
                 only=("natural",))
     assert not _flagged(clean)
+
+
+def test_a_three_call_sequence_among_eight_actions_is_found_and_the_clean_twin_is_silent():
+    # Sequence: press_3, press_4, press_3 back to back ends the episode paying 1.5 with success
+    # false; honest success pays 1 - 4 * 0.02. Random play (two of eight actions end the episode)
+    # rarely meets the sequence; the timing-out search learns to keep pressing and meets it, and
+    # the replay of what it met earns the sequence's pay every time: as much as success, a fail.
+    ctx = explore(Sequence, probe="grpo", episodes=64, quick=True)
+    findings = run(ctx, only=("target-timeout",))
+    found = only_finding([f for f in findings if f.code == "reward-without-success"],
+                         code="reward-without-success", probe="grpo")
+    assert found.severity == Severity.FAIL and found.evidence["run"] == "replay-met"
+    assert "`press_3`, `press_4`, `press_3`" in found.summary
+    assert found.evidence["ladder"]["level"] == "at_least_success"
+    # Every example is a replayed episode that ended on the sequence, paid it, and did not succeed.
+    kept = pd.concat([r.episodes for r in ctx.kept], ignore_index=True).set_index("episode_id")
+    shown = kept.loc[found.examples]
+    assert len(set(found.examples)) == len(found.examples) >= 1
+    assert (shown["outcome"] == "failure").all() and (shown["return"] >= 1.5 - 0.02 * 16).all()
+    clean_ctx = explore(lambda: Sequence(sequence_pay=0.0), probe="grpo", episodes=64, quick=True)
+    clean = run(clean_ctx, only=("target-timeout",))
+    assert not _flagged(clean) and "reward-without-success" not in {f.code for f in clean}
 
 
 def _busy(n):
