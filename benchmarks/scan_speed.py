@@ -48,7 +48,8 @@ def strip_timings(report: dict) -> dict:
     return report
 
 
-def scan(env_id: str, quick: bool, executor: str, seed: int, pythonpath: str | None, timeout_s: float) -> dict:
+def scan(env_id: str, quick: bool, executor: str, seed: int, pythonpath: str | None, timeout_s: float,
+         keep: str | None = None) -> dict:
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "envaudit.cli", "scan", env_id, "--out", out, "--seed", str(seed),
                "--fail-on", "never", "--no-progress", "--executor", executor] + (["--quick"] if quick else [])
@@ -80,8 +81,13 @@ def scan(env_id: str, quick: bool, executor: str, seed: int, pythonpath: str | N
                "base": bool(pythonpath)}
         if rc not in (0, 1, 4):
             return {**row, "error": err.strip()[-300:]}
-        report = json.loads((Path(out) / "report.json").read_text())
-    return {**row, "report": strip_timings(report)}
+        text = (Path(out) / "report.json").read_text()
+        if keep:
+            name = f"{env_id.replace('/', '_')}-{'quick' if quick else 'default'}-{executor}-" \
+                   f"{'baseline' if pythonpath else 'current'}-{time.strftime('%H%M%S')}.json"
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            (Path(keep) / name).write_text(text)
+    return {**row, "report": strip_timings(json.loads(text))}
 
 
 def main() -> None:
@@ -94,6 +100,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each case (median shown)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before a scan is killed")
+    parser.add_argument("--keep", help="a folder to keep every scan's report.json in")
     args = parser.parse_args()
     if not _subreaper():
         print("note: CPU time counts the scan's process and its reaped children only (no subreaper here)")
@@ -113,7 +120,7 @@ def main() -> None:
                 rows: dict[bool, list[dict]] = {True: [], False: []}
                 for _ in range(args.repeat):
                     for side in sides:  # alternate: baseline and current see the same load
-                        r = scan(env_id, mode == "quick", executor, args.seed, side, args.timeout)
+                        r = scan(env_id, mode == "quick", executor, args.seed, side, args.timeout, args.keep)
                         rows[r["base"]].append(r)
                 for base, runs in rows.items():
                     if not runs:

@@ -28,7 +28,14 @@ from envaudit.errors import a_type, user_frame
 from envaudit.execution import ExecutionConfig, make_executor
 from envaudit.findings import Finding, Severity
 from envaudit.grouping import group_findings
-from envaudit.probe import Probe, ProbeContext, cap_reason, probe_modules, probe_names, registered_probes
+from envaudit.probe import (
+    Probe,
+    ProbeContext,
+    cap_reason,
+    probe_modules,
+    probe_names,
+    registered_probes,
+)
 from envaudit.probe_host import IdCounter, ProbeHost, env_modules
 from envaudit.recording import Records
 from envaudit.report import ProbeStatus, Report

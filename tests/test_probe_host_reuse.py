@@ -85,3 +85,18 @@ def test_a_worker_after_a_probe_died_still_gives_the_other_probes_findings(hosts
     assert [p for p in with_death["probes"] if p["name"] != "dier"] == without["probes"]
     # api's worker hosted dier and died with it; one fresh worker hosted reader and length.
     assert made[0].pool.started == 2 and [p for p, _ in made[0].replaced] == ["dier"]
+
+
+def test_the_replay_probes_oracle_units_run_in_a_probe_worker_as_inline(tmp_path):
+    """The oracle's episodes are captured through a wrapper's shared list: played on the episode
+    pool the list stayed empty, so under processes no oracle unit ran and the report differed."""
+    from envaudit.probes.replay import ORACLE_UNITS
+
+    reports = []
+    for execution in (None, ExecutionConfig("processes", workers=2)):
+        report = run_scan("envaudit/FlakySearch-v0", seed=0, quick=True, probes=("replay",), execution=execution)
+        out = tmp_path / ("inline" if execution is None else "processes")
+        report.write(out)
+        reports.append(_strip_timings(json.loads((out / "report.json").read_text())))
+    assert reports[0]["probes"][0]["notes"]["oracle_units"] == ORACLE_UNITS  # FlakySearch has an oracle
+    assert reports[0] == reports[1]
