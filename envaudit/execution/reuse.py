@@ -71,11 +71,12 @@ CACHES = frozenset({"__slotnames__", "__warningregistry__"})
 
 def _namespace(name: str, namespace: dict[str, Any]) -> list[tuple[str, int, Any]]:
     rows = []
+    classes = name not in LIBRARIES  # a library's own classes (torch's tensor types) are no env state
     for key, value in list(namespace.items()):
         if key in CACHES:
             continue
         rows.append((key, id(value), _size(value)))
-        if isinstance(value, type) and getattr(value, "__module__", None) == name:
+        if classes and isinstance(value, type) and getattr(value, "__module__", None) == name:
             rows.extend((f"{key}.{k}", id(v), _size(v)) for k, v in list(vars(value).items()) if k not in CACHES)
     return rows
 
@@ -123,13 +124,14 @@ class Snapshot:
         for key, value in self.settings.items():
             if settings.get(key) != value:
                 return f"the process's {key} changed"
-        gc.collect()  # idle deadline threads end once their owner is collected
+        started = [t for t in threading.enumerate() if t.ident not in self.threads]
+        if started:
+            gc.collect()  # idle deadline threads end once their owner is collected
         end = time.monotonic() + THREAD_GRACE_S
-        for t in threading.enumerate():
-            if t.ident not in self.threads:
-                t.join(max(0.0, end - time.monotonic()))
-                if t.is_alive():
-                    return f"a thread it started is still running ({t.name})"
+        for t in started:
+            t.join(max(0.0, end - time.monotonic()))
+            if t.is_alive():
+                return f"a thread it started is still running ({t.name})"
         return None
 
 
