@@ -100,3 +100,27 @@ def test_the_replay_probes_oracle_units_run_in_a_probe_worker_as_inline(tmp_path
         reports.append(_strip_timings(json.loads((out / "report.json").read_text())))
     assert reports[0]["probes"][0]["notes"]["oracle_units"] == ORACLE_UNITS  # FlakySearch has an oracle
     assert reports[0] == reports[1]
+
+
+def test_the_reuse_check_names_what_a_probe_changed_and_ignores_the_reset_generators(monkeypatch):
+    """In-process: what ``Snapshot.changed`` sees (the host asks it after every probe)."""
+    import random
+
+    import numpy as np
+
+    from envaudit.execution.reuse import Randomness, Snapshot, watched_modules
+    from tests.fixtures import host_probes
+
+    modules = watched_modules([FIXTURE])
+    assert FIXTURE in modules and "envaudit.probe_host" in modules and "time" in modules
+    randomness = Randomness()
+    before = Snapshot(modules)
+    random.random(), np.random.random()  # the global generators: reset before each probe instead
+    assert before.changed() is None
+    randomness.restore()
+    monkeypatch.setattr(host_probes.BonusWalk, "step", lambda self, action: None)
+    assert "BonusWalk.step" in before.changed()
+    monkeypatch.undo()
+    assert before.changed() is None
+    monkeypatch.setenv("ENVAUDIT_REUSE_TEST", "1")
+    assert before.changed() == "the process's environ changed"
