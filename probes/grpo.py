@@ -63,7 +63,6 @@ from envaudit.grpo.lessons import (
     typical_trajectory,
 )
 from envaudit.grpo.search import BEHAVIOURS, TARGETS, Reference, SearchResult, natural, targeted
-from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
 from envaudit.grpo.trainer import with_advantages
 from envaudit.grpo.verdicts import delayed_success
 from envaudit.probe import Probe, ProbeContext, cap_reason
@@ -226,6 +225,10 @@ def _env_factory(ctx: ProbeContext):
 
 
 def _cannot_drive(ctx: ProbeContext) -> Finding | None:
+    # torch is imported here, not with the module: a scan under --executor processes trains in a
+    # probe worker, and the scanning process (and the fork server) need not import it.
+    from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
+
     try:
         env = ctx.env
         if ctx.config.engine == "vllm":
@@ -248,6 +251,7 @@ def _cannot_drive(ctx: ProbeContext) -> Finding | None:
 def _check_lm(env) -> None:
     import gymnasium as gym
 
+    from envaudit.grpo.torch_engine import UnsupportedSpace
     from envaudit.grpo.vllm_backend import vllm_available
 
     if not isinstance(env.action_space, gym.spaces.Text):
