@@ -108,6 +108,13 @@ def probe_names() -> list[str]:
     return sorted(set(BUILTIN) | {ep.name for ep in entry_points(group=GROUP)})
 
 
+def probe_modules(names: Iterable[str] | None = None) -> list[str]:
+    """The modules the probes (all, or ``names``) are registered in, without importing them."""
+    found = {name: target.partition(":")[0] for name, target in BUILTIN.items()}
+    found.update({ep.name: ep.module for ep in entry_points(group=GROUP)})
+    return [found[n] for n in (found if names is None else names) if n in found]
+
+
 def registered_probes(names: Iterable[str] | None = None) -> dict[str, Probe]:
     """The bundled probes and those of installed packages (only ``names`` when given), in run order."""
     found: dict[str, Any] = dict(BUILTIN)

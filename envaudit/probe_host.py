@@ -9,7 +9,15 @@ scanning process to play the episodes on the episode pool (so a run is as parall
 everything else the probe does runs in the host. A host that dies (a segfault, ``os._exit``, the
 OOM killer) or grows past the memory cap costs that probe: it is reported as ``crashed`` with an
 ``env-error`` finding naming the call, step and seed where the probe said them
-(``execution.worker.note``), and the scan goes on with the next probe.
+(``execution.worker.note``), and the scan goes on with the next probe in a fresh worker.
+
+One worker process hosts probe after probe while it stays fit: a fresh process per probe cost
+each probe its start, its lazy imports and the first use of its libraries. Each probe still gets
+its own env instances, its own env factory (resolved or unpickled anew) and its own copy of the
+scan's records; the global random generators are reset before it, and after it the host checks
+that nothing else in the process changed (``execution.reuse``: module state of the env and of
+envaudit, process settings, leftover threads, memory): when something did, the next probe gets
+a fresh worker, so what one probe leaves behind never reaches another's result.
 
 What a probe hands back (findings, kept episodes, tables, notes, skipped work) and the scan's
 shared state it updates (episode ids, hangs, lost episodes, the return tally) travel back with its
@@ -32,7 +40,9 @@ import cloudpickle
 import gymnasium as gym
 
 from envaudit.execution import Lost, ProcessExecutor, WorkerError
+from envaudit.execution.reuse import Randomness, Snapshot, watched_modules
 from envaudit.execution.slots import Slot
+from envaudit.execution.worker import rss_bytes
 from envaudit.findings import Finding
 from envaudit.probe import Probe, ProbeContext
 from envaudit.rollout import Problem, Runner, RunResult
@@ -62,6 +72,8 @@ class _Job:
     first_id: int
     where: tuple[str, list[str]]
     imports: list[str]
+    recycle_bytes: int | None = None
+    """Memory the worker may have gained since its first probe and still host the next one."""
 
 
 class _Remote:
@@ -81,9 +93,16 @@ _SHARED = ("hangs", "lost", "tally", "exploration_problems")
 _PLAIN = ("env_id", "config", "exploration", "pipeline", "name", "deadline", "spec")
 
 
+class _Worker:
+    """What a host process keeps from its first probe: its random state and its memory then."""
+
+    randomness: Randomness | None = None
+    rss = 0
+
+
 def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any] | bytes:
     """Run one probe in this worker process (the host side)."""
-    from envaudit.rollout import _factory_of
+    from envaudit.resolve import resolve_env
     from envaudit.scan import run_probe_here  # the scan sits above this module
 
     slot.rebase(now=False)  # the cap counts what the probe and its env add once it is loaded
@@ -93,10 +112,16 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any] | bytes:
         if os.getcwd() != cwd:
             os.chdir(cwd)
         sys.path[:] = path
-        make_env = job.ctx.pop("make_env") or _factory_of(job.ctx["spec"])
+        # Resolved anew for every probe, never from a cache: a factory may hold state of its own.
+        make_env = job.ctx.pop("make_env") or resolve_env(job.ctx["spec"])[1]
         for module in [*job.imports, *job.probe.preload]:
             with contextlib.suppress(Exception):  # a module the scanning process had: a head start only
                 importlib.import_module(module)
+        if _Worker.randomness is None:
+            _Worker.randomness, _Worker.rss = Randomness(), rss_bytes() or 0
+        _Worker.randomness.restore()
+        before = Snapshot(watched_modules(job.imports))
+        hangs = len(job.ctx["hangs"])
         slot.rebase()
     except Exception as exc:  # noqa: BLE001 - the scanning process runs the probe itself
         return {"load_error": f"{type(exc).__name__}: {exc}"}
@@ -109,12 +134,25 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any] | bytes:
     out = {"status": status, "error": error, "findings": produced, "kept": ctx.kept, "tables": ctx.tables,
            "notes": ctx.notes, "skipped": ctx.skipped, "next_id": ids.value,
            "shared": {k: getattr(ctx, k) for k in _SHARED},
-           "warnings": [(w.category, str(w.message)) for w in caught]}
+           "warnings": [(w.category, str(w.message)) for w in caught],
+           "unfit": _unfit(status, len(ctx.hangs) > hangs, before, job.recycle_bytes)}
     try:  # pickled here, so a result that cannot travel is the probe's failure, not a dead worker
         return cloudpickle.dumps(out)
     except Exception as exc:
         return {"result_error": f"its results could not be sent back from its worker process: "
                                 f"{type(exc).__name__}: {exc}"}
+
+
+def _unfit(status: str, hung: bool, before: Snapshot, recycle_bytes: int | None) -> str | None:
+    """Why this worker must not host the next probe, or None."""
+    if status != "ok":
+        return f"the probe ended {status}"
+    if hung:  # the abandoned call may still be running on its thread
+        return "an env call hung"
+    grown = (rss_bytes() or 0) - _Worker.rss
+    if recycle_bytes is not None and grown > recycle_bytes:
+        return f"it grew by {grown / 2**20:.0f} MiB since its first probe"
+    return before.changed()
 
 
 def env_modules(env: gym.Env, make_env: Callable) -> list[str]:
@@ -140,24 +178,36 @@ def lost_problem(lost: Lost, probe: str) -> Problem:
 
 
 class ProbeHost:
-    """Runs probes in fresh worker processes; their episode runs go to ``episodes`` (the scan's pool)."""
+    """Runs probes in a worker process (the same one while it stays fit, ``execution.reuse``);
+    their episode runs go to ``episodes`` (the scan's pool)."""
 
     def __init__(self, episodes: ProcessExecutor, make_env: Callable, spec: str | None, *,
-                 memory_cap_bytes: int | None, imports: list[str], preload: list[str]) -> None:
+                 memory_cap_bytes: int | None, imports: list[str], preload: list[str],
+                 recycle_bytes: int | None = None, reuse: bool = True) -> None:
         """``imports``: the modules the env is made of (``env_modules``), imported in each host
-        before the probe starts, so the first make there is not slowed by them."""
+        before the probe starts, so the first make there is not slowed by them. ``recycle_bytes``:
+        a host that gained more than this since its first probe is replaced (default: half the
+        memory cap). ``reuse=False``: a fresh worker for every probe."""
         self.episodes = episodes
         self.make_env = make_env
         self.spec = spec
         self.imports = list(imports)
-        # One probe per host, so nothing a probe leaves behind (a stuck thread, a half-closed env)
-        # reaches the next. The address-space backstop stays off: the probe's own libraries
-        # (torch's thread pools) reserve far more than they touch; the RSS watch is the cap.
-        self.pool = ProcessExecutor(1, memory_cap_bytes=memory_cap_bytes, recycle_items=1, preload=preload,
-                                    cap_address_space=False)
+        self.reuse = reuse
+        self.recycle_bytes = recycle_bytes if recycle_bytes is not None else (
+            memory_cap_bytes // 2 if memory_cap_bytes else None)
+        self.replaced: list[tuple[str, str]] = []
+        """(probe, why) for each probe after which the worker was not reused (tests read it)."""
+        # The address-space backstop stays off: the probe's own libraries (torch's thread pools)
+        # reserve far more than they touch; the RSS watch is the cap.
+        self.pool = ProcessExecutor(1, memory_cap_bytes=memory_cap_bytes, recycle_items=None if reuse else 1,
+                                    preload=preload, cap_address_space=False)
 
     def close(self) -> None:
         self.pool.close()
+
+    def _replace(self, probe: Probe, why: str) -> None:
+        self.replaced.append((probe.name, why))
+        self.pool.retire()
 
     def _answer(self, request: bytes) -> RunResult:
         make_env, kwargs = cloudpickle.loads(request)
@@ -174,7 +224,8 @@ class ProbeHost:
         fields["make_env"] = None if self.spec is not None else ctx.make_env
         assert isinstance(ctx.ids, IdCounter), "a scan that hosts probes counts episode ids with IdCounter"
         try:
-            blob = cloudpickle.dumps(_Job(probe, fields, ctx.ids.value, (os.getcwd(), list(sys.path)), self.imports))
+            blob = cloudpickle.dumps(_Job(probe, fields, ctx.ids.value, (os.getcwd(), list(sys.path)), self.imports,
+                                          self.recycle_bytes))
         except Exception as exc:
             warnings.warn(f"probe {probe.name!r} cannot be sent to a worker process ({type(exc).__name__}: {exc}), "
                           "so it runs in the scanning process without isolation; make the env factory "
@@ -183,8 +234,10 @@ class ProbeHost:
         try:
             [(_, out)] = list(self.pool.map(_host, None, [blob], calls=self._answer))
         except WorkerError as exc:  # a bug on the host's side of the probe run, not the env
+            self._replace(probe, "the host failed")
             return "crashed", str(exc).splitlines()[0], []
         if isinstance(out, Lost):
+            self.replaced.append((probe.name, f"its worker process was lost ({out.kind})"))  # the pool replaced it
             if out.kind not in ("crash", "memory"):  # only guarded calls are timed: never in a host
                 return "crashed", f"its worker process was lost: {out.detail}", []
             problem = lost_problem(out, probe.name)
@@ -192,6 +245,8 @@ class ProbeHost:
             return "crashed", problem.message, []
         if isinstance(out, bytes):
             out = cloudpickle.loads(out)
+        if out.get("unfit") or "result_error" in out or "load_error" in out:
+            self._replace(probe, out.get("unfit") or "its results or job could not travel")
         if "result_error" in out:
             return "crashed", out["result_error"], []
         if "load_error" in out:

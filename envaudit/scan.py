@@ -28,7 +28,14 @@ from envaudit.errors import a_type, user_frame
 from envaudit.execution import ExecutionConfig, make_executor
 from envaudit.findings import Finding, Severity
 from envaudit.grouping import group_findings
-from envaudit.probe import Probe, ProbeContext, cap_reason, probe_names, registered_probes
+from envaudit.probe import (
+    Probe,
+    ProbeContext,
+    cap_reason,
+    probe_modules,
+    probe_names,
+    registered_probes,
+)
 from envaudit.probe_host import IdCounter, ProbeHost, env_modules
 from envaudit.recording import Records
 from envaudit.report import ProbeStatus, Report
@@ -41,8 +48,14 @@ Progress = Callable[[str, float], None]
 
 
 def select_probes(names: Sequence[str] | None) -> list[Probe]:
+    check_probe_names(names)
+    return list(registered_probes(names).values())
+
+
+def check_probe_names(names: Sequence[str] | None) -> None:
+    """Raise ``UsageError`` for a name no probe is registered under (nothing is imported)."""
     if names is None:
-        return list(registered_probes().values())
+        return
     known = probe_names()
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -54,7 +67,6 @@ def select_probes(names: Sequence[str] | None) -> list[Probe]:
             f"unknown probe{'s' if len(unknown) > 1 else ''} {', '.join(map(named, unknown))}; "
             f"registered: {', '.join(known)} (`envaudit probes` lists them)"
         )
-    return list(registered_probes(names).values())
 
 
 def _explore(make_env, config: ScanConfig, ids, deadline: float, skipped: list[dict[str, str]],
@@ -177,7 +189,7 @@ def run_scan(
                          "a factory passed as the target takes its own: functools.partial(factory, ...)")
     else:
         make_env, env_id = target, env_id or getattr(target, "__name__", repr(target))
-    probes = select_probes(config.probes)
+    check_probe_names(config.probes)
     pipeline = config.rollout_pipeline()
     tell = progress or (lambda _msg, _frac: None)
 
@@ -190,14 +202,19 @@ def run_scan(
                       time.monotonic() - started, _version(), broken=broken)
     _, env_fingerprint, action_space, modules = made
     # Worker processes start with the env's libraries imported, so their first make is as quick as
-    # this one was (an import inside a timed make would read as a hang).
-    preload = [p.run.__module__ for p in probes] + modules
+    # this one was (an import inside a timed make would read as a hang). The fork server does those
+    # imports while this process imports the probes (torch among them): on two cores that overlap
+    # is seconds off every scan under the process executor.
+    preload = probe_modules(config.probes) + modules
     executor = make_executor(execution, preload=preload)
     host = None
-    if executor.kind == "processes":  # each probe's own env calls run in a worker process too
-        host = ProbeHost(executor, make_env, spec, memory_cap_bytes=executor.memory_cap_bytes, imports=modules,
-                           preload=preload)
     try:
+        if executor.kind == "processes":
+            executor.warm()
+        probes = select_probes(config.probes)
+        if executor.kind == "processes":  # each probe's own env calls run in a worker process too
+            host = ProbeHost(executor, make_env, spec, memory_cap_bytes=executor.memory_cap_bytes,
+                             imports=modules, preload=preload)
         return _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, started, deadline, created,
                       env_fingerprint, action_space, host)
     finally:

@@ -76,7 +76,6 @@ from envaudit.grpo.search import (
     reach_of,
     targeted,
 )
-from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
 from envaudit.grpo.trainer import RICHEST_KEPT, Met, with_advantages
 from envaudit.grpo.verdicts import delayed_success
 from envaudit.policies import oracle_policy
@@ -313,6 +312,10 @@ def _env_factory(ctx: ProbeContext):
 
 
 def _cannot_drive(ctx: ProbeContext) -> Finding | None:
+    # torch is imported here, not with the module: a scan under --executor processes trains in a
+    # probe worker, and the scanning process (and the fork server) need not import it.
+    from envaudit.grpo.torch_engine import Featurizer, UnsupportedSpace, action_count
+
     try:
         env = ctx.env
         if ctx.config.engine == "vllm":
@@ -335,6 +338,7 @@ def _cannot_drive(ctx: ProbeContext) -> Finding | None:
 def _check_lm(env) -> None:
     import gymnasium as gym
 
+    from envaudit.grpo.torch_engine import UnsupportedSpace
     from envaudit.grpo.vllm_backend import vllm_available
 
     if not isinstance(env.action_space, gym.spaces.Text):

@@ -299,8 +299,10 @@ def oracle_plans(ctx: ProbeContext, tally: Tally, first_unit: int) -> list[tuple
             tally.stopped = tally.stopped or CAPPED
             break
         sink: list[Trajectory] = []
+        # In this process: Capture reports through ``sink`` (on the episode pool it stayed empty,
+        # and under --executor processes no oracle unit ran).
         result = ctx.run(oracle, [seed], wrappers=[lambda env, sink=sink: Capture(env, sink)],
-                         tags={"unit": first_unit + i, "replay": "oracle"}, rng_name="replay-oracle")
+                         tags={"unit": first_unit + i, "replay": "oracle"}, rng_name="replay-oracle", ordered=True)
         if result.hung:
             tally.stopped = "the env hung"
             tally.hang = next(p for p in result.problems if p.kind == "hang")

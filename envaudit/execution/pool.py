@@ -157,10 +157,26 @@ class ProcessExecutor:
             # a crash) is ready in milliseconds, not after seconds of importing scipy for a probe's
             # policy class. ``preload`` names the modules the runs' policies come from.
             self._ctx.set_forkserver_preload(list(dict.fromkeys([*PRELOAD, *preload])))
+        self._method = method
         self._slots: list[_Worker | None] = [None] * workers
         self._keys = itertools.count(1)
         self._names = itertools.count()
         self.started = 0  # worker processes started so far (tests read it)
+
+    def warm(self) -> None:
+        """Start the fork server now, so it imports ``preload`` while the caller goes on with its
+        own work; the first worker otherwise waits for those imports (seconds, with torch)."""
+        if self._method == "forkserver":
+            from multiprocessing import forkserver
+
+            with _main_not_imported():
+                forkserver.ensure_running()
+
+    def retire(self) -> None:
+        """Replace every worker before its next item (one whose process state may have changed)."""
+        for w in self._slots:
+            if w is not None:
+                w.stop()
 
     def _worker(self, k: int) -> _Worker:
         w = self._slots[k]
