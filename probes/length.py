@@ -42,7 +42,12 @@ import pandas as pd
 
 from envaudit.findings import Finding, Severity
 from envaudit.probe import Probe, ProbeContext
-from envaudit.probes.length_delay import best_paying, delay_success, marginal_stall, searched_successes
+from envaudit.probes.length_delay import (
+    best_paying,
+    delay_success,
+    marginal_stall,
+    searched_successes,
+)
 from envaudit.probes.timeouts import (
     RepeatPolicy,
     StallPolicy,
