@@ -17,13 +17,12 @@ import pytest
 # fill in around them. The list is ordered longest first by `--durations` runs on 2 cores (refresh it
 # when a module's work changes); modules not listed follow in xdist's own order (most tests first).
 LONG_MODULES = (
-    "tests/grpo/test_lm_learning.py",
+    "tests/grpo/test_lm_engine.py",
     "tests/test_suite_ray.py",
     "tests/test_grouping.py",
     "tests/families/test_detection_fast.py",
     "tests/adapters/test_text_view.py",
     "tests/test_ray_exec.py",
-    "tests/grpo/test_lm_engine.py",
     "tests/test_notebook.py",
     "tests/test_classics.py",
     "tests/test_isolation.py",
