@@ -131,8 +131,10 @@ def test_played_keeps_episodes_that_replayed_their_prefix_by_plan_index():
 
 def test_played_ignores_steps_of_episodes_it_has_no_row_for():
     recs = records(episode(FAILURE, [(0, 0.0), (1, 0.0)], seed=7), episode(FAILURE, [(0, 0.0), (1, 0.0)], seed=8))
-    only_first = type(recs)(recs.steps, recs.episodes.iloc[:1])
-    assert list(S._played(only_first, [[0, 1], [0, 1]], [7, 8], [1, 1])) == [0]
+    only_second = type(recs)(recs.steps, recs.episodes.iloc[1:])
+    assert list(S._played(only_second, [[0, 1], [0, 1]], [7, 8], [1, 1])) == [1]
+    other_seed_first = records(episode(FAILURE, [(0, 0.0)], seed=99), episode(FAILURE, [(0, 0.0)], seed=8))
+    assert list(S._played(other_seed_first, [[0], [0]], [7, 8], [1, 1])) == [1]
 
 
 def test_test_pays_when_significant_and_material():
@@ -205,6 +207,22 @@ def test_paid_failed_calls_name_the_failures_incentive():
     # the prefix's failed calls are not the idle steps' (all of it failed but the tail ok is 0 share)
     ok_tail = marginal(Staller(idle_pay=0.125, idle_status=TOOL_ERROR, failed_from=LIMIT - 1))[1]
     assert ok_tail["idle_pay_from_failed_calls"] == 0.0 and ok_tail["behaviour"] == "stall"
+
+
+def test_small_idle_pay_from_failed_calls_is_still_the_failures_incentive():
+    # 10 pairs of J x 2^-6 = 0.0625: 0.625 in all, every idle step a failed call
+    out = marginal(Staller(idle_pay=2.0 ** -6, idle_status=TOOL_ERROR), min_effect=0.05)[1]
+    assert out["behaviour"] == "tool-failure" and out["idle_pay_from_failed_calls"] == pytest.approx(1.0)
+
+
+def test_plan_policy_plays_the_kth_plan_in_the_kth_episode_then_repeats():
+    policy = S.PlanPolicy([[1, 2], [3]], name="p")
+    assert policy.ordered and policy.name == "p" and policy.plans == [[1, 2], [3]]
+    played = []
+    for _ in range(3):
+        policy.reset(None, np.random.default_rng(0))
+        played.append([policy({}, {}) for _ in range(3)])
+    assert played == [[1, 2, 2], [3, 3, 3], [3, 3, 3]]
 
 
 def test_a_step_limit_that_pays_is_a_timeout():
@@ -280,6 +298,7 @@ def test_stalled_episodes_are_sampled_once_per_seed_and_need_min_samples():
                       for i in range(14)], first_id=9000)
     out = S.stall_marginal(ctx, twice, 1.0, min_effect=0.1, tag="repeat")
     assert out["n_prefixes"] == 7 and not out["holds"] and "7 stalled episodes" in out["reason"]
+    assert out["behaviour"] is None
     assert ctx.runs == []
     out = S.stall_marginal(ctx, stalled(MIN_SAMPLES), 1.0, min_effect=0.1, tag="repeat")
     assert out["n_prefixes"] == MIN_SAMPLES and out["holds"]
@@ -287,7 +306,10 @@ def test_stalled_episodes_are_sampled_once_per_seed_and_need_min_samples():
 
 def test_only_truncated_unsuccessful_integer_episodes_of_three_steps_are_replayed():
     ctx = ctx_for(Staller(idle_pay=0.125))
-    mixed = records(*[episode(TIMEOUT, [(IDLE, 0.0)] * LIMIT, end=END_TRUNCATED, seed=100 + i) for i in range(8)],
+    mixed = records(episode(TIMEOUT, [(IDLE, 0.0)] * 2, end=END_TRUNCATED, seed=400),   # too short
+                    episode(TIMEOUT, [("wait", 0.0)] * LIMIT, end=END_TRUNCATED, seed=401),  # not integers
+                    *[episode(TIMEOUT, [(IDLE, 0.0)] * LIMIT, end=END_TRUNCATED, seed=100 + i) for i in range(8)],
+                    episode(TIMEOUT, [(IDLE, 0.0)] * LIMIT, end=END_TRUNCATED, seed=100),   # a seed seen already
                     *[episode(SUCCESS, [(IDLE, 0.0)] * LIMIT, success=True, end=END_TRUNCATED, seed=200 + i)
                       for i in range(3)],
                     *[episode(FAILURE, [(IDLE, 0.0)] * LIMIT, seed=300 + i) for i in range(3)],
