@@ -23,9 +23,10 @@ ACTIONS = [0, 1, 2, 3]
 
 
 class Lock(gym.Env):
-    def __init__(self, flaky=(), limit=8, start=0, code=(1, 2), raise_on=None):
+    def __init__(self, flaky=(), limit=8, start=0, code=(1, 2), raise_on=None, jammed=()):
         self.action_space = gym.spaces.Discrete(4, start=start)
         self.flaky, self.limit, self.start, self.code, self.raise_on = set(flaky), limit, start, code, raise_on
+        self.jammed = set(jammed)  # seeds whose lock never opens
         self.resets = self.steps = 0
         self.closed = False
 
@@ -47,7 +48,7 @@ class Lock(gym.Env):
         if a == 3:
             won = self.progress == len(self.code)
             return self._obs(), float(won), True, False, {"success": won}
-        if self.progress < len(self.code) and a == self.code[self.progress]:
+        if self.progress < len(self.code) and a == self.code[self.progress] and self.seed_ not in self.jammed:
             if a == 1 and self.seed_ in self.flaky and not self.failed_once:
                 self.failed_once, status = True, "error"
             else:
@@ -125,6 +126,14 @@ def test_bfs_gives_up_within_its_budget():
     assert L.bfs(Lock(), 0, ACTIONS, budget=200) == (1, 2, 3)
 
 
+def test_bfs_spends_exactly_its_budget():
+    # The winning cell (1, 2) is expanded after 60 steps of work and costs 12 more (72 in all)
+    env = Lock()
+    assert L.bfs(env, 0, ACTIONS, budget=10_000) == (1, 2, 3) and env.steps == 72
+    assert L.bfs(Lock(), 0, ACTIONS, budget=60) is None
+    assert L.bfs(Lock(), 0, ACTIONS, budget=61) == (1, 2, 3)
+
+
 def test_bfs_keeps_a_few_states_per_cell():
     # Unopenable (the code needs an action that does not exist): every state is progress 0, one cell.
     # Without the clock mask every step would be a new cell and the search would run its budget out.
@@ -164,7 +173,7 @@ def search_ctx(env, **kw):
     ctx.made = []
 
     def make_env():
-        made = Lock(flaky=env.flaky, start=env.start, code=env.code, raise_on=env.raise_on)
+        made = Lock(flaky=env.flaky, start=env.start, code=env.code, raise_on=env.raise_on, jammed=env.jammed)
         ctx.made.append(made)
         return made
     ctx.make_env = make_env
@@ -177,6 +186,20 @@ def test_find_successes_searches_once_then_follows():
     assert found == [(0, (1, 2, 3)), (1, (1, 2, 3)), (2, (1, 1, 2, 3))]
     assert ctx.made[0].closed
     assert all(isinstance(a, int) for _, seq in found for a in seq)
+
+
+def test_find_successes_follows_the_first_success_instead_of_searching_again():
+    # seed 0 searched (72 steps), its skeleton replayed (3), then seeds 1 and 2 followed: the
+    # skeleton (2 steps) and each action as the last one from it (4 x 3): 14 steps each
+    ctx = search_ctx(Lock())
+    assert L.find_successes(ctx, 3, [0, 1, 2]) == [(0, (1, 2, 3)), (1, (1, 2, 3)), (2, (1, 2, 3))]
+    assert ctx.made[0].steps == 72 + 3 + 2 * 14
+
+
+def test_a_success_resets_the_count_of_misses():
+    # seeds 1 and 2 never open: two misses, then seed 3 succeeds (MISSES = 3 in a row would stop)
+    ctx = search_ctx(Lock(jammed={1, 2}))
+    assert L.find_successes(ctx, 2, [0, 1, 2, 3]) == [(0, (1, 2, 3)), (3, (1, 2, 3))]
 
 
 def test_find_successes_learns_the_skeleton_of_a_flaky_first_success():
