@@ -178,6 +178,19 @@ def test_headline_prefers_the_louder_then_the_env_measured_finding_of_a_code():
     (F("learned-exploit", title="GRPO learned length up", moves=[{"behaviour": "length up"}]), "stall"),
     (F("learned-exploit", "info", reason="cannot drive a Box action space"), "exploration"),
     (F("timeout-rewarded", behaviour="ends with 'submit'"), "timeout"),  # free text is not a behaviour
+    (F("reward-without-success", run="target-timeout"), "timeout"),
+    (F("reward-without-success", ending="truncated"), "timeout"),
+    (F("reward-without-success", ending="env_exception"), "env-error"),
+    (F("reward-without-success", final_step_share=0.5), "degenerate-answer"),  # half on the ending: not accrued
+    (F("length-bias", title="Delaying success pays"), "delay-success"),
+    (F("length-bias", delay_success={"gain": 0.5}), "delay-success"),
+    (F("length-bias", "info", reward_per_step=-0.5), "quit"),
+    (F("length-bias", length_effect={"estimate": 0.0}), "stall"),
+    (F("learned-exploit", title="GRPO learned length up",
+       moves=[{"behaviour": "failures up"}, {"behaviour": "length up"}]), "stall"),  # the move the title names
+    (F("learned-exploit", title="GRPO learned a takeover",
+       moves=[{"behaviour": "failures up"}, {"behaviour": "length up", "exploit": True}]), "stall"),  # the exploit
+    (F("learned-exploit", title="GRPO learned a takeover", moves=[{"behaviour": "action 3 up"}]), "degenerate-answer"),
 ])
 def test_behaviour_inferred_from_code_and_evidence(finding, behaviour):
     assert behaviour_of(finding) == behaviour
