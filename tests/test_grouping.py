@@ -191,6 +191,8 @@ def test_headline_prefers_the_louder_then_the_env_measured_finding_of_a_code():
     (F("learned-exploit", title="GRPO learned a takeover",
        moves=[{"behaviour": "failures up"}, {"behaviour": "length up", "exploit": True}]), "stall"),  # the exploit
     (F("learned-exploit", title="GRPO learned a takeover", moves=[{"behaviour": "action 3 up"}]), "degenerate-answer"),
+    (F("learned-exploit", "info", moves=[]), "exploration"),  # nothing moved: the search explored
+    (F("learned-exploit", "info", reason="too few groups", moves=[{"behaviour": "action 3 up"}]), "exploration"),
 ])
 def test_behaviour_inferred_from_code_and_evidence(finding, behaviour):
     assert behaviour_of(finding) == behaviour
