@@ -40,7 +40,7 @@ import subprocess
 import sys
 import tomllib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +60,7 @@ class Target:
     source: str        # path in the repository, e.g. probes/length.py
     staged: str        # path in the import layout, e.g. envaudit/probes/length.py
     tests: tuple[str, ...]  # glob patterns, relative to the repository root
+    keyword: str | None = None  # pytest -k expression: leave a test file's scans out of a decision run
 
 
 def target(name: str) -> Target:
@@ -104,7 +105,7 @@ def stage(t: Target, folder: Path, tests_ref: str | None) -> list[str]:
     lines += [f"{k} = {_toml(v)}" for k, v in pytest_ini.items() if k != "testpaths"]
     lines += ["", "[tool.mutmut]", 'source_paths = ["envaudit"]', f"only_mutate = {_toml([t.staged])}",
               f"pytest_add_cli_args_test_selection = {_toml(selected)}",
-              'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]']
+              f"pytest_add_cli_args = {_toml(['-p', 'no:cacheprovider', '-q'] + (['-k', t.keyword] if t.keyword else []))}"]
     (folder / "pyproject.toml").write_text("\n".join(lines) + "\n")
     return selected
 
@@ -168,7 +169,7 @@ def _folder(t: Target, tests_ref: str | None, tag: str) -> Path:
 
 def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool, rerun: bool,
           only: list[str], tests: list[str] | None = None, two_stage: bool = False,
-          survivors_only: bool = False) -> dict:
+          survivors_only: bool = False, keyword: str | None = None) -> dict:
     """Killed and surviving mutants of one module.
 
     ``two_stage``: first every mutant against the module's decision tests alone
@@ -181,11 +182,13 @@ def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool,
     """
     if tests:
         t = Target(t.source, t.staged, tuple(tests))
+    if keyword:
+        t = replace(t, keyword=keyword)
     # mutmut matches mutant names with fnmatch: <module>.x_<function>__mutmut_<n> for a function
     patterns = [f"*.x_{f}__mutmut_*" for f in only] + [f"*.x\u01c1*\u01c1{f}__mutmut_*" for f in only]
-    folder = _folder(t, tests_ref, "subset" if tests else "worktree")
+    folder = _folder(t, tests_ref, "subset" if tests or keyword else "worktree")
     if two_stage:
-        first = Target(t.source, t.staged, (f"tests/probes/test_{Path(t.source).stem}_decisions.py",))
+        first = Target(t.source, t.staged, (f"tests/probes/test_{Path(t.source).stem}_decisions.py",), t.keyword)
         statuses = _statuses(first, _folder(t, tests_ref, "decisions"), tests_ref, max_children, rerun, patterns)
         left = [k for k, v in statuses.items() if v not in CAUGHT]
         if left:
@@ -204,7 +207,7 @@ def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool,
     # "no tests": no selected test reaches the function at all; counted per function, not diffed.
     untested = Counter(_function(k) for k in survivors if statuses[k] == "no tests")
     shown = [k for k in survivors if statuses[k] != "no tests"]
-    module = t.source + (f" ({', '.join(only)})" if only else "") + (" [subset]" if tests else "")
+    module = t.source + (f" ({', '.join(only)})" if only else "") + (" [subset]" if tests or keyword else "")
     return {"module": module, "tests": selected, "total": len(statuses),
             "killed": sum(v in CAUGHT for v in statuses.values()),
             "survivors": {k: statuses[k] for k in shown}, "untested": dict(untested),
@@ -230,6 +233,9 @@ def main() -> None:
                         help="only the mutants of these functions (fnmatch patterns), to bound a long run")
     parser.add_argument("--tests", nargs="+", metavar="GLOB",
                         help="score against only these test files (globs from the repository root): a lower bound")
+    parser.add_argument("--keyword", metavar="EXPR",
+                        help="pytest -k expression on the selected tests (e.g. 'not planted and not clean' to "
+                             "leave a file's scans out): a lower bound, like --tests")
     parser.add_argument("--two-stage", action="store_true",
                         help="a probe's decision tests first, then every test on their survivors only (same "
                              "score as one run with every test, far faster)")
@@ -242,7 +248,7 @@ def main() -> None:
     if args.all_probes:
         names += [p.stem for p in sorted((ROOT / "probes").glob("*.py")) if p.stem != "__init__"]
     rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
-                  args.only, args.tests, args.two_stage, args.survivors_only) for n in names]
+                  args.only, args.tests, args.two_stage, args.survivors_only, args.keyword) for n in names]
     for r in rows:
         print(f"\n== {r['module']}  (tests: {' '.join(r['tests'])})")
         for function, n in r["untested"].items():

@@ -178,6 +178,21 @@ def test_headline_prefers_the_louder_then_the_env_measured_finding_of_a_code():
     (F("learned-exploit", title="GRPO learned length up", moves=[{"behaviour": "length up"}]), "stall"),
     (F("learned-exploit", "info", reason="cannot drive a Box action space"), "exploration"),
     (F("timeout-rewarded", behaviour="ends with 'submit'"), "timeout"),  # free text is not a behaviour
+    (F("reward-without-success", run="target-timeout"), "timeout"),
+    (F("reward-without-success", ending="truncated"), "timeout"),
+    (F("reward-without-success", ending="env_exception"), "env-error"),
+    (F("reward-without-success", final_step_share=0.5), "degenerate-answer"),  # half on the ending: not accrued
+    (F("length-bias", title="Delaying success pays"), "delay-success"),
+    (F("length-bias", delay_success={"gain": 0.5}), "delay-success"),
+    (F("length-bias", "info", reward_per_step=-0.5), "quit"),
+    (F("length-bias", length_effect={"estimate": 0.0}), "stall"),
+    (F("learned-exploit", title="GRPO learned length up",
+       moves=[{"behaviour": "failures up"}, {"behaviour": "length up"}]), "stall"),  # the move the title names
+    (F("learned-exploit", title="GRPO learned a takeover",
+       moves=[{"behaviour": "failures up"}, {"behaviour": "length up", "exploit": True}]), "stall"),  # the exploit
+    (F("learned-exploit", title="GRPO learned a takeover", moves=[{"behaviour": "action 3 up"}]), "degenerate-answer"),
+    (F("learned-exploit", "info", moves=[]), "exploration"),  # nothing moved: the search explored
+    (F("learned-exploit", "info", reason="too few groups", moves=[{"behaviour": "action 3 up"}]), "exploration"),
 ])
 def test_behaviour_inferred_from_code_and_evidence(finding, behaviour):
     assert behaviour_of(finding) == behaviour
@@ -249,6 +264,38 @@ def test_groups_partition_the_findings_and_take_the_loudest_severity(findings):
     order = [(-int(g.severity)) for g in groups]
     assert order == sorted(order)
 
+
+
+def test_generic_codes_and_the_targeted_search_corroborate():
+    def f(code, **evidence):
+        return Finding(code, "warn", "t", "s", evidence, probe="p")
+    assert is_generic(f("exploit-policy")) and is_generic(f("learned-exploit"))
+    assert is_generic(f("reward-without-success", run="target-ending"))
+    assert not is_generic(f("reward-without-success", run="scan")) and not is_generic(f("reward-without-success"))
+    assert not is_generic(f("length-bias", run="target-ending"))
+
+
+def test_a_group_round_trips_through_its_json_form():
+    from envaudit.grouping import FindingGroup
+
+    farming = Finding("length-bias", "fail", "farming", "each reply pays", {"behaviour": "stall"}, probe="length")
+    hint = Finding("exploit-policy", "info", "stalling", "a stall", {"behaviour": "stall"}, probe="exploits")
+    other = Finding("timeout-rewarded", "warn", "t", "s", {"behaviour": "timeout"}, probe="timeouts")
+    findings = [other, hint, farming]
+    index = {id(x): i for i, x in enumerate(findings)}
+    for group in group_findings(findings):
+        data = group.to_dict(index)
+        assert data["headline"] == index[id(group.headline)] and data["members"] == [index[id(m)] for m in group.members]
+        assert (data["code"], data["behaviour"], data["reward_path"], data["severity"], data["codes"]) == \
+            (group.code, group.behaviour, group.reward_path, str(group.severity), list(group.codes))
+        assert FindingGroup.from_dict(data, findings) == group
+    stall = next(g for g in group_findings(findings) if g.behaviour == "stall")
+    assert stall.headline is farming and stall.codes == ("length-bias", "exploit-policy")
+    assert stall.corroborating == (hint,) and stall.severity == Severity.FAIL
+    with pytest.raises(ValueError, match="points at findings that are not there"):
+        FindingGroup.from_dict({**stall.to_dict(index), "members": [7]}, findings)
+    with pytest.raises(ValueError, match="re-run `envaudit scan`"):
+        FindingGroup.from_dict({"members": [0]}, findings)
 
 # -- end to end: every bundled env (the acceptance matrix) ----------------------------------------
 # A quick scan of every bundled env: each flawed variant reads as exactly one warn/fail group headed

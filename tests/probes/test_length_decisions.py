@@ -261,3 +261,68 @@ def test_a_failed_call_is_held_fixed_in_the_regression():
     # each failed call costs 1; length itself pays nothing
     assert fit["coef"]["tool_errors"]["estimate"] == pytest.approx(-1.0)
     assert fit["coef"]["length"]["estimate"] == pytest.approx(0.0, abs=1e-9)
+
+
+# -- run: which branch the exploration's slope takes ----------------------------------------------
+# ``lengths_table(0.1)``: every step pays 0.1, a success 1.0 on top (8 successes, 16 failures of
+# 1-6 steps), so return rises with length at exactly 0.1 a step with success held fixed; the
+# scripted stall then plays 10 steps of ``stall_pay``.
+
+def run_ctx(explored, play):
+    return FakeContext(explored, env=NO_SEARCH, play=play, labels=["work", "submit"])
+
+
+def test_run_takes_a_rising_slope_to_the_farming_ladder():
+    ctx = run_ctx(lengths_table(0.1), stall_play(0.1))  # 10 x 0.1 = 1.0 < 1.1 (the shortest success)
+    (f,) = L.run(ctx)
+    assert f.code == "length-bias" and f.severity == Severity.WARN and f.evidence["behaviour"] == "stall"
+    assert f.evidence["mean_strategy"] == pytest.approx(1.0) and f.evidence["marginal"]["pays"]
+    assert ctx.notes["regression"]["coef"]["length"]["estimate"] == pytest.approx(0.1)
+    assert ctx.notes["regression"]["success_sources"]["n_exploration"] == 8
+    assert f.evidence["mean_success"] == pytest.approx(np.mean([1.1, 1.4] * 4))
+    assert f.evidence["mean_failure"] == pytest.approx(np.mean([0.2, 0.3, 0.5, 0.6] * 4))
+    assert sorted(f.examples) == sorted(ctx.kept[0].episodes["episode_id"])[:5]
+    rich = L.run(run_ctx(lengths_table(0.1), stall_play(0.2)))  # 2.0: more than any success
+    assert [x.severity for x in rich] == [Severity.FAIL]
+
+
+def test_run_takes_a_falling_slope_to_the_quitting_ladder():
+    # every step costs 0.1; a success pays 1.0 on top: quitting at once (SUBMIT) pays -0.1
+    ctx = run_ctx(lengths_table(-0.1), quit_play(-0.1))
+    (f,) = L.run(ctx)
+    assert f.severity == Severity.INFO and f.title == "A step cost shortens episodes"
+    assert f.evidence["behaviour"] == "quit" and f.evidence["typical_step_reward"] == pytest.approx(-0.1)
+    assert ctx.notes["regression"]["coef"]["length"]["estimate"] == pytest.approx(-0.1)
+    rich = run_ctx(lengths_table(-0.1), quit_play(1.0))  # quitting pays as much as success
+    (f,) = L.run(rich)
+    assert f.severity == Severity.FAIL and f.evidence["behaviour"] == "quit" and f.evidence["mean_strategy"] == 1.0
+
+
+def fading_table():
+    """Failures of 1-6 steps end two ways: SUBMIT pays 1 - 0.1 x its step (a brevity bonus that
+    fades), GIVE_UP pays 0.1 x its step; successes pay 1.0 whatever their length. At every length
+    the failures average 0.5, so return does not depend on length overall (slope 0) and only the
+    fading ending, tried on its own, shows the bonus."""
+    eps = []
+    for i in range(36):
+        k = i % 6
+        noise = 0.001 * (i % 2)
+        eps.append(episode(FAILURE, [(WORK, 0.0)] * k + [(SUBMIT, 1.0 - 0.1 * k + noise)], success=False))
+        eps.append(episode(FAILURE, [(WORK, 0.0)] * k + [(GIVE_UP, 0.1 * k + noise)], success=False))
+        if i % 3 == 0:
+            eps.append(episode(SUCCESS, [(WORK, 0.0)] * k + [(SUBMIT, 1.0 + noise)], success=True))
+    return records(*eps)
+
+
+GIVE_UP = 2
+
+
+def test_run_tries_a_fading_ending_on_its_own():
+    explored = fading_table()
+    ctx = run_ctx(explored, quit_play(1.0))
+    found = L.run(ctx)
+    slope = ctx.notes["regression"]["coef"]["length"]
+    assert slope["estimate"] == pytest.approx(0.0, abs=1e-3) and slope["p_value"] > 0.05
+    assert [(f.severity, f.evidence["behaviour"]) for f in found] == [(Severity.FAIL, "quit")]
+    assert found[0].evidence["policy"] == "repeat 'submit'"
+    assert L.run(run_ctx(explored, quit_play(0.5))) == []  # quitting pays half of success: not the top rung

@@ -184,6 +184,17 @@ def test_observed_reach_reads_the_recorded_timeouts():
     assert r["exploration_rate"] == 0.0 and not r["reachable"]
 
 
+
+def test_observed_reach_of_one_timeout_is_reachable_and_ran_no_stall():
+    # One timeout in four episodes (the others fail and succeed): a logged run that reached a
+    # timeout once has reached it; nothing about stalling is known without stall runs.
+    eps = pd.DataFrame({"outcome": [FAILURE, TIMEOUT, SUCCESS, FAILURE]})
+    assert P.observed_reach(None, eps) == {
+        "exploration_timeouts": 1, "exploration_rate": 0.25, "stall_action": None, "stall_rate": 0.0,
+        "stall_episodes": 0, "stall_returns": [], "stall_examples": [], "tried": [], "by_stall": False,
+        "reachable": True}
+    assert P.observed_reach(None, eps[eps["outcome"] != TIMEOUT])["reachable"] is False
+
 # -- the finding ---------------------------------------------------------------------------------
 def gap(**kw):
     t = {"gap": 0.25, "p_value": 0.001, "n_groups_with_success": 4, "switched_minus_success": -0.5,

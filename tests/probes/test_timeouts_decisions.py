@@ -702,3 +702,42 @@ def test_run_tops_successes_up_to_min_samples_and_keeps_their_sources():
     (f,) = T.run(ctx)
     assert any(kw.get("tags") == {"arm": "top-up"} for _, _, kw in ctx.runs)
     assert f.evidence["success_sources"]["n_exploration"] == 2 and f.evidence["success_sources"]["n_top_up"] > 0
+
+
+def test_step_cost_pay_is_the_least_pay_of_a_working_step_that_ends_nothing():
+    recs = records(episode(FAILURE, [(0, -0.1), (0, 0.5), {"action": 0, "reward": -0.5, "tool_status": TOOL_ERROR},
+                                     {"action": 0, "reward": -0.25, "tool_status": TOOL_TIMEOUT},
+                                     {"action": 0, "reward": 0.25, "tool_status": TOOL_OK}, (1, -2.0)]),
+                   episode(TIMEOUT, [(0, float("nan")), (0, -3.0)], end=END_TRUNCATED))
+    # -0.5 and -0.25 are failed calls, -2.0 ends the failure, -3.0 hits the step limit, NaN is no pay
+    assert T.step_cost_pay(recs.steps) == pytest.approx(-0.1)
+    assert T.step_cost_pay(records(episode(FAILURE, [(1, -2.0)])).steps) == 0.0
+
+
+def matched_table():
+    """A timeout (id 0) whose last step pays a 1.0 bonus over steps of -0.1, and three outright
+    failures ending on action 1 (never seen mid-episode: held to the -0.1 every step pays), paid
+    0.0, 0.2 and 0.4: endings worth 0.1, 0.3, 0.5 beyond a step, median 0.3."""
+    return records(episode(TIMEOUT, [(0, -0.1), (0, -0.1), (0, 1.0)], end=END_TRUNCATED),
+                   *[episode(FAILURE, [(0, -0.1), (1, pay)]) for pay in (0.0, 0.2, 0.4)])
+
+
+def test_matched_failures_swap_the_timeouts_ending_for_an_honest_failures():
+    recs = matched_table()
+    # 0.8 - (1.0 - -0.1) + 0.3: the same prefix, failing outright
+    assert T.matched_failures([0], np.array([0.8]), recs.steps, [1, 2, 3]).tolist() == [pytest.approx(0.0)]
+    # no outright failure to match: an ending that pays nothing beyond a step
+    assert T.matched_failures([0], np.array([0.8]), recs.steps, []).tolist() == [pytest.approx(-0.3)]
+    # an episode without steps keeps its return, plus the honest ending
+    assert T.matched_failures([0, 99], np.array([0.8, 0.5]), recs.steps, [1, 2, 3]).tolist() == \
+        [pytest.approx(0.0), pytest.approx(0.8)]
+    # two failures: the median is their mean (0.2)
+    assert T.matched_failures([0], np.array([0.8]), recs.steps, [1, 2]).tolist() == [pytest.approx(-0.1)]
+
+
+def test_matched_failures_hold_unseen_endings_to_the_ordinary_steps_pay():
+    recs = matched_table()
+    ordinary = records(episode(FAILURE, [(0, -0.2), (0, -0.2), (1, 0.0)])).steps  # every step costs 0.2
+    # failure endings now 0.2, 0.4, 0.6 beyond a step (median 0.4); the timeout's own call is seen mid-episode
+    assert T.matched_failures([0], np.array([0.8]), recs.steps, [1, 2, 3], ordinary).tolist() == \
+        [pytest.approx(0.1)]

@@ -1,0 +1,263 @@
+"""The length probe's search for successes (``probes/length_search.py``) on a toy lock of known design.
+
+``Lock``: actions ``1`` then ``2`` open it (progress 0 -> 1 -> 2), action ``3`` answers (success
+when open, else an outright failure), action ``0`` waits. The observation is ``[progress, clock]``
+with the clock counting steps, so without the clock mask no cell would ever repeat. On seeds in
+``flaky`` the first press of ``1`` fails (tool status ``error``, no progress) and must be retried.
+The shortest success is therefore ``(1, 2, 3)`` (``(1, 1, 2, 3)`` on a flaky seed), and every
+expected number below follows from that.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from envaudit.probes import length_search as L
+from tests.fixtures.frames import FakeContext, records
+
+ACTIONS = [0, 1, 2, 3]
+
+
+class Lock(gym.Env):
+    def __init__(self, flaky=(), limit=8, start=0, code=(1, 2), raise_on=None, jammed=()):
+        self.action_space = gym.spaces.Discrete(4, start=start)
+        self.flaky, self.limit, self.start, self.code, self.raise_on = set(flaky), limit, start, code, raise_on
+        self.jammed = set(jammed)  # seeds whose lock never opens
+        self.resets = self.steps = 0
+        self.closed = False
+
+    def reset(self, *, seed=None, options=None):
+        self.resets += 1
+        self.seed_, self.progress, self.t, self.failed_once = seed, 0, 0, False
+        return self._obs(), {}
+
+    def _obs(self):
+        return np.array([self.progress, self.t], np.float32)
+
+    def step(self, action):
+        self.steps += 1
+        if self.raise_on is not None and self.seed_ == self.raise_on:
+            raise RuntimeError("the tool server is down")
+        a = int(action) - self.start
+        self.t += 1
+        status = "ok"
+        if a == 3:
+            won = self.progress == len(self.code)
+            return self._obs(), float(won), True, False, {"success": won}
+        if self.progress < len(self.code) and a == self.code[self.progress] and self.seed_ not in self.jammed:
+            if a == 1 and self.seed_ in self.flaky and not self.failed_once:
+                self.failed_once, status = True, "error"
+            else:
+                self.progress += 1
+        return self._obs(), 0.0, False, self.t >= self.limit, {"tool": {"name": f"t{a}", "status": status}}
+
+    def close(self):
+        self.closed = True
+
+
+def replays(seq, env, seed):
+    env.reset(seed=seed)
+    for a in seq:
+        *_, terminated, _, info = env.step(a)
+    return terminated and info["success"] is True
+
+
+# -- cells ---------------------------------------------------------------------------------------
+
+def test_clock_mask_marks_what_changed_on_every_step():
+    parent = np.array([0.0, 1.0, 5.0])
+    assert L.clock_mask(parent, [np.array([0.0, 2.0, 6.0]), np.array([1.0, 2.0, 6.0])]).tolist() == [False, True, True]
+    assert L.clock_mask(parent, [np.array([0.0, 1.0, 6.0]), np.array([1.0, 2.0, 6.0])]).tolist() == [False, False, True]
+    assert L.clock_mask(parent, []) is None
+    assert L.clock_mask([0.0, 1.0], [np.array([0.0, 2.0])]) is None  # not an array observation
+    assert L.clock_mask(parent, [np.array([0.0, 2.0])]) is None       # shapes differ
+
+
+def test_key_drops_the_clock_and_rounds():
+    clock = np.array([False, True])
+    assert L._key(np.array([1.0, 7.0]), clock) == L._key(np.array([1.0, 9.0]), clock)
+    assert L._key(np.array([1.0, 7.0]), clock) != L._key(np.array([2.0, 7.0]), clock)
+    assert L._key(np.array([1.0, 7.0]), None) != L._key(np.array([1.0, 9.0]), None)
+    assert L._key(np.array([1.0, 7.0]), np.array([True])) != L._key(np.array([1.0, 9.0]), np.array([True]))
+    assert L._key(np.array([1.0000001]), None) == L._key(np.array([1.0]), None)
+    assert L._key(np.array([1.00001]), None) != L._key(np.array([1.0]), None)
+    assert L._key({"a": 1}, clock) == repr({"a": 1})
+
+
+def test_skeleton_keeps_the_working_calls_before_the_final_action():
+    assert L.skeleton_of([1, 1, 2, 3], ["error", "ok", "ok", None]) == [1, 2]
+    assert L.skeleton_of([1, 0, 2, 3], ["ok", "timeout", None, "error"]) == [1, 2]
+    assert L.skeleton_of([3], ["ok"]) == []
+
+
+# -- breadth-first search ------------------------------------------------------------------------
+
+def test_bfs_finds_the_shortest_success():
+    env = Lock()
+    assert L.bfs(env, 0, ACTIONS, budget=10_000) == (1, 2, 3)
+    assert L.bfs(Lock(flaky={5}), 5, ACTIONS, budget=10_000) == (1, 1, 2, 3)
+    assert L.bfs(Lock(code=()), 0, ACTIONS, budget=10_000) == (3,)          # the first layer
+    assert L.bfs(Lock(code=(1,)), 0, ACTIONS, budget=10_000) == (1, 3)      # the second
+
+
+def test_bfs_counts_its_work_in_replayed_steps():
+    env = Lock()
+    box = L._Env(env, 0)
+    assert box.used == 0 and env.resets == 1
+    e = box.from_state((1, 2))
+    assert box.used == 2 and env.progress == 2
+    box.step(e, 0)
+    assert box.used == 3
+    won, children = L._expand(L._Env(Lock(), 0), (1,), ACTIONS)
+    assert won is None and [p for p, _ in children] == [(1, 0), (1, 1), (1, 2)]  # 3 failed the task: no child
+    won, children = L._expand(L._Env(Lock(), 0), (1, 2), ACTIONS)
+    assert won == (1, 2, 3) and [p for p, _ in children] == [(1, 2, 0), (1, 2, 1), (1, 2, 2)]
+
+
+def test_bfs_gives_up_within_its_budget():
+    # The lock's first layer and one expansion take 4 + 4 * 2 = 12 steps; the success needs more
+    assert L.bfs(Lock(), 0, ACTIONS, budget=12) is None
+    env = Lock()
+    assert L.bfs(env, 0, ACTIONS, budget=40) is None and env.steps <= 40 + 3 * len(ACTIONS)
+    assert L.bfs(Lock(), 0, ACTIONS, budget=200) == (1, 2, 3)
+
+
+def test_bfs_spends_exactly_its_budget():
+    # The winning cell (1, 2) is expanded after 60 steps of work and costs 12 more (72 in all)
+    env = Lock()
+    assert L.bfs(env, 0, ACTIONS, budget=10_000) == (1, 2, 3) and env.steps == 72
+    assert L.bfs(Lock(), 0, ACTIONS, budget=60) is None
+    assert L.bfs(Lock(), 0, ACTIONS, budget=61) == (1, 2, 3)
+
+
+def test_bfs_keeps_a_few_states_per_cell():
+    # Unopenable (the code needs an action that does not exist): every state is progress 0, one cell.
+    # Without the clock mask every step would be a new cell and the search would run its budget out.
+    # Steps: the first layer (4), one cell expanded to read the clock (4 x 2), then the first layer's
+    # cells kept beside the reset state (VISITS - 1 = 2 of 3) expanded, 8 steps each: 28 in all.
+    env = Lock(code=(9,), limit=50)
+    assert L.bfs(env, 0, ACTIONS, budget=100_000) is None
+    assert L.VISITS == 3 and env.steps == 4 + 8 + 2 * 8
+
+
+def test_bfs_stops_when_nothing_runs_on():
+    assert L.bfs(Lock(limit=1), 0, ACTIONS, budget=10_000) is None
+
+
+# -- following a known success -------------------------------------------------------------------
+
+def test_follow_retries_failed_calls_of_the_skeleton():
+    env = Lock(flaky={4})
+    assert L.follow(env, 4, [1, 2], ACTIONS, budget=1000) == (1, 1, 2, 3)
+    assert L.follow(env, 3, [1, 2], ACTIONS, budget=1000) == (1, 2, 3)
+    assert replays((1, 1, 2, 3), env, 4)
+
+
+def test_follow_fails_when_the_skeleton_ends_or_runs_out():
+    assert L.follow(Lock(), 0, [1, 3, 2], ACTIONS, budget=1000) is None   # the skeleton answers early
+    assert L.follow(Lock(limit=2), 0, [1, 2, 0], ACTIONS, budget=1000) is None  # cut by the step limit
+    assert L.follow(Lock(), 0, [2, 1], ACTIONS, budget=1000) is None      # no last action succeeds
+    assert L.follow(Lock(), 0, [1, 2], ACTIONS, budget=1) is None          # budget spent mid-skeleton
+    assert L.follow(Lock(), 0, [1, 2], ACTIONS, budget=2) == (1, 2, 3)
+
+
+# -- the search over seeds -----------------------------------------------------------------------
+
+def search_ctx(env, **kw):
+    ctx = FakeContext(records(), env=env, **kw)
+    ctx.hangs = False
+    ctx.made = []
+
+    def make_env():
+        made = Lock(flaky=env.flaky, start=env.start, code=env.code, raise_on=env.raise_on, jammed=env.jammed)
+        ctx.made.append(made)
+        return made
+    ctx.make_env = make_env
+    return ctx
+
+
+def test_find_successes_searches_once_then_follows():
+    ctx = search_ctx(Lock(flaky={2}))
+    found = L.find_successes(ctx, 3, [0, 1, 2, 3])
+    assert found == [(0, (1, 2, 3)), (1, (1, 2, 3)), (2, (1, 1, 2, 3))]
+    assert ctx.made[0].closed
+    assert all(isinstance(a, int) for _, seq in found for a in seq)
+
+
+def test_find_successes_follows_the_first_success_instead_of_searching_again():
+    # seed 0 searched (72 steps), its skeleton replayed (3), then seeds 1 and 2 followed: the
+    # skeleton (2 steps) and each action as the last one from it (4 x 3): 14 steps each
+    ctx = search_ctx(Lock())
+    assert L.find_successes(ctx, 3, [0, 1, 2]) == [(0, (1, 2, 3)), (1, (1, 2, 3)), (2, (1, 2, 3))]
+    assert ctx.made[0].steps == 72 + 3 + 2 * 14
+
+
+def test_a_success_resets_the_count_of_misses():
+    # seeds 1 and 2 never open: two misses, then seed 3 succeeds (MISSES = 3 in a row would stop)
+    ctx = search_ctx(Lock(jammed={1, 2}))
+    assert L.find_successes(ctx, 2, [0, 1, 2, 3]) == [(0, (1, 2, 3)), (3, (1, 2, 3))]
+
+
+def test_find_successes_learns_the_skeleton_of_a_flaky_first_success():
+    ctx = search_ctx(Lock(flaky={0}))
+    assert L.find_successes(ctx, 2, [0, 1]) == [(0, (1, 1, 2, 3)), (1, (1, 2, 3))]
+
+
+def test_find_successes_uses_the_space_start():
+    ctx = search_ctx(Lock(start=10))
+    assert L.find_successes(ctx, 1, [0]) == [(0, (11, 12, 13))]
+
+
+def test_find_successes_stops_after_misses_in_a_row():
+    ctx = search_ctx(Lock(code=(9,)))
+    assert L.find_successes(ctx, 5, list(range(10))) == []
+    assert len(ctx.made) == 1 and ctx.made[0].resets > 0
+    # exactly MISSES seeds are searched: each search resets the env at least once
+    seeds_tried = set()
+    orig = Lock.reset
+
+    def spy(self, *, seed=None, options=None):
+        seeds_tried.add(seed)
+        return orig(self, seed=seed, options=options)
+    Lock.reset = spy
+    try:
+        L.find_successes(search_ctx(Lock(code=(9,))), 5, list(range(10)))
+    finally:
+        Lock.reset = orig
+    assert seeds_tried == set(range(L.MISSES))
+
+
+def test_find_successes_stops_at_the_safety_cap_and_on_hangs():
+    ctx = search_ctx(Lock(), cap_reached=True)
+    assert L.find_successes(ctx, 2, [0, 1]) == [] and ctx.skipped == ["the search for successes"]
+    ctx = search_ctx(Lock())
+    ctx.hangs = True
+    assert L.find_successes(ctx, 2, [0, 1]) == [] and ctx.made == []
+    ctx = search_ctx(Lock())
+    ctx.env = SimpleNamespace(action_space=gym.spaces.Box(0.0, 1.0, (1,)))
+    assert L.find_successes(ctx, 2, [0, 1]) == [] and ctx.made == []
+
+
+def test_find_successes_notes_an_env_that_raises():
+    ctx = search_ctx(Lock(raise_on=1))
+    assert L.find_successes(ctx, 3, [0, 1, 2]) == [(0, (1, 2, 3))]
+    assert ctx.notes["success_search"] == ("stopped at seed 1: the env raised RuntimeError: the tool server is "
+                                           "down (1 successes found before)")
+    assert ctx.made[0].closed
+
+
+def test_find_successes_stops_at_n():
+    ctx = search_ctx(Lock())
+    assert [s for s, _ in L.find_successes(ctx, 2, [5, 6, 7])] == [5, 6]
+    assert L.find_successes(search_ctx(Lock()), 0, [5, 6]) == []
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_every_found_success_replays(seed):
+    env = Lock(flaky={3})
+    seq = L.bfs(env, seed, ACTIONS, budget=10_000)
+    assert replays(seq, Lock(flaky={3}), seed)
