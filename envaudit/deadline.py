@@ -4,12 +4,24 @@ A call that overruns is abandoned on its daemon thread (Python cannot kill a thr
 is replaced, so the next call starts promptly, and an abandoned call never keeps the interpreter
 from exiting. Used for tool calls inside ``ToolEnv`` and for guarding ``reset``/``step`` of
 environments under scan.
+
+A deadline measures the time the call had, not the time the machine took to give it: where Linux
+reports per-thread scheduler statistics (``/proc/<pid>/task/<tid>/schedstat``), the time the
+call's thread sat runnable but waiting for a CPU (and the time before it was first scheduled)
+is not counted, nor that of the nested calls it is waiting on (a tool call inside a step). A call
+that hangs (blocks, sleeps, waits on I/O) is abandoned after its deadline as before, idle or
+loaded; a call that merely ran slowly because other processes held both cores is not a hang. So
+whether a step "hung" does not depend on machine load (issue 10: same seed, same report, idle or
+under load). A call is abandoned after ``MAX_STRETCH`` times its deadline of wall time whatever
+the statistics say, so a starved machine still ends every call.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -23,26 +35,87 @@ class DeadlineExceeded(Exception):
         self.deadline_s = deadline_s
 
 
+MAX_STRETCH = 10.0
+"""Wall time, in deadlines, after which a call is abandoned however long it waited for a CPU."""
+
+
+def _read_delay_s(fd: int) -> float | None:
+    """Seconds a thread has spent runnable but not running, from its open ``schedstat``."""
+    try:
+        return int(os.pread(fd, 128, 0).split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _run_delay_s(tid: int) -> float | None:
+    """Seconds thread ``tid`` of this process has waited for a CPU; None where not reported."""
+    try:
+        fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return _read_delay_s(fd)
+    finally:
+        os.close(fd)
+
+
+_local = threading.local()  # the job a deadline thread is running, so nested calls can report to it
+
+
 class _Job:
-    __slots__ = ("fn", "done", "value", "error")
+    __slots__ = ("fn", "done", "value", "error", "submitted", "started", "tid", "delay0", "nested_s", "child")
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn = fn
         self.done = threading.Event()
         self.value: Any = None
         self.error: BaseException | None = None
+        self.submitted = time.monotonic()
+        self.started: float | None = None
+        self.tid: int | None = None
+        self.delay0: float | None = None
+        self.nested_s = 0.0  # waiting for a CPU in nested calls that have returned
+        self.child: _Job | None = None  # the nested call running now
+
+    def waited_s(self) -> float:
+        """Seconds of this call's wall time spent waiting for a CPU, by its thread and by the
+        nested calls it waited on; 0 where the platform does not report it."""
+        if self.started is None:  # not yet picked up: the thread has not been scheduled since
+            return time.monotonic() - self.submitted if _SCHEDSTAT else 0.0
+        now = _run_delay_s(self.tid) if self.delay0 is not None else None
+        if now is None:
+            return 0.0
+        child = self.child
+        return (self.started - self.submitted) + (now - self.delay0) + self.nested_s + (
+            child.waited_s() if child is not None else 0.0)
 
 
 def _serve(jobs: queue.SimpleQueue) -> None:
-    while True:
-        job = jobs.get()
-        if job is None:
-            return
-        try:
-            job.value = job.fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who decides
-            job.error = exc
-        job.done.set()
+    tid = threading.get_native_id()
+    try:
+        fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+    except OSError:
+        fd = None
+    try:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            job.tid, job.delay0 = tid, _read_delay_s(fd) if fd is not None else None
+            job.started = time.monotonic()
+            _local.job = job
+            try:
+                job.value = job.fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, who decides
+                job.error = exc
+            _local.job = None
+            job.done.set()
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+_SCHEDSTAT = _run_delay_s(threading.get_native_id()) is not None
 
 
 class DeadlineWorker:
@@ -70,8 +143,17 @@ class DeadlineWorker:
             return fn()
         jobs = self._jobs or self._start()
         job = _Job(fn)
+        parent = getattr(_local, "job", None)  # a call made from inside another deadline call
+        if parent is not None:
+            parent.child = job
         jobs.put(job)
-        if not job.done.wait(deadline_s):
+        try:
+            returned = _wait(job, deadline_s)
+        finally:
+            if parent is not None:
+                parent.child = None
+                parent.nested_s += job.waited_s()
+        if not returned:
             # Abandon the stuck thread: it exits after the call if it ever returns.
             jobs.put(None)
             self._jobs = None
@@ -84,3 +166,62 @@ class DeadlineWorker:
         if self._jobs is not None:
             self._jobs.put(None)
             self._jobs = None
+
+
+def _wait(job: _Job, deadline_s: float) -> bool:
+    """Whether ``job`` returned before it had ``deadline_s`` of time not spent waiting for a CPU
+    (and before ``MAX_STRETCH`` deadlines of wall time)."""
+    remaining = deadline_s
+    while not job.done.wait(remaining):
+        elapsed = time.monotonic() - job.submitted
+        cap = MAX_STRETCH * deadline_s - elapsed
+        remaining = min(deadline_s - (elapsed - job.waited_s()), cap)
+        if remaining <= 0:
+            return job.done.is_set()
+        remaining = max(remaining, 0.001)  # waiting stays a wait, never a spin
+    return True
+
+
+def process_run_delay_s(pid: int | None = None) -> float | None:
+    """Seconds the threads of process ``pid`` (this one by default) have waited for a CPU, summed;
+    None where the platform does not report it."""
+    base = f"/proc/{pid or 'self'}/task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return None
+    total, seen = 0.0, False
+    for tid in tids:
+        try:
+            fd = os.open(f"{base}/{tid}/schedstat", os.O_RDONLY)
+        except OSError:
+            continue  # the thread ended meanwhile
+        try:
+            delay = _read_delay_s(fd)
+        finally:
+            os.close(fd)
+        if delay is not None:
+            total, seen = total + delay, True
+    return total if seen else None
+
+
+class CallWatch:
+    """The backstop of a call watched from outside its thread (a worker process's env call, seen
+    by the pool or an actor's watchdog): the call is over its deadline when its wall time, less the
+    time its process's threads waited for a CPU since the call was first seen, passes
+    ``deadline + grace`` (and whatever the statistics say after ``MAX_STRETCH`` deadlines). So a
+    worker starved by a loaded machine is not killed as hung, as ``DeadlineWorker`` does inside it."""
+
+    def __init__(self) -> None:
+        self._seen: dict[object, tuple[float, float | None]] = {}
+
+    def over(self, key: object, pid: int | None, started: float, deadline: float, grace: float, now: float) -> bool:
+        first = self._seen.get(key)
+        if first is None or first[0] != started:  # a new call: note its process's waiting so far
+            first = self._seen[key] = (started, process_run_delay_s(pid))
+        if now <= started + deadline + grace:
+            return False
+        if now > started + MAX_STRETCH * deadline + grace or first[1] is None:
+            return True
+        waited = (process_run_delay_s(pid) or first[1]) - first[1]
+        return now - waited > started + deadline + grace

@@ -65,3 +65,109 @@ def test_threads_are_daemons_and_close_stops_them():
     assert not threads[0].is_alive()
     assert w.call(lambda: 7, 1.0) == 7  # a closed worker starts a fresh thread on demand
     w.close()
+
+
+# -- time spent waiting for a CPU is not the call's time ----------------------------------------
+class _Clock:
+    """Stands in for the kernel's per-thread run-delay counters: the threads named in
+    ``starved`` are reported as runnable-but-waiting for their whole wall time since the test
+    began (as on a machine whose cores other processes hold), every other thread as never
+    waiting."""
+
+    def __init__(self, starved_names: set[str]) -> None:
+        self.t0 = time.monotonic()
+        self.starved_names = starved_names
+
+    def delay(self, tid: int) -> float:
+        name = next((t.name for t in threading.enumerate() if t.native_id == tid), "")
+        return time.monotonic() - self.t0 if name in self.starved_names else 0.0
+
+
+@pytest.fixture
+def starve(monkeypatch):
+    from envaudit import deadline
+
+    def install(*names: str) -> None:
+        clock = _Clock(set(names))
+        # read by a deadline thread about itself, at the start of each call
+        monkeypatch.setattr(deadline, "_read_delay_s", lambda fd: clock.delay(threading.get_native_id()))
+        monkeypatch.setattr(deadline, "_run_delay_s", clock.delay)
+        monkeypatch.setattr(deadline, "_SCHEDSTAT", True)
+
+    return install
+
+
+def test_a_call_slowed_only_by_waiting_for_a_cpu_is_not_a_hang(starve):
+    starve("test-starved")
+    w = DeadlineWorker("test-starved")
+    try:
+        # 0.3 s of wall time against a 0.1 s deadline, all of it spent waiting for a CPU
+        assert w.call(lambda: time.sleep(0.3) or "done", 0.1) == "done"
+    finally:
+        w.close()
+
+
+def test_a_call_that_had_the_cpu_and_overran_is_abandoned_on_time(starve):
+    starve()  # nobody waits for a CPU: the whole wall time was the call's own
+    w = DeadlineWorker("test-own-time")
+    release = threading.Event()
+    try:
+        with pytest.raises(DeadlineExceeded):
+            w.call(lambda: release.wait(10.0), 0.1)
+    finally:
+        release.set()
+        w.close()
+
+
+def test_a_starved_call_is_still_abandoned_after_max_stretch_deadlines(starve):
+    from envaudit.deadline import MAX_STRETCH
+
+    starve("test-stretch")
+    w = DeadlineWorker("test-stretch")
+    release = threading.Event()
+    try:
+        start = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            w.call(lambda: release.wait(30.0), 0.05)
+        assert time.monotonic() - start >= MAX_STRETCH * 0.05 * 0.99  # it waited the stretch, not 30 s
+    finally:
+        release.set()
+        w.close()
+
+
+def test_a_nested_call_waiting_for_a_cpu_does_not_count_against_the_outer_call(starve):
+    """A step whose tool call sat waiting for a CPU: the step is not a hang either."""
+    starve("test-inner")
+    outer, inner = DeadlineWorker("test-outer"), DeadlineWorker("test-inner")
+    try:
+        step = lambda: inner.call(lambda: time.sleep(0.3) or "tool ok", 1.0)  # noqa: E731
+        assert outer.call(step, 0.1) == "tool ok"
+    finally:
+        outer.close()
+        inner.close()
+
+
+def test_a_watched_call_is_over_only_past_its_deadline_less_the_time_its_process_waited(monkeypatch):
+    """The pool's and the Ray watchdog's backstop: deadline 1 s, grace 0.25 s, call started at 100."""
+    from envaudit import deadline
+
+    waited = {"s": 10.0}
+    monkeypatch.setattr(deadline, "process_run_delay_s", lambda pid=None: waited["s"])
+    watch = deadline.CallWatch()
+    assert not watch.over("w", 1, 100.0, 1.0, 0.25, 100.1)  # first sight: waiting so far is the base
+    assert watch.over("w", 1, 100.0, 1.0, 0.25, 101.3)  # 1.3 s of its own time: over
+    waited["s"] = 11.0  # it waited a second for a CPU meanwhile
+    assert not watch.over("w", 1, 100.0, 1.0, 0.25, 101.3)
+    assert watch.over("w", 1, 100.0, 1.0, 0.25, 102.3)
+    waited["s"] = 100.0  # starved throughout, but past MAX_STRETCH deadlines it is over anyway
+    assert not watch.over("w", 1, 100.0, 1.0, 0.25, 100.0 + deadline.MAX_STRETCH)
+    assert watch.over("w", 1, 100.0, 1.0, 0.25, 100.0 + deadline.MAX_STRETCH + 0.3)
+    assert not watch.over("w", 1, 200.0, 1.0, 0.25, 200.5)  # a new call: a new base
+
+
+def test_process_run_delay_is_reported_for_a_live_process():
+    import os
+
+    from envaudit.deadline import process_run_delay_s
+
+    assert process_run_delay_s(os.getpid()) is not None or not os.path.exists("/proc/self/task")

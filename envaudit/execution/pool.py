@@ -28,6 +28,7 @@ from typing import Any
 
 import cloudpickle
 
+from envaudit.deadline import CallWatch
 from envaudit.execution.slots import CALLS, Lost
 from envaudit.execution.worker import (
     BASE,
@@ -150,6 +151,7 @@ class ProcessExecutor:
         self.memory_cap_bytes = memory_cap_bytes
         self.recycle_items = recycle_items
         self.recycle_rss_bytes = recycle_rss_bytes
+        self._watch = CallWatch()  # an env call's deadline, less the time its worker waited for a CPU
         method = start_method or ("forkserver" if sys.platform.startswith("linux") else "spawn")
         self._ctx = mp.get_context(method)
         if method == "forkserver":
@@ -243,7 +245,8 @@ class ProcessExecutor:
                         outcome = self._receive(w, k, calls)
                         if outcome is _BUSY:
                             continue
-                    elif w.marker[CALL] and now > w.marker[STARTED] + w.marker[DEADLINE] + GRACE_S:
+                    elif w.marker[CALL] and self._watch.over((k, w.process.pid), w.process.pid, w.marker[STARTED],
+                                                             w.marker[DEADLINE], GRACE_S, now):
                         what = CALLS.get(int(w.marker[CALL]), "a call")
                         what = "making the env" if what == "make" else f"{what}()"
                         outcome = self._lost(w, k, "hang", f"{what} did not return within {w.marker[DEADLINE]:g} s")

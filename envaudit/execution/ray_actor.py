@@ -29,6 +29,7 @@ from typing import Any
 
 import cloudpickle
 
+from envaudit.deadline import CallWatch
 from envaudit.execution.worker import (
     BASE,
     CALL,
@@ -63,9 +64,10 @@ class _Watchdog(threading.Thread):
 
     def run(self) -> None:
         m = self.marker
+        watch = CallWatch()
         while True:
             time.sleep(WATCH_S)
-            if m[CALL] and time.monotonic() > m[STARTED] + m[DEADLINE] + GRACE_S:
+            if m[CALL] and watch.over(None, None, m[STARTED], m[DEADLINE], GRACE_S, time.monotonic()):
                 self._die(1.0)
             if self.cap is not None:
                 rss = rss_bytes()
