@@ -16,6 +16,7 @@ from envaudit.probes import length as L
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
+from tests.probes.test_stall_decisions import LIMIT, J, Staller, ctx_for
 
 WORK, SUBMIT = 0, 1
 
@@ -329,8 +330,6 @@ def test_run_tries_a_fading_ending_on_its_own():
 
 
 def test_idle_value_holds_progress_fixed_by_replaying_the_same_prefix():
-    from tests.probes.test_stall_decisions import J, LIMIT, Staller, ctx_for
-
     # The staller's own episodes pay 0.1 a step all the way (progress a random staller keeps
     # making late); replayed, the same prefix idled pays what the env pays an idle step.
     def run_of():
