@@ -15,9 +15,11 @@ fresh seeds.
   new ones and placed on DESIGN.md's ladder: ``fail`` when it earns at least as much as honest
   success (exploration's successes, plus the env's ``oracle()`` policy when it has one), ``warn``
   when it clearly beats honest failure, the alternative it displaces. Either level needs the
-  stall's *marginal* value to be positive (``length_delay.marginal_stall``: the idle tail of its
-  episodes pays); a long episode that earns more only by the progress it made on the way (shaped
-  rewards, partial progress) is ``info``.
+  stall's *marginal* value to be positive (``idle_value``: the same prefix idled and then ended
+  earns more than ended at once, by ``stall.stall_marginal``'s replays; the idle tail of its
+  episodes, ``length_delay.marginal_stall``, where the env cannot be replayed that way); a long
+  episode that earns more only by the progress it made on the way (shaped rewards, partial
+  progress, which a random staller keeps making late) is ``info``.
 - Delaying success (any env with successes to replay): ``length_delay.delay_success`` replays
   successes with extra non-ending actions inserted before the final one; when that earns more
   than succeeding at once, ``fail``. Where step farming is already reported, the delay result is
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import gymnasium as gym
 import numpy as np
 import pandas as pd
 
@@ -48,6 +51,7 @@ from envaudit.probes.length_delay import (
     marginal_stall,
     searched_successes,
 )
+from envaudit.probes.stall import stall_marginal
 from envaudit.probes.timeouts import (
     RepeatPolicy,
     StallPolicy,
@@ -120,7 +124,29 @@ def _run_strategies(ctx: ProbeContext, policies: list[Policy], tag: str) -> tupl
     result = ctx.run(best, ctx.seeds(sample_size(ctx, 32), tag, "confirm", best.name))
     ctx.keep(result.records)
     return best, {"screen_mean_non_success": screen, "episodes": result.records.episodes,
-                  "steps": result.records.steps}
+                  "steps": result.records.steps, "records": result.records}
+
+
+def idle_value(ctx: ProbeContext, run: dict, long_rest: pd.DataFrame, scale: float) -> dict:
+    """Whether the strategy's extra steps pay with progress held fixed (DESIGN.md: stalling is judged
+    by its marginal value). Where the env can be replayed with a discrete action space,
+    ``stall.stall_marginal`` replays each stalled episode's first half on its own seed, ended honestly
+    at once against idled (its last action repeated) and then ended the same way: only what the idle
+    steps add counts, so progress a random staller keeps making late (shaped or partial credit) is
+    not read as farming. Elsewhere the tail of the strategy's own episodes stands in for it."""
+    records = run.get("records")
+    if records is not None and isinstance(getattr(ctx.env, "action_space", None), gym.spaces.Discrete):
+        replay = stall_marginal(ctx, records, scale, min_effect=MIN_EFFECT, tag="length")
+        idle = replay.get("idle_steps_pay")
+        if idle is not None and not idle.get("underpowered", True):
+            steps = replay.get("mean_idle_steps") or 0.0
+            mean = idle["mean"]
+            return {"method": "replay: same prefix ended at once against idled, then ended the same way",
+                    "pays": bool(idle["pays"]), "mean_tail_pay": mean, "mean_tail_steps": steps,
+                    "pay_per_tail_step": mean / steps if steps else 0.0, "p_value": idle["p_value"],
+                    "replay": {k: v for k, v in replay.items() if k != "examples"}}
+    tail = marginal_stall(long_rest, run["steps"], scale, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+    return {**tail, "method": "tail: second half of the strategy's own episodes"}
 
 
 def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
@@ -150,15 +176,14 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         examples = [int(e) for e in long_rest.sort_values("return", ascending=False)["episode_id"][:5]]
         # Stalling is judged by what the extra steps add once progress stops, not by the average
         # pay per step of a long episode: shaped progress is kept, only a paying tail is farming.
-        marginal = marginal_stall(long_rest, run["steps"], reward_scale(success, failure, long_rest["return"]),
-                                  alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        marginal = idle_value(ctx, run, long_rest, reward_scale(success, failure, long_rest["return"]))
         evidence["marginal"] = marginal
         if verdict["level"] is not None and not marginal["pays"]:
             return Finding(
                 CODE, Severity.INFO, "Long episodes keep their progress, extra steps add nothing",
                 f"{best.describe().capitalize()} earns {fmt(evidence['mean_strategy'])} without succeeding, "
-                f"more than failing outright ({fmt(evidence['mean_failure'])}), but the second half of those "
-                f"episodes pays {fmt(marginal.get('mean_tail_pay'))} in all: the return comes from progress "
+                f"more than failing outright ({fmt(evidence['mean_failure'])}), but the idle steps of those "
+                f"episodes add {fmt(marginal.get('mean_tail_pay'))} in all: the return comes from progress "
                 "made on the way (shaped or partial credit), not from stalling, so there is nothing to farm.",
                 {**evidence, "behaviour": "stall", "reward_path": "env"}, examples,
                 "Nothing to change if partial progress is meant to pay; potential-based shaping keeps the "

@@ -163,7 +163,7 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
         if arm == "stalled":
             ctx.keep(result.records)
     rng = ctx.rng("stall-marginal", tag)
-    idle, idle_failed, ending, examples = [], [], [], []
+    idle, idle_failed, idle_steps, ending, examples = [], [], [], [], []
     for i in range(len(seeds)):
         (b, b_won), (c, c_won), (a, a_won) = (played[arm].get(i, (None, False))
                                               for arm in ("ended", "idle-ended", "stalled"))
@@ -171,6 +171,7 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
         c_ok = c is not None and len(c) == lengths[i] and bool(c["terminated"].iloc[-1])
         if b_ok and c_ok and b_won == c_won:
             idle.append(float(c["reward"].sum() - b["reward"].sum()))
+            idle_steps.append(lengths[i] - m[i] - 1)
             tail = c.iloc[m[i]:-1]
             idle_failed.append(float(tail.loc[tail["tool_status"].isin(FAILED), "reward"].sum()))
         a_ok = a is not None and len(a) == lengths[i] and bool(a["truncated"].iloc[-1]) and not a_won
@@ -187,7 +188,8 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
         behaviour = "tool-failure" if failed_share > 0.5 else "stall"
     else:
         behaviour = "timeout" if ending_test["pays"] else None
-    out.update(idle_steps_pay=idle_test, step_limit_pays=ending_test, idle_pay_from_failed_calls=failed_share,
+    out.update(idle_steps_pay=idle_test, step_limit_pays=ending_test,
+               mean_idle_steps=float(np.mean(idle_steps)) if idle_steps else None, idle_pay_from_failed_calls=failed_share,
                holds=bool(idle_test["pays"] or ending_test["pays"]), behaviour=behaviour,
                examples=[e for _, e in sorted(examples, key=lambda x: (-x[0], x[1]))[:3]])
     return out

@@ -16,6 +16,7 @@ from envaudit.probes import length as L
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
+from tests.probes.test_stall_decisions import LIMIT, J, Staller, ctx_for
 
 WORK, SUBMIT = 0, 1
 
@@ -326,3 +327,23 @@ def test_run_tries_a_fading_ending_on_its_own():
     assert [(f.severity, f.evidence["behaviour"]) for f in found] == [(Severity.FAIL, "quit")]
     assert found[0].evidence["policy"] == "repeat 'submit'"
     assert L.run(run_ctx(explored, quit_play(0.5))) == []  # quitting pays half of success: not the top rung
+
+
+def test_idle_value_holds_progress_fixed_by_replaying_the_same_prefix():
+    # The staller's own episodes pay 0.1 a step all the way (progress a random staller keeps
+    # making late); replayed, the same prefix idled pays what the env pays an idle step.
+    def run_of():
+        recs = records(*[episode(TIMEOUT, [(0, 0.1)] * LIMIT, end=END_TRUNCATED, seed=100 + i)
+                         for i in range(MIN_SAMPLES + 4)], first_id=9000)
+        return {"records": recs, "steps": recs.steps}, recs.episodes
+
+    run, eps = run_of()
+    still = L.idle_value(ctx_for(Staller(idle_pay=0.0)), run, eps, 1.0)
+    assert still["method"].startswith("replay") and not still["pays"]
+    assert still["mean_tail_pay"] == pytest.approx(0.0)
+    paid = L.idle_value(ctx_for(Staller(idle_pay=0.1)), run, eps, 1.0)
+    assert paid["pays"] and paid["mean_tail_pay"] == pytest.approx(J * 0.1)
+    assert paid["pay_per_tail_step"] == pytest.approx(0.1)
+    # No discrete action space to replay with: the tail of the staller's own episodes stands in.
+    tail = L.idle_value(FakeContext(records()), run, eps, 1.0)
+    assert tail["method"].startswith("tail") and tail["pays"]

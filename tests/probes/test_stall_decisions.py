@@ -170,6 +170,7 @@ def test_paid_idle_steps_are_farming_steps():
     assert out["holds"] and out["behaviour"] == "stall"
     idle = out["idle_steps_pay"]
     assert idle["pays"] and idle["n_pairs"] == 10 and idle["mean"] == pytest.approx(J * 0.125)
+    assert out["mean_idle_steps"] == J  # what the length probe divides by for the pay per idle step
     assert idle["p_value"] == pytest.approx(2.0 ** -10)
     # the step limit is one more idle step than ending after the same steps: 0.125 a seed
     assert out["step_limit_pays"]["n_pairs"] == 10 and out["step_limit_pays"]["mean"] == pytest.approx(0.125)
