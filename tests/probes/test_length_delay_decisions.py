@@ -324,6 +324,10 @@ def test_success_sequences_without_an_oracle_search_for_the_missing_ones(monkeyp
     assert D.success_sequences(ctx, n_search=2) == found[:2]  # enough seen: no search
     assert D.searched_successes(ctx, 0) == [] and D.searched_successes(ctx, 2) == found[2:]
     assert len(asked) == 1  # one search per probe run
+    # the search's seeds are their own stream, and each found success is played again as such
+    assert [r[1] for r in ctx.runs] == [[s.seed] for s in found[2:]]
+    assert [s.seed for s in found[2:]] == ctx.seeds(3 + D.MISSES, "length", "search")[:2]
+    assert all(r[2]["tags"] == {"arm": "success-search"} and r[0].name == "searched success" for r in ctx.runs)
 
 
 def test_an_oracle_that_cannot_be_built_only_costs_its_successes():
@@ -348,12 +352,16 @@ def test_a_delay_that_pays_per_chat_fails():
     assert list(f.examples) == sorted(confirm["episode_id"])[:5]
     notes = ctx.notes["delay_success"]
     assert notes["screen_mean_gain"] == {"chat@end": 0.5, "chat@start": 0.5, "idle@end": 0.0, "idle@start": 0.0}
-    assert notes["n_replayed"] == MIN_SAMPLES and len(ctx.kept) == 1
+    assert notes["n_replayed"] == MIN_SAMPLES and len(ctx.kept) == 1 and ctx.kept[0] is not None
+    assert f.probe == "length" and notes["n_pairs"] == MIN_SAMPLES and notes["k"] == k and notes["at"] == "end"
+    assert notes["gain_ci"] == ev["gain_ci"] and notes["min_effect"] == ev["min_effect"]
     screens = [r for r in ctx.runs if r[2].get("tags", {}).get("arm") == "delay-screen"]
     assert len(screens) == 4 and all(len(r[1]) == MIN_SAMPLES for r in screens)
 
 
 def test_the_delay_gain_is_judged_against_min_effect_of_the_scale():
+    # the bar is a share of the reward scale: 0.02 of a scale of 2 is 0.04, under the 0.5 gain
+    assert delayed(Task(chat_pay=0.125), scale=2.0)[1].evidence["min_effect"] == pytest.approx(0.04)
     assert delayed(Task(chat_pay=0.125), scale=1.0, min_effect=0.5)[1] is not None
     ctx, f = delayed(Task(chat_pay=0.125), scale=1.01, min_effect=0.5)
     assert f is None and ctx.notes["delay_success"]["gain"] == pytest.approx(0.5) and ctx.kept == []
