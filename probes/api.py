@@ -420,7 +420,7 @@ class _WithoutLatency(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return obs, reward, terminated, truncated, info
 
 
-def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
+def _checker(ctx: ProbeContext, known: set[str], non_finite: bool = False) -> list[Finding]:
     # check_env's calls are not guarded one by one, so the whole check gets one deadline: the
     # calls' worst case. It is a hang detector, never cut to the time left, or a loaded machine
     # would turn a slow check into a hang finding.
@@ -487,7 +487,9 @@ def _checker(ctx: ProbeContext, known: set[str]) -> list[Finding]:
     if isinstance(error, AssertionError) and soft is not None:
         _, severity, fix = soft
         title = "Gymnasium's env checker reports a defect"
-        if any(p.lower() in str(error).lower() for p in CHECKER_NON_REPLAYABLE):
+        # NaN equals nothing, itself included: where the env returns NaN/inf (its own env-error),
+        # two equal runs compare unequal, and that says nothing about replaying.
+        if not non_finite and any(p.lower() in str(error).lower() for p in CHECKER_NON_REPLAYABLE):
             code, behaviour = "non-replayable", "non-replayable"
             title = "Same seed and action, another result under Gymnasium's env checker"
     else:
@@ -539,7 +541,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
         hung = not _rollouts(ctx, tally)
     findings = [_finding(key, seen, tally, ctx) for key, seen in tally.seen.items()]
     if not hung:
-        findings += _checker(ctx, tally.messages())
+        findings += _checker(ctx, tally.messages(), non_finite=bool({"nan_reward", "nonfinite_obs"} & set(tally.seen)))
     return findings
 
 

@@ -300,3 +300,26 @@ def test_exactly_the_designed_findings_at_every_seed(name):
     off = {seed: found for seed, fs in per_seed.items()
            if (found := sorted((f.code, str(f.severity), f.probe, f.title) for f in fs)) != design}
     assert off == {}, f"{name}: expected {design}"
+
+
+class NanFromTheFirstStep(gym.Env):
+    """Seeded and replayable, but every reward is NaN: check_env's two same-seed runs compare
+    unequal only because NaN equals nothing."""
+
+    observation_space = gym.spaces.Discrete(4)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return int(self.np_random.integers(4)), {}
+
+    def step(self, action):
+        self.t += 1
+        return int(self.np_random.integers(4)), float("nan"), False, self.t >= 5, {}
+
+
+def test_nan_rewards_are_an_env_error_not_a_replay_failure():
+    findings, _ = scan(NanFromTheFirstStep)
+    assert {f.code for f in serious(findings)} == {"env-error"}  # the checker's defect included
+    assert "Reward is NaN or inf" in by_title(findings)
