@@ -233,7 +233,7 @@ def test_registered_and_runs_in_a_scan(monkeypatch):
     import envaudit.scan as scan_module
 
     assert registered_probes(["pipeline"])["pipeline"] is probe
-    monkeypatch.setattr(scan_module, "registered_probes", lambda: {"pipeline": probe})
+    monkeypatch.setattr(scan_module, "registered_probes", lambda names=None: {"pipeline": probe})
     report = scan_module.run_scan(StallEnv, ScanConfig(seed=5, episodes=96, pipeline="rllm"))
     codes = [(f.code, f.severity) for f in report.findings]
     assert codes == [("timeout-drop-incentive", Severity.WARN)]
