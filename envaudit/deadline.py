@@ -47,16 +47,22 @@ def _read_delay_s(fd: int) -> float | None:
         return None
 
 
-def _run_delay_s(tid: int) -> float | None:
-    """Seconds thread ``tid`` of this process has waited for a CPU; None where not reported."""
+def _delay_at(task: str) -> float | None:
+    """Seconds the thread at ``task`` (a ``/proc/<pid>/task/<tid>`` folder) has waited for a CPU;
+    None where not reported or the thread has ended."""
     try:
-        fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+        fd = os.open(f"{task}/schedstat", os.O_RDONLY)
     except OSError:
         return None
     try:
         return _read_delay_s(fd)
     finally:
         os.close(fd)
+
+
+def _run_delay_s(tid: int) -> float | None:
+    """Seconds thread ``tid`` of this process has waited for a CPU; None where not reported."""
+    return _delay_at(f"/proc/self/task/{tid}")
 
 
 _local = threading.local()  # the job a deadline thread is running, so nested calls can report to it
@@ -190,19 +196,8 @@ def process_run_delay_s(pid: int | None = None) -> float | None:
         tids = os.listdir(base)
     except OSError:
         return None
-    total, seen = 0.0, False
-    for tid in tids:
-        try:
-            fd = os.open(f"{base}/{tid}/schedstat", os.O_RDONLY)
-        except OSError:
-            continue  # the thread ended meanwhile
-        try:
-            delay = _read_delay_s(fd)
-        finally:
-            os.close(fd)
-        if delay is not None:
-            total, seen = total + delay, True
-    return total if seen else None
+    delays = [d for d in (_delay_at(f"{base}/{tid}") for tid in tids) if d is not None]  # ended: None
+    return sum(delays) if delays else None
 
 
 class CallWatch:
