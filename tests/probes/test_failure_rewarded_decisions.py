@@ -10,7 +10,6 @@ tests that can reject, the honest return and the farm's.
 
 from __future__ import annotations
 
-import functools
 from types import SimpleNamespace
 
 import gymnasium as gym
