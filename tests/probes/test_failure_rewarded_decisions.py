@@ -43,9 +43,10 @@ def tool_env(n=3, catalogue=True):
     return SimpleNamespace(action_space=gym.spaces.Discrete(n), unwrapped=unwrapped)
 
 
-def step_of(pay):
+def step_of(pay, broken=()):
+    """``broken``: calls that always fail on their own."""
     def step(seed, t, action, forced):
-        natural = TOOL_ERROR if (seed, action) in NATURAL_ERRORS else TOOL_OK
+        natural = TOOL_ERROR if (seed, action) in NATURAL_ERRORS or action in broken else TOOL_OK
         injected = forced is not None and (seed, action) not in MISSED
         status = forced if injected else natural
         return {"tool_name": TOOLS[action] if action < len(TOOLS) else f"t{action}", "tool_status": status,
@@ -54,10 +55,10 @@ def step_of(pay):
     return step
 
 
-def world(ctx_ref, pay=PAY):
+def world(ctx_ref, pay=PAY, broken=()):
     """The fake run: replay plans step by step, a farming policy as FARM_LEN repeats of its call
     under the status its fault rates force (its own status on a plain env)."""
-    step = step_of(pay)
+    step = step_of(pay, broken)
 
     def play(policy, seeds, kw):
         ctx = ctx_ref[0]
@@ -81,11 +82,11 @@ def explored_ok():
                    episode(FAILURE, [{"action": SEARCH, "tool_name": "search", "tool_status": TOOL_OK, "reward": 0.0}]))
 
 
-def make_ctx(exploration=None, pay=PAY, **kw):
+def make_ctx(exploration=None, pay=PAY, broken=(), **kw):
     ref = []
     kw.setdefault("env", tool_env())
     kw.setdefault("labels", LABELS)
-    ctx = FakeContext(explored_ok() if exploration is None else exploration, play=world(ref, pay),
+    ctx = FakeContext(explored_ok() if exploration is None else exploration, play=world(ref, pay, broken),
                       is_tool_env=kw.pop("is_tool_env", True), **kw)
     ref.append(ctx)
     return ctx
@@ -141,7 +142,8 @@ def test_injection_tests_the_most_called_actions_with_the_quick_floor():
     # action 9 called 3 times, 4 twice, 5-8 once, 0-3 never: the 8 most called, ties by index
     calls = [9, 9, 9, 4, 4, 5, 6, 7, 8]
     explored = records(*[episode(FAILURE, [{"action": a, "tool_name": "t", "tool_status": TOOL_OK}]) for a in calls])
-    ctx = make_ctx(explored, env=tool_env(10, catalogue=False), labels=None,
+    # action 9, the first tested, never works: it has no pair, the others still do
+    ctx = make_ctx(explored, env=tool_env(10, catalogue=False), labels=None, broken={9},
                    config=ScanConfig(seed=0, quick=True))
     tests, _, _ = R.injection_tests(ctx, np.random.default_rng(0))
     replays = ctx.runs[0][0].plan.replays
@@ -151,7 +153,8 @@ def test_injection_tests_the_most_called_actions_with_the_quick_floor():
     # --quick: a quarter of INJECTION_PAIRS (3), but never under INJECTION_MIN_PAIRS
     assert {per[a] for a in per if per[a]} == {R.INJECTION_MIN_PAIRS}
     assert sorted(r.seed for r in replays if r.actions == (0,)) == sorted(ctx.seeds(R.INJECTION_MIN_PAIRS, "fresh"))
-    assert {t["tool"] for t in tests.values()} == {str(a) for a in (0, 1, 4, 5, 6, 7, 8, 9)}  # no catalogue, no labels
+    assert {t["tool"] for t in tests.values()} == {str(a) for a in (0, 1, 4, 5, 6, 7, 8)}  # no catalogue, no labels
+    assert len(tests) == 2 * 7
 
 
 def test_injection_tool_names_fall_back_to_the_labels():
