@@ -184,10 +184,18 @@ def test_injection_stops_at_the_cap_before_any_arm_it_cannot_run():
 def no_conditioned(monkeypatch):
     """The failure-conditioned tests (``failure_conditioned``'s own decisions) stubbed: which one
     ran is recorded, and what they return is the test's to choose."""
-    calls, cond = [], {}
-    monkeypatch.setattr(FC, "injection_tests", lambda ctx, rng: calls.append("injection") or dict(cond))
-    monkeypatch.setattr(FC, "plain_tests", lambda ctx, rng: calls.append("plain") or dict(cond))
-    return SimpleNamespace(calls=calls, tests=cond)
+    calls, cond, args = [], {}, []
+
+    def stub(name):
+        def tests(ctx, rng):
+            calls.append(name)
+            args.append((ctx, rng))
+            return dict(cond)
+        return tests
+
+    monkeypatch.setattr(FC, "injection_tests", stub("injection"))
+    monkeypatch.setattr(FC, "plain_tests", stub("plain"))
+    return SimpleNamespace(calls=calls, tests=cond, args=args)
 
 
 RUNS = SimpleNamespace(get=lambda policy, rate: None)  # a ToolEnv's policy runs (no oracle here)
@@ -198,6 +206,8 @@ def test_a_failed_call_that_pays_is_flagged_with_its_farm(no_conditioned):
     injected, arms, _ = R.injection_tests(ctx, np.random.default_rng(0))
     (f,) = R.failure_rewarded(ctx, RUNS, injected, arms)
     assert no_conditioned.calls == ["injection"]
+    ((ctx_seen, rng),) = no_conditioned.args  # this scan's context and a generator of its own
+    assert ctx_seen is ctx and isinstance(rng, np.random.Generator)
     # Holm over the tests that can reject: search (error) and the four fetch/answer tests whose
     # failed calls pay less (p = 1 but an effect of -1); search (timeout) never differs (p = 1, effect 0)
     e = f.evidence
@@ -238,7 +248,9 @@ def test_one_finding_per_tool_keyed_by_its_strongest_test(no_conditioned):
     assert e["tests_in_probe"] == 6 and e["p_holm_in_probe"] == pytest.approx(6 * 2.0 ** -11)
     assert e["action"] == SEARCH and e["farm_policy"] == "always take action 0, with every call forced to timeout"
     assert ctx.runs[3][2]["rng_name"] == "farm-0-timeout" and ctx.kept[0] is arms[TOOL_TIMEOUT]
-    assert f.summary.startswith("When action 0 fails or times out, that step pays 0.7 against 0 when it works")
+    assert f.summary == ("When action 0 fails or times out, that step pays 0.7 against 0 when it works (fault "
+                         "injection, n=11); an agent that makes it time out at will earns 2.8 per episode, at least "
+                         "an honest success (1).")
 
 
 def inj(p=0.001, diff=0.5, ci=(0.2, 0.8), under=False, effect=1.0, tool="search", source="fault injection", **kw):
@@ -285,7 +297,8 @@ def cond_test(p=0.04, hit=False, ends=True):
             "two_step_diff": 0.5 if hit else 0.0, "two_step_diff_ci": [0.2, 0.8] if hit else [0.0, 0.0],
             "two_step_p": 0.001 if hit else 1.0, "tool": "search", "call_label": "search", "next_label": "answer",
             "status": TOOL_ERROR, "ends": ends, "path_returns": [], "path_seeds": [], "examples": [7],
-            "mean_failed": 1.0, "mean_ok": 0.5, "n_pairs": 12, "source": "fault injection", "test": "next step"}
+            "mean_failed": 1.0, "mean_ok": 0.5, "n_pairs": 12, "source": "fault injection", "test": "next step",
+            "records": ("conditioned-arm", "ok-arm")}
 
 
 def test_holm_runs_within_each_question(no_conditioned):
@@ -296,8 +309,10 @@ def test_holm_runs_within_each_question(no_conditioned):
     assert f.evidence["p_holm_in_probe"] == pytest.approx(0.04) and f.evidence["tests_in_probe"] == 1
     # the conditioned test that is a hit becomes its own finding, after the failed-step one
     no_conditioned.tests[("conditioned", SEARCH, TOOL_ERROR, ANSWER)] = cond_test(p=0.04, hit=True)
-    found = R.failure_rewarded(make_ctx(), RUNS, {(SEARCH, TOOL_ERROR): inj(p=0.04)}, {})
+    ctx = make_ctx()
+    found = R.failure_rewarded(ctx, RUNS, {(SEARCH, TOOL_ERROR): inj(p=0.04)}, {})
     assert [x.code for x in found] == ["failure-rewarded", "failure-shortcut"]
+    assert ctx.kept[-1] == "conditioned-arm"  # the conditioned finding keeps its own records
     assert found[1].evidence["p_holm_in_probe"] == pytest.approx(0.04) and list(found[1].examples) == [7]
     only = R.failure_rewarded(make_ctx(), RUNS, {}, {})  # a conditioned hit alone
     assert [x.code for x in only] == ["failure-shortcut"]
@@ -308,6 +323,7 @@ def test_a_plain_env_asks_the_plain_conditioned_tests(no_conditioned):
     ctx = make_ctx(is_tool_env=False)
     (f,) = R.failure_rewarded(ctx, None, {(SEARCH, TOOL_ERROR): inj(p=0.001)}, {})
     assert no_conditioned.calls == ["plain"]
+    assert no_conditioned.args[0][0] is ctx and isinstance(no_conditioned.args[0][1], np.random.Generator)
     # no fault to inject: the farm repeats the call at its own failure rate (search works here)
     assert "wrappers" in ctx.runs[0][2] and ctx.runs[0][2]["wrappers"] == ()
     assert f.evidence["farm_policy"] == "always call `search`" and f.evidence["farm_mean_return"] == 0.0
@@ -352,7 +368,11 @@ class Solver(gym.Env):
 
 def test_severity_against_the_honest_success(no_conditioned):
     # the oracle's successes return 3 here (exploration's return 1)
-    oracle_runs = SimpleNamespace(get=lambda policy, rate: records(*many(2, SUCCESS, [(ANSWER, 3.0)])))
+    def get(policy, rate):  # only the oracle's unfaulted run succeeds
+        ok = policy is not None and policy.name == "oracle" and rate == 0.0
+        return records(*many(2, SUCCESS, [(ANSWER, 3.0)])) if ok else None
+
+    oracle_runs = SimpleNamespace(get=get)
     # a failed call paying 0.5, its farm (4 x 0.5 = 2) under the oracle's 3: warn
     ctx = make_ctx(env=Solver())
     (f,) = R.failure_rewarded(ctx, oracle_runs, {(SEARCH, TOOL_ERROR): inj()}, {})
@@ -392,12 +412,16 @@ def test_no_farm_past_the_cap(no_conditioned):
 def test_a_topped_up_test_keeps_its_own_records_and_says_how_it_was_sized(no_conditioned):
     topup = {"episodes": 24, "rounds": 1}
     t = inj(source="targeted episodes", records="topped-up", topup=topup, n_ok=9, examples=[8])
-    ctx = make_ctx(labels=["search"], is_tool_env=False, cap_reached=True)  # action 2 has no label
-    (f,) = R.failure_rewarded(ctx, None, {(ANSWER, TOOL_ERROR): t, (ANSWER, TOOL_TIMEOUT): inj(p=0.002)}, {})
+    ctx = make_ctx(is_tool_env=False, cap_reached=True)
+    ctx.labels = ["search", "fetch"]
+    (f,) = R.failure_rewarded(ctx, None, {(ANSWER, TOOL_ERROR): t, (ANSWER, TOOL_TIMEOUT): inj(p=0.002),
+                                          (SEARCH, TOOL_TIMEOUT): inj(p=0.003)}, {})
     e = f.evidence
     assert ctx.kept == ["topped-up"] and e["topup"] == topup and e["n_ok_same_history"] == 9
     assert e["action"] == ANSWER and e["tool"] == "search" and e["farm_policy"] == "always take action 2"
-    assert e["also_flagged"] == {"2 (timeout)": {"diff": 0.5, "p_value": 0.002}}
+    assert e["also_flagged"] == {"2 (timeout)": {"diff": 0.5, "p_value": 0.002},
+                                 "search (timeout)": {"diff": 0.5, "p_value": 0.003}}
+    assert e["test"] == "paired" and e["diff_ci"] == [0.2, 0.8]
     assert f.summary.startswith("When action 2 fails or times out, that step pays 0.5 against 0 when it works "
                                 "(targeted episodes, n=12)")
     # examples but no records and not from the fault-injection arms: nothing more to keep
@@ -413,3 +437,17 @@ def test_the_n_of_an_unpaired_test_is_its_smaller_side(no_conditioned):
     (f,) = R.failure_rewarded(make_ctx(cap_reached=True), RUNS, {(SEARCH, TOOL_ERROR): t}, {})
     assert f.evidence["n"] == 9 and f.summary.startswith("When a `search` call fails, that step pays 0.5 against 0 "
                                                          "when it works (exploration, n=9)")
+
+
+def test_without_examples_of_its_own_the_farm_shows_two(no_conditioned):
+    t = inj()
+    del t["examples"]
+    (f,) = R.failure_rewarded(make_ctx(), RUNS, {(SEARCH, TOOL_ERROR): t}, {TOOL_ERROR: "arm"})
+    assert list(f.examples) == [1000, 1001]  # the farm's first two episodes (its run is the context's first)
+
+
+def test_an_exploration_test_needs_one_failed_call_and_one_ok():
+    one = records(episode(FAILURE, [{"action": SEARCH, "tool_name": "search", "tool_status": TOOL_TIMEOUT, "reward": 1.0},
+                                    {"action": SEARCH, "tool_name": "search", "tool_status": TOOL_OK, "reward": 0.0}]))
+    t = R.exploration_tests(one.steps, np.random.default_rng(0))[(SEARCH, TOOL_TIMEOUT)]
+    assert t["tool"] == "search" and t["n_failed"] == 1 and t["n_ok"] == 1 and t["examples"] == [0]
