@@ -21,6 +21,7 @@ import pytest
 
 from envaudit.probes import failure_topup as T
 from envaudit.protocol import FAILURE, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, records, replayed
 
@@ -154,10 +155,64 @@ def test_later_rounds_are_sized_from_the_top_ups_own_yields():
 
 def test_a_shortfall_of_ok_calls_sizes_the_round_too():
     # 3 failed, 1 ok: 5 failures short at (3+1)/6, 7 ok short at (1+1)/6: max(7.5, 21, 16) = 21
-    ctx = make_ctx(explored(errors=[0, 1, 2], oks=[3]), fails=lambda i: i % 2 == 0)
+    # every third top-up seed works: 7 ok (8 with exploration's: exactly enough), 14 failures
+    ctx = make_ctx(explored(errors=[0, 1, 2], oks=[3]), fails=lambda i: i % 3 != 0)
     t = T.topup_tests(ctx, np.random.default_rng(0))[(SEARCH, TOOL_ERROR)]
-    assert sizes(ctx) == [21] and t["topup"]["matched_failed"] == {TOOL_ERROR: 3 + 11}
-    assert t["topup"]["matched_ok"] == 1 + 10 and t["n_ok"] == 11
+    assert sizes(ctx) == [21] and t["topup"]["matched_failed"] == {TOOL_ERROR: 3 + 14}
+    assert t["topup"]["matched_ok"] == 1 + 7 and t["n_ok"] == MIN_SAMPLES and not t["underpowered"]
+
+
+def test_later_rounds_are_sized_by_the_ok_yield_when_ok_calls_are_short():
+    # 7 in 8 top-up seeds fail: the 21 of the first round bring 3 ok calls (4 in all, 4 short) at a
+    # yield of (3+1)/(21+2): 4 / (4/23) = 23; those bring 3 more (1 short): 1 / ((6+1)/(44+2)) < 16
+    ctx = make_ctx(explored(errors=[0, 1, 2], oks=[3]), fails=lambda i: i % 8 != 0)
+    t = T.topup_tests(ctx, np.random.default_rng(0))[(SEARCH, TOOL_ERROR)]
+    assert sizes(ctx) == [21, 23, T.TOPUP_BATCH] and t["topup"]["matched_ok"] == 1 + 3 + 3 + 2
+
+
+def test_a_single_explored_call_sizes_the_first_round_from_one_call():
+    # one failed call: yields (1+1)/(1+2) and (0+1)/(1+2): max(8 / (2/3), 8 / (1/3), 16) = 24
+    ctx = make_ctx(explored(errors=[0]), fails=lambda i: i % 2 == 0)
+    t = T.topup_tests(ctx, np.random.default_rng(0))[(SEARCH, TOOL_ERROR)]
+    assert sizes(ctx) == [24] and t["topup"]["matched_failed"] == {TOOL_ERROR: 13} and t["n_ok"] == 12
+
+
+def test_too_few_ok_calls_beside_the_failures_leave_the_test_underpowered():
+    # 2 failed, 1 ok: max(6 / (3/5), 7 / (2/5), 16) = 17.5 -> 18 episodes, 6 of them ok (every third):
+    # 14 failures but 7 ok calls, and the scan's cap is reached during that round
+    ctx = make_ctx(explored(errors=[0, 1], oks=[2]), fails=lambda i: i % 3 != 0)
+    play = ctx.play
+
+    def capped(policy, seeds, kw):
+        ctx.cap_reached = True
+        return play(policy, seeds, kw)
+
+    ctx.play = capped
+    t = T.topup_tests(ctx, np.random.default_rng(0))[(SEARCH, TOOL_ERROR)]
+    assert sizes(ctx) == [18] and t["topup"]["stopped"] == "the scan's safety cap"
+    assert t["n_pairs"] == 14 and t["n_ok"] == 7 and t["underpowered"]
+
+
+def test_a_prefix_is_dropped_only_after_prune_after_replays():
+    # the search fails only after a lock (3 times), and worked 10 times from nothing: 8 matched
+    # failures short at (3+1)/(13+2): 30 episodes, 15 per prefix; the lock prefix, 15 replays with
+    # failures only, is kept for the next round (16 needed to drop it), and dropped after it
+    ctx = make_ctx(explored(oks=range(10), locked=[10, 11, 12]), fails=lambda i: i % 8 == 1)
+    T.topup_tests(ctx, np.random.default_rng(0))
+    rounds = [[r.actions for r in p.plan.replays] for p, _, _ in ctx.runs]
+    assert [len(r) for r in rounds] == [30, 16, 16]
+    assert rounds[1].count((LOCK, SEARCH)) == 8 and rounds[2].count((LOCK, SEARCH)) == 0
+
+
+def test_each_prefix_counts_its_own_statuses():
+    # from nothing the search always works, after a lock it always fails: each prefix gave one
+    # status, so both are dropped after their 16 replays (8 + 1 short at (2+1)/(8+2+2): 32 episodes)
+    ctx = make_ctx(explored(oks=range(8), locked=[8, 9]))
+    # no failure shares a history with an ok call: nothing to compare, and the note says why
+    assert T.topup_tests(ctx, np.random.default_rng(0)) == {} and sizes(ctx) == [32]
+    assert ctx.notes["failure_rewarded_topup"]["search"].startswith(
+        "too few failed and ok `search` calls from the same history after 32 top-up episodes (no prefix gave the "
+        "call both statuses in 16 replays): failed {'error': 0}, ok 0")
 
 
 def test_a_prefix_that_never_gives_both_statuses_is_dropped():
@@ -219,6 +274,11 @@ def test_only_calls_seen_failing_but_too_rarely_are_topped_up():
     assert T.topup_tests(ctx, np.random.default_rng(0)) == {} and ctx.runs == []  # enough already
     ctx = make_ctx(explored(errors=range(MIN_SAMPLES - 1), oks=range(MIN_SAMPLES, 20)), fails=lambda i: i % 2 == 0)
     assert set(T.topup_tests(ctx, np.random.default_rng(0))) == {(SEARCH, TOOL_ERROR)}
+    # the most made call needs none, the next one does
+    lookups = records(*[episode(FAILURE, [call(TOOL_OK, action=LOCK, tool="lookup")], seed=s) for s in range(30)],
+                      first_id=100)
+    ctx = make_ctx(Records.concat([lookups, explored(errors=[0], oks=[1])]), cap_reached=True)
+    assert set(T.topup_tests(ctx, np.random.default_rng(0))) == {(SEARCH, TOOL_ERROR)}
     box = make_ctx(explored(errors=[0], oks=[1]), env=SimpleNamespace(action_space=gym.spaces.Box(0, 1)))
     assert T.topup_tests(box, np.random.default_rng(0)) == {}
     assert T.topup_tests(make_ctx(records(episode(FAILURE, [LOCKED]))), np.random.default_rng(0)) == {}
@@ -278,3 +338,28 @@ def test_rewards_equal_up_to_float_noise_are_equal():
     t = T.topup_tests(make_ctx(records(*eps), cap_reached=True), np.random.default_rng(0))[(SEARCH, TOOL_ERROR)]
     assert t["p_value"] == 1.0 and t["diff"] == 0.0 and t["examples"] == []
     assert math.isclose(t["mean_failed"], 0.3)
+    # noise below 1e-9 on either side is no difference either
+    for failed, ok in ((0.3 + 2e-10, 0.3), (0.3, 0.3 + 2e-10)):
+        eps = [episode(FAILURE, [call(TOOL_OK, ok)], seed=s) for s in range(8)]
+        eps += [episode(FAILURE, [call(TOOL_ERROR, failed)], seed=s) for s in range(8, 12)]
+        t = T.topup_tests(make_ctx(records(*eps), cap_reached=True), np.random.default_rng(0))[(SEARCH, TOOL_ERROR)]
+        assert t["diff"] == 0.0 and t["examples"] == []
+
+
+def test_a_status_without_matched_failures_does_not_end_the_others():
+    # errors only after a lock (no ok call there), timeouts from nothing beside ok calls
+    recs = records(episode(FAILURE, [LOCKED, call(TOOL_ERROR)], seed=0), episode(FAILURE, [call(TOOL_TIMEOUT)], seed=1),
+                   episode(FAILURE, [call(TOOL_OK)], seed=2))
+    tests = T.topup_tests(make_ctx(recs, cap_reached=True), np.random.default_rng(0))
+    assert set(tests) == {(SEARCH, TOOL_TIMEOUT)}
+
+
+def test_a_history_reads_a_missing_status_as_none():
+    # a step without a tool call may read NaN (a table from parquet) or None: the same history
+    recs = records(episode(FAILURE, [LOCKED, call(TOOL_OK)]), episode(FAILURE, [LOCKED, call(TOOL_ERROR)]))
+    steps = recs.steps.astype({"tool_status": object})
+    steps.loc[2, "tool_status"] = np.nan
+    assert T.histories(steps).tolist() == [(), ((LOCK, None),), (), ((LOCK, None),)]
+    # indexed like the steps it was given, in whatever order they came
+    shuffled = steps.iloc[[3, 1, 2, 0]]
+    assert T.histories(shuffled).to_dict() == T.histories(steps).to_dict()
