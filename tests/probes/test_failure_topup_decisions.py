@@ -360,6 +360,18 @@ def test_a_history_reads_a_missing_status_as_none():
     steps = recs.steps.astype({"tool_status": object})
     steps.loc[2, "tool_status"] = np.nan
     assert T.histories(steps).tolist() == [(), ((LOCK, None),), (), ((LOCK, None),)]
-    # indexed like the steps it was given, in whatever order they came
+    # indexed like the steps it was given, in whatever order they came (a filtered table keeps its labels)
     shuffled = steps.iloc[[3, 1, 2, 0]]
     assert T.histories(shuffled).to_dict() == T.histories(steps).to_dict()
+    assert T.histories(steps.iloc[[3, 2, 1]]).to_dict() == {1: (), 2: (), 3: ((LOCK, None),)}  # step 0 left out
+
+
+def test_calls_made_equally_often_are_taken_in_action_order():
+    # 30 calls, every third made twice (10 of them), the rest once; each fails on its first try.
+    # The 8 most made are the first 8 of the ten made twice, in action order
+    eps = [episode(FAILURE, [call(TOOL_ERROR, action=a, tool=f"t{a}")] + ([call(TOOL_OK, action=a, tool=f"t{a}")]
+                                                                          if a % 3 == 0 else []), seed=a)
+           for a in range(30)]
+    ctx = make_ctx(records(*eps), env=SimpleNamespace(action_space=gym.spaces.Discrete(30)), cap_reached=True)
+    T.topup_tests(ctx, np.random.default_rng(0))
+    assert ctx.skipped == [f"failure-rewarded top-up of action {a} from episode 0 on" for a in range(0, 24, 3)]
