@@ -52,6 +52,8 @@ PROBE_TESTS = {  # probes whose tests do not mirror their name (besides tests/pr
     "failure_plain": ("tests/probes/test_failures*.py",),
     "failure_charge": ("tests/probes/test_failures*.py",),
     "failure_confirm": ("tests/probes/test_failures*.py",),
+    "failure_rewarded": ("tests/probes/test_failures*.py",),
+    "failure_topup": ("tests/probes/test_failures*.py",),
 }
 
 
