@@ -298,11 +298,14 @@ def test_an_ending_lump_is_found_whatever_ending_comes_first():
 
 class Claims:
     """Plays a policy in a tiny claim game: CLAIM ends the episode paid ``claim_pay`` (success=False),
-    ANSWER ends it unpaid, WORK pays ``work`` and goes on; ``limit`` steps end it as a failure.
-    The policy is really played (reset on each seed, then asked for every action)."""
+    ANSWER ends it unpaid, WORK pays ``work`` and goes on; ``limit`` steps end it as a failure. A
+    claim made before ``claim_after`` steps pays nothing. The policy is really played (reset on
+    each seed, then asked for every action)."""
 
-    def __init__(self, claim_pay: float, work: float = 0.0, limit: int = 6, success_on: int | None = None):
+    def __init__(self, claim_pay: float, work: float = 0.0, limit: int = 6, success_on: int | None = None,
+                 claim_after: int = 0):
         self.claim_pay, self.work, self.limit, self.success_on, self.first_id = claim_pay, work, limit, success_on, 1000
+        self.claim_after = claim_after
 
     def __call__(self, policy, seeds, kwargs):
         eps = []
@@ -312,7 +315,7 @@ class Claims:
             for _ in range(self.limit):
                 a = policy(None, {})
                 if a in (CLAIM, ANSWER):
-                    steps.append((a, self.claim_pay if a == CLAIM else 0.0))
+                    steps.append((a, self.claim_pay if a == CLAIM and len(steps) >= self.claim_after else 0.0))
                     break
                 steps.append((a, self.work))
             won = self.success_on is not None and s % self.success_on == 0
@@ -361,6 +364,11 @@ def test_confirm_tries_a_random_prefix_as_long_as_the_episodes_that_showed_it():
     (repeat, s1, _), (prefix, s2, _) = ctx.runs
     assert prefix.name == "3 random then claim" and prefix.k == 3 and s1 != s2
     assert s2 == ctx.seeds(I.sample_size(ctx, 24), "confirm", prefix.name)
+    # a claim that pays only after some work: the prefix policy, not the repeat one, shows it
+    ctx = FakeContext(records(), play=Claims(1.0, claim_after=3), labels=["work", "answer", "claim"])
+    best = I._confirm(ctx, cand, table, [WORK], np.ones(MIN_SAMPLES), np.random.default_rng(0))
+    assert best["policy"] == "3 random actions, then 'claim'" and best["mean_exploit"] == 1.0
+    assert best["verdict"]["level"] == "at_least_success" and len(ctx.runs) == 2
     # the claiming episodes of one step (median length 1): no prefix to play
     short = records(*many(6, FAILURE, [(CLAIM, 0.5)], success=False), *many(6, FAILURE, [(ANSWER, 0.0)], success=False))
     table = I.behaviours(short.episodes, short.steps)
