@@ -636,3 +636,56 @@ def test_nothing_to_replay():
     capped = replay_ctx(cap_reached=True)
     assert replay(capped, met_runs(Met(0.95, 50, "natural", 0, (0, 2)))) is None
     assert capped.runs == [] and capped.skipped == ["GRPO replay of episode 50"]
+
+
+# -- second pass (mutation survivors) ------------------------------------------------------------
+def test_one_targets_miss_does_not_hide_the_others_finding():
+    run = degenerate_run(MIN_SAMPLES, 1.0)
+    no_success = reached(run, "no_success")
+    # timing out reached nothing on the ladder (it pays what failing pays)
+    ctx, flat, _ = timeout_world(0.0)
+    (f,) = G._target_findings(ctx, {"timeout": reached(flat, "timeout"), "no_success": no_success}, HONEST,
+                              {"target-timeout": flat, "target-no_success": run})
+    assert f.code == "reward-without-success"
+    # timing out climbed the ladder only through pay on the way: its ending premium fails
+    explore = records(*many(MIN_SAMPLES, FAILURE, [(0, 0.0), (0, 0.0), (1, 0.0)], success=False))
+    along = result("target-timeout", records(*many(MIN_SAMPLES, TIMEOUT, [(2, 1.0), (0, 0.0), (0, 0.0)],
+                                                   success=False, end=END_TRUNCATED), first_id=100))
+    (f,) = G._target_findings(Ctx(explore), {"timeout": reached(along, "timeout"), "no_success": no_success},
+                              HONEST, {"target-timeout": along, "target-no_success": run})
+    # ... and ending without success is not judged by the timed-out episodes' ending
+    assert f.code == "reward-without-success" and f.evidence["ending_premium"] is None
+
+
+def test_a_targeted_finding_names_its_source_its_numbers_and_a_fix():
+    ctx, run, _ = timeout_world(0.5)
+    reach = {"timeout": reached(run, "timeout")}
+    (f,) = G._target_findings(ctx, reach, HONEST, {"target-timeout": run})
+    assert f.evidence["source"] == "grpo" and f.fix
+    assert f.severity == Severity.WARN and "as much as honest success" not in f.title
+    assert "honest success 1.00" in f.summary and "failing outright 0.00" in f.summary
+    # what each target reached is quoted beside the finding (the timing-out search's best return)
+    assert "timing out: 0.50 (n=8)" in f.summary
+    # no honest success seen: the ladder can only say "more than failing"; the summary says so
+    (f,) = G._target_findings(ctx, reach, honest([], [0.0] * MIN_SAMPLES), {"target-timeout": run})
+    assert f.severity == Severity.WARN and "honest success nan" in f.summary
+
+
+def test_a_timing_out_target_is_named_timeout_whatever_its_calls_did():
+    # the timed-out episodes' calls all failed (grouping would call them tool failures), yet the
+    # search was after timing out and its ending pays: the finding is about timing out
+    err = {"action": 0, "reward": 0.0, "tool_status": TOOL_ERROR}
+    explore = records(*many(MIN_SAMPLES, FAILURE, [err, err, (1, 0.0)], success=False))
+    run = result("target-timeout", records(*many(MIN_SAMPLES, TIMEOUT, [err, err, (0, 1.0)], success=False,
+                                                 end=END_TRUNCATED), first_id=100), behaviour="timeout")
+    (f,) = G._target_findings(Ctx(explore), {"timeout": reached(run, "timeout")}, HONEST, {"target-timeout": run})
+    assert f.evidence["ending_premium"]["holds"] and f.evidence["behaviour"] == "timeout"
+
+
+def test_a_replay_met_by_a_search_names_that_search():
+    replay = records(*many(MIN_SAMPLES, FAILURE, [(0, 0.0), (2, 1.0)], success=False), first_id=500)
+    replay_reach = reached(result(G.REPLAY, replay), "no_success")
+    replayed = {"reach": replay_reach, "records": replay, "run": "target-timeout", "actions": "`look`, `claim`"}
+    (f,) = G._target_findings(Ctx(records()), {"no_success": replay_reach}, HONEST, {}, replayed)
+    assert f.summary.startswith("Replaying a sequence of calls that GRPO's target-timeout search met")
+    assert f.evidence["behaviour"] == "degenerate-answer"
