@@ -689,3 +689,21 @@ def test_a_replay_met_by_a_search_names_that_search():
     (f,) = G._target_findings(Ctx(records()), {"no_success": replay_reach}, HONEST, {}, replayed)
     assert f.summary.startswith("Replaying a sequence of calls that GRPO's target-timeout search met")
     assert f.evidence["behaviour"] == "degenerate-answer"
+
+
+def test_delay_examples_are_later_richer_successes_only():
+    """Examples come from the evaluated runs: successes longer than the fastest success and
+    richer than it; not a success at the fastest length, not one paid only as much, not a failure."""
+    searched = records(episode(SUCCESS, [(0, 0.0)] * 2 + [(1, 3.0)], success=True),   # 200: later, richer
+                       episode(FAILURE, [(1, 5.0)], success=False),                   # 201: no success
+                       episode(SUCCESS, [(0, 0.0), (1, 2.9)], success=True),          # 202: at the fastest length
+                       episode(SUCCESS, [(0, 0.0)] * 3 + [(1, 1.0)], success=True),   # 203: later, paid the same
+                       episode(FAILURE, [(0, 0.0)] * 2 + [(1, 5.0)], success=False),  # 204: later, richer, failed
+                       first_id=200)
+    training = delay_groups(MIN_SAMPLES, 0.5, first_id=100, training=True)  # the delay, seen in training
+    runs = {"natural": result("natural", training=training.episodes),
+            "target-success": result("target-success", searched)}
+    ctx = Ctx(records())
+    ctx.keep(searched)  # training episodes are not kept in the report
+    f = G._delayed_success(ctx, EXPLORE, runs, HONEST)
+    assert f.examples == [200] and f.title and f.summary and f.fix
