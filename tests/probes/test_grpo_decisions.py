@@ -27,7 +27,15 @@ from envaudit.grpo.trainer import RICHEST_KEPT, Met, TrainResult
 from envaudit.pipeline import Pipeline
 from envaudit.probe import cap_reason
 from envaudit.probes import grpo as G
-from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.protocol import (
+    END_TRUNCATED,
+    FAILURE,
+    SUCCESS,
+    TIMEOUT,
+    TOOL_ERROR,
+    TOOL_OK,
+    TOOL_TIMEOUT,
+)
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
