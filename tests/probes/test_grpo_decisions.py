@@ -233,6 +233,7 @@ def test_cannot_drive_names_the_space_it_cannot_read():
         with pytest.raises(UnsupportedSpace) as exc:
             action_count(env.action_space)
         assert f.code == "learned-exploit" and f.severity == Severity.INFO and f.probe == "grpo"
+        assert f.title and f.summary and f.fix  # what was skipped, why, and that nothing needs fixing
         assert f.evidence == {"source": "grpo", "reason": str(exc.value), "action_space": repr(env.action_space),
                               "behaviour": "exploration"}
     # a Discrete catalogue over an observation the featurizer cannot read
