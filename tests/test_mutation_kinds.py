@@ -96,7 +96,7 @@ class Policy:
     path.write_text(source)
     names = ["envaudit.probes.length.x_judge__mutmut_1", "envaudit.probes.length.x_judge__mutmut_2",
              "envaudit.probes.length.x\u01c1Policy\u01c1act__mutmut_1", "envaudit.probes.length.x_gone__mutmut_1"]
-    assert M.kinds(tmp_path, "envaudit/probes/length.py", names) == dict(zip(names, [M.TEXT, M.OTHER, M.OTHER, M.OTHER]))
+    assert M.kinds(tmp_path, "envaudit/probes/length.py", names) == dict(zip(names, [M.TEXT, M.OTHER, M.OTHER, M.OTHER], strict=True))
     assert M.kinds(tmp_path / "missing", "envaudit/probes/length.py", names[:1]) == {names[0]: M.OTHER}
 
 
