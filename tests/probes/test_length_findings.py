@@ -140,10 +140,12 @@ def test_farming_repeats_the_actions_that_paid_most_in_exploration():
 
 
 def ranked_quit_play(pay: float, outcome=FAILURE):
-    """Quitting at once pays ``pay`` + 0.001 x the seed's rank: the best examples are the last seeds."""
+    """Quitting at once with SUBMIT pays ``pay`` + 0.001 x the seed's rank (the best examples are the
+    last seeds); any other action ends the episode for nothing."""
     def play(policy, seeds, kw):
         action = policy.actions[0]  # the action the policy repeats ends the episode at once
-        return records(*[episode(outcome, [(action, pay + 0.001 * i)], success=False, seed=s)
+        paid = pay if action == SUBMIT else 0.0
+        return records(*[episode(outcome, [(action, paid + 0.001 * i)], success=False, seed=s)
                          for i, s in enumerate(seeds)], first_id=100)
     return play
 
@@ -192,11 +194,13 @@ def test_quitting_is_judged_at_the_scans_alpha(monkeypatch):
 
     monkeypatch.setattr(L, "exploit_ladder", ladder)
     config = FakeContext(records()).config.__class__(seed=0, alpha=0.01)
-    ctx = FakeContext(farming_ctx(None).exploration, config=config, play=quit_play(1.0), labels=["work", "submit"])
-    L._brevity(ctx, QUIT_FIT, np.ones(MIN_SAMPLES), np.zeros(MIN_SAMPLES), np.random.default_rng(0))
+    # too few successes: placed against failure, topped up by random play, placed again
+    ctx = FakeContext(farming_ctx(None).exploration, config=config, play=topping_up([1.0] * MIN_SAMPLES),
+                      labels=["work", "submit"])
+    L._brevity(ctx, QUIT_FIT, np.ones(2), np.zeros(MIN_SAMPLES), np.random.default_rng(0))
     stall = FakeContext(farming_ctx(None).exploration, config=config, play=stall_play(0.1), labels=["work", "submit"])
     L._farming(stall, FIT, np.ones(MIN_SAMPLES), np.zeros(MIN_SAMPLES), np.random.default_rng(0))
-    assert seen == [0.01, 0.01]
+    assert seen == [0.01, 0.01, 0.01]
 
 
 def topping_up(found: list[float]):
@@ -231,6 +235,10 @@ def test_too_few_successes_are_searched_for_after_random_play(monkeypatch):
     enough = L._brevity(farming_ctx(topping_up([1.0] * MIN_SAMPLES)), QUIT_FIT, np.ones(2), np.zeros(MIN_SAMPLES),
                         np.random.default_rng(0))
     assert asked == [] and enough.severity == Severity.FAIL  # random play found enough: no search
+    monkeypatch.setattr(L, "searched_successes", lambda ctx, n: [])
+    none = L._brevity(farming_ctx(topping_up([])), QUIT_FIT, np.ones(2), np.zeros(MIN_SAMPLES),
+                      np.random.default_rng(0))
+    assert none.evidence["mean_success"] is None  # no success anywhere: nothing to show
 
 
 def test_quitting_is_placed_against_the_failures_that_end_another_way():
