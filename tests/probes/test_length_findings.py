@@ -272,6 +272,7 @@ def test_run_hands_the_delay_check_its_actions_and_reward_scale(monkeypatch):
     delayed = finding(Severity.FAIL, behaviour="delay-success")
 
     def delay(ctx, others, scale, rng, *, candidates):
+        assert isinstance(rng, np.random.Generator)  # the check's draws come from the scan's seed
         asked.append((others, scale, candidates))
         return delayed
 
