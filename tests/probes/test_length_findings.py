@@ -52,7 +52,8 @@ def carries(f: Finding, behaviour: str, fit: dict | None = None, **evidence) -> 
 
 
 def shows(f: Finding, *numbers: float | None) -> None:
-    """The summary shows each number as the report writes numbers (``fmt``)."""
+    """The summary shows each number as the report writes numbers (``fmt``), and none is unknown."""
+    assert L.fmt(None) not in f.summary, f.summary
     for x in numbers:
         assert L.fmt(x) in f.summary, (L.fmt(x), f.summary)
 
@@ -83,6 +84,9 @@ def test_a_farming_finding_shows_its_numbers_and_best_examples():
     assert f.evidence["p_value"] == f.evidence["test"]["p_value"] > STRONG_FIT["coef"]["length"]["p_value"]
     assert f.examples == [100 + n - 1 - i for i in range(5)]  # the five best-paying, best first
     shows(f, mean, 10.0, 0.9)
+    # both strategies (the stall and repeating 'work') earn the same on the 8 screen seeds
+    screen = 1.0 + 0.001 * 7 / 2
+    assert f.evidence["screen"] == pytest.approx({"stall": screen, "repeat work": screen})
     assert f"pays {0.1:+.3g} once progress stops" in f.summary  # each idle step's pay (the tail's)
     # judged in the gap between success and failure: 0.7 of reward
     assert f.evidence["marginal"]["min_effect"] == pytest.approx(L.MIN_EFFECT * 0.7)
