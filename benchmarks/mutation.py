@@ -262,6 +262,16 @@ def _statuses(t: Target, folder: Path, tests_ref: str | None, max_children: int,
     return statuses
 
 
+def _saved(folder: Path) -> Path:
+    """Every mutant's status after the last run in ``folder`` (beside it: staging empties it)."""
+    return folder.with_name(folder.name + ".statuses.json")
+
+
+def _load_saved(path: Path, patterns: list[str]) -> dict[str, str]:
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    return {k: v for k, v in saved.items() if not patterns or any(fnmatch.fnmatch(k, p) for p in patterns)}
+
+
 def _folder(t: Target, tests_ref: str | None, tag: str) -> Path:
     return STAGING / re.sub(r"[^A-Za-z0-9]+", "-", f"{t.source}-{tests_ref or tag}").strip("-")
 
@@ -292,13 +302,20 @@ def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool,
         left = [k for k, v in statuses.items() if v not in CAUGHT]
         if left:
             statuses.update(_statuses(t, folder, tests_ref, max_children, rerun, left))
-    elif survivors_only and (folder / "mutants").exists():
-        statuses = _statuses(t, folder, tests_ref, max_children, False, patterns)
+    elif survivors_only and (_saved(folder).exists() or (folder / "mutants").exists()):
+        # The last run's statuses: mutmut's own results forget the mutants a rerun did not run
+        # ("not checked"), so a second --survivors-only would run every mutant again.
+        statuses = (_load_saved(_saved(folder), patterns) if _saved(folder).exists()
+                    else _statuses(t, folder, tests_ref, max_children, False, patterns))
         left = [k for k, v in statuses.items() if v not in CAUGHT]
         if left:
             statuses.update(_statuses(t, folder, tests_ref, max_children, True, left))
+    elif not rerun and _saved(folder).exists():  # --report-only
+        statuses = _load_saved(_saved(folder), patterns)
     else:
         statuses = _statuses(t, folder, tests_ref, max_children, rerun, patterns)
+    if rerun or survivors_only:
+        _saved(folder).write_text(json.dumps({**_load_saved(_saved(folder), []), **statuses}, indent=0))
     selected = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args_test_selection"] \
         if (folder / "pyproject.toml").exists() else list(t.tests)
     order = lambda k: (k.rsplit("__mutmut_", 1)[0], int(k.rsplit("_", 1)[1]))  # noqa: E731
