@@ -103,3 +103,12 @@ class Policy:
 def test_the_decisions_score_leaves_text_survivors_out():
     row = {"killed": 80, "total": 110, "n_text": 10}
     assert M.decisions_score(row) == pytest.approx(0.8)
+
+
+def test_the_last_runs_statuses_are_kept_beside_the_staging_folder(tmp_path):
+    folder = tmp_path / "probes-length-py-subset"
+    saved = M._saved(folder)
+    assert saved.parent == tmp_path  # staging empties the folder itself
+    saved.write_text('{"m.x_run__mutmut_1": "killed", "m.x_regress__mutmut_2": "survived"}')
+    assert M._load_saved(saved, ["*.x_run__mutmut_*"]) == {"m.x_run__mutmut_1": "killed"}
+    assert len(M._load_saved(saved, [])) == 2 and M._load_saved(tmp_path / "none.json", []) == {}
