@@ -347,4 +347,3 @@ def test_idle_value_holds_progress_fixed_by_replaying_the_same_prefix():
     # No discrete action space to replay with: the tail of the staller's own episodes stands in.
     tail = L.idle_value(FakeContext(records()), run, eps, 1.0)
     assert tail["method"].startswith("tail") and tail["pays"]
-
