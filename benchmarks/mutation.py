@@ -13,6 +13,16 @@ surviving mutant with its diff. Target (issue 15): at least 85% killed on stats 
     python benchmarks/mutation.py timeouts --tests 'tests/probes/test_timeouts_decisions.py'
                                    # only these tests: minutes instead of hours, a lower bound
     python benchmarks/mutation.py timeouts --two-stage    # decision tests, then every test on survivors
+    python benchmarks/mutation.py length --report-only --show-text  # the last run again, text survivors listed
+
+Two scores per module: killed / total, and killed / (total - text survivors), "decisions (text
+mutants left out)". A *text* survivor differs from the original function only inside message
+strings (a finding's title, summary or fix; the literal parts of an f-string): both functions are
+parsed and compared with that text replaced by a placeholder. A string a program reads is never
+text: a dict key, a subscript, a keyword argument's value, a comparison's operand, or a one-token
+string (a column, a stream, a contract value such as ``"stall"``) wherever it stands. Every other
+survivor is a decision no selected test pins, listed with its diff; text survivors are counted
+(``--show-text`` lists them).
 
 A probe's tests are ``tests/probes/test_<stem>.py`` and ``test_<stem>_*.py``: the scans of
 planted envs and ``test_<stem>_decisions.py``, the direct tests of the probe's decision functions
@@ -32,12 +42,15 @@ mutmut there; the working tree is never modified.
 from __future__ import annotations
 
 import argparse
+import ast
+import copy
 import fnmatch
 import json
 import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -146,6 +159,92 @@ def diffs(folder: Path, staged: str, names: list[str]) -> dict[str, str]:
     return {n: mutmut(folder, "show", n).stdout for n in names}  # mutmut's internals moved
 
 
+# -- survivor kinds ---------------------------------------------------------------------------------
+# A survivor that differs from the original only in the wording of a message (a finding's title,
+# summary or fix, an assertion's text) says nothing about the module's decisions; every other
+# survivor is a decision no selected test pins. The split is made on the two functions' syntax
+# trees, never on the diff's text, so a changed dict key, column or stream name is not text.
+TEXT = "text"
+OTHER = "other"
+_PLACEHOLDER = "\0text\0"
+_NAME = re.compile(r"[\w.:/\-]*")  # one token: a column, key, stream or option name, not prose
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _name_context(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """Whether the string ``node`` is read as a name: a dict key, a subscript, a keyword argument's
+    value, or an operand of a comparison (also as an element of a tuple/list/set there)."""
+    child, parent = node, parents.get(node)
+    while isinstance(parent, (ast.Tuple, ast.List, ast.Set)):
+        child, parent = parent, parents.get(parent)
+    if isinstance(parent, ast.Dict):
+        return any(k is child for k in parent.keys)
+    if isinstance(parent, ast.Subscript):
+        return parent.slice is child
+    return isinstance(parent, (ast.keyword, ast.Compare))
+
+
+def _is_text(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    """A string constant that is message text: not in a name context, and either a literal part of
+    an f-string or prose (a plain string that is one name-like token, ``"stall"``, ``"records"``,
+    may be a contract value or a column read elsewhere, so it is not text)."""
+    parent = parents.get(node)
+    if isinstance(parent, ast.JoinedStr):  # the literal text of an f-string, judged as the whole f-string
+        return not _name_context(parent, parents)
+    if _name_context(node, parents):
+        return False
+    return not _NAME.fullmatch(node.value)
+
+
+def _normalised(source: str | ast.AST) -> str:
+    """The function's syntax tree with its name and every message text replaced by placeholders."""
+    tree = ast.parse(textwrap.dedent(source)) if isinstance(source, str) else source
+    tree = copy.deepcopy(tree)
+    parents = _parents(tree)
+    texts = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and _is_text(n, parents)]
+    for n in texts:
+        n.value = _PLACEHOLDER
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            n.name = re.sub(r"__mutmut_\w+$", "", n.name)
+            break
+    return ast.dump(tree, annotate_fields=False)
+
+
+def kind(original: str | ast.AST, mutant: str | ast.AST) -> str:
+    """``text`` when the mutant differs from the original only inside message strings, else
+    ``other`` (sources of one function each, or their parsed trees)."""
+    return TEXT if _normalised(original) == _normalised(mutant) else OTHER
+
+
+def mutant_functions(folder: Path, staged: str) -> dict[str, tuple[ast.AST, ast.AST]]:
+    """Every mutant's (original, mutant) function trees, from the mutated module mutmut wrote
+    (``x_<function>__mutmut_orig`` beside ``x_<function>__mutmut_<n>``), keyed by mutant name."""
+    path = folder / "mutants" / staged
+    if not path.exists():
+        return {}
+    tree = ast.parse(path.read_text())
+    defs = {n.name: n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and "__mutmut_" in n.name}
+    module = staged.removesuffix(".py").replace("/", ".")
+    out = {}
+    for name, node in defs.items():
+        base, n = name.rsplit("__mutmut_", 1)
+        if n != "orig" and f"{base}__mutmut_orig" in defs:
+            out[f"{module}.{name}"] = (defs[f"{base}__mutmut_orig"], node)
+    return out
+
+
+def kinds(folder: Path, staged: str, names: list[str]) -> dict[str, str]:
+    """Each named mutant's kind (``other`` where its source cannot be found)."""
+    functions = mutant_functions(folder, staged)
+    return {n: kind(*functions[n]) if n in functions else OTHER for n in names}
+
+
 def _statuses(t: Target, folder: Path, tests_ref: str | None, max_children: int, rerun: bool,
               patterns: list[str]) -> dict[str, str]:
     """Run mutmut on ``t`` in ``folder`` (only the mutants matching ``patterns``, all without) and
@@ -165,13 +264,23 @@ def _statuses(t: Target, folder: Path, tests_ref: str | None, max_children: int,
     return statuses
 
 
+def _saved(folder: Path) -> Path:
+    """Every mutant's status after the last run in ``folder`` (beside it: staging empties it)."""
+    return folder.with_name(folder.name + ".statuses.json")
+
+
+def _load_saved(path: Path, patterns: list[str]) -> dict[str, str]:
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    return {k: v for k, v in saved.items() if not patterns or any(fnmatch.fnmatch(k, p) for p in patterns)}
+
+
 def _folder(t: Target, tests_ref: str | None, tag: str) -> Path:
     return STAGING / re.sub(r"[^A-Za-z0-9]+", "-", f"{t.source}-{tests_ref or tag}").strip("-")
 
 
 def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool, rerun: bool,
           only: list[str], tests: list[str] | None = None, two_stage: bool = False,
-          survivors_only: bool = False, keyword: str | None = None) -> dict:
+          survivors_only: bool = False, keyword: str | None = None, show_text: bool = False) -> dict:
     """Killed and surviving mutants of one module.
 
     ``two_stage``: first every mutant against the module's decision tests alone
@@ -195,25 +304,45 @@ def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool,
         left = [k for k, v in statuses.items() if v not in CAUGHT]
         if left:
             statuses.update(_statuses(t, folder, tests_ref, max_children, rerun, left))
-    elif survivors_only and (folder / "mutants").exists():
-        statuses = _statuses(t, folder, tests_ref, max_children, False, patterns)
+    elif survivors_only and (_saved(folder).exists() or (folder / "mutants").exists()):
+        # The last run's statuses: mutmut's own results forget the mutants a rerun did not run
+        # ("not checked"), so a second --survivors-only would run every mutant again.
+        statuses = (_load_saved(_saved(folder), patterns) if _saved(folder).exists()
+                    else _statuses(t, folder, tests_ref, max_children, False, patterns))
         left = [k for k, v in statuses.items() if v not in CAUGHT]
         if left:
             statuses.update(_statuses(t, folder, tests_ref, max_children, True, left))
+    elif not rerun and _saved(folder).exists():  # --report-only
+        statuses = _load_saved(_saved(folder), patterns)
     else:
         statuses = _statuses(t, folder, tests_ref, max_children, rerun, patterns)
+    if rerun or survivors_only:
+        _saved(folder).write_text(json.dumps({**_load_saved(_saved(folder), []), **statuses}, indent=0))
     selected = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args_test_selection"] \
         if (folder / "pyproject.toml").exists() else list(t.tests)
     order = lambda k: (k.rsplit("__mutmut_", 1)[0], int(k.rsplit("_", 1)[1]))  # noqa: E731
     survivors = sorted((k for k, v in statuses.items() if v not in CAUGHT), key=order)
     # "no tests": no selected test reaches the function at all; counted per function, not diffed.
     untested = Counter(_function(k) for k in survivors if statuses[k] == "no tests")
-    shown = [k for k in survivors if statuses[k] != "no tests"]
+    source = folder if (folder / "mutants").exists() else _folder(t, tests_ref, "decisions")
+    kind_of = kinds(source, t.staged, survivors)
+    text = [k for k in survivors if kind_of[k] == TEXT]
+    untested_text = Counter(_function(k) for k in text if statuses[k] == "no tests")
+    shown = [k for k in survivors if statuses[k] != "no tests" and kind_of[k] != TEXT]
+    text_shown = [k for k in text if statuses[k] != "no tests"]
     module = t.source + (f" ({', '.join(only)})" if only else "") + (" [subset]" if tests or keyword else "")
+    wanted = shown + (text_shown if show_text else [])
     return {"module": module, "tests": selected, "total": len(statuses),
             "killed": sum(v in CAUGHT for v in statuses.values()),
             "survivors": {k: statuses[k] for k in shown}, "untested": dict(untested),
-            "diffs": diffs(folder, t.staged, shown) if show_diffs else {}}
+            "untested_text": dict(untested_text), "text": {k: statuses[k] for k in text_shown},
+            "n_text": len(text), "by_function": dict(Counter(_function(k) for k in shown)),
+            "diffs": diffs(folder, t.staged, wanted) if show_diffs and wanted else {}}
+
+
+def decisions_score(row: dict) -> float:
+    """Killed over the mutants that change more than a message's wording."""
+    return row["killed"] / max(row["total"] - row["n_text"], 1)
 
 
 def _function(mutant: str) -> str:
@@ -243,6 +372,8 @@ def main() -> None:
                              "score as one run with every test, far faster)")
     parser.add_argument("--survivors-only", action="store_true",
                         help="rerun only the mutants that survived the last run (after adding tests)")
+    parser.add_argument("--show-text", action="store_true",
+                        help="list the text survivors (wording of messages only) with their diffs too")
     parser.add_argument("--report-only", action="store_true",
                         help="print the results of the last run in build/mutation/ without running again")
     args = parser.parse_args()
@@ -250,19 +381,33 @@ def main() -> None:
     if args.all_probes:
         names += [p.stem for p in sorted((ROOT / "probes").glob("*.py")) if p.stem != "__init__"]
     rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
-                  args.only, args.tests, args.two_stage, args.survivors_only, args.keyword) for n in names]
+                  args.only, args.tests, args.two_stage, args.survivors_only, args.keyword, args.show_text)
+            for n in names]
     for r in rows:
         print(f"\n== {r['module']}  (tests: {' '.join(r['tests'])})")
         for function, n in r["untested"].items():
-            print(f"  no tests   {function}: {n} mutants (no selected test calls it)")
-        for name, status in r["survivors"].items():
-            print(f"  {status:10} {name}")
-            for line in r["diffs"].get(name, "").splitlines():
-                if line[:1] in "+-" and line[:3] not in ("+++", "---"):
-                    print(f"      {line}")
-    print(f"\n{'module':32} {'killed':>7} {'total':>6} {'score':>7}")
+            text = r["untested_text"].get(function, 0)
+            print(f"  no tests   {function}: {n} mutants (no selected test calls it)" + (f", {text} text" if text else ""))
+        _print_survivors(r["survivors"], r["diffs"])
+        if r["by_function"]:
+            print("  decision survivors by function: "
+                  + ", ".join(f"{f} {n}" for f, n in sorted(r["by_function"].items(), key=lambda x: -x[1])))
+        print(f"  text       {r['n_text']} survivors differ only in the wording of messages"
+              + (":" if args.show_text else " (--show-text lists them)"))
+        if args.show_text:
+            _print_survivors(r["text"], r["diffs"])
+    print(f"\n{'module':32} {'killed':>7} {'total':>6} {'score':>7} {'text':>6}  decisions (text mutants left out)")
     for r in rows:
-        print(f"{r['module']:32} {r['killed']:7d} {r['total']:6d} {r['killed'] / max(r['total'], 1):7.1%}")
+        print(f"{r['module']:32} {r['killed']:7d} {r['total']:6d} {r['killed'] / max(r['total'], 1):7.1%} "
+              f"{r['n_text']:6d}  {r['killed']}/{r['total'] - r['n_text']} = {decisions_score(r):.1%}")
+
+
+def _print_survivors(survivors: dict[str, str], found: dict[str, str]) -> None:
+    for name, status in survivors.items():
+        print(f"  {status:10} {name}")
+        for line in found.get(name, "").splitlines():
+            if line[:1] in "+-" and line[:3] not in ("+++", "---"):
+                print(f"      {line}")
 
 
 if __name__ == "__main__":
