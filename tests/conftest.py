@@ -21,7 +21,6 @@ LONG_MODULES = (
     "tests/test_suite_ray.py",
     "tests/test_grouping.py",
     "tests/families/test_detection_fast.py",
-    "tests/adapters/test_text_view.py",
     "tests/test_ray_exec.py",
     "tests/test_notebook.py",
     "tests/test_classics.py",

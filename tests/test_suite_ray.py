@@ -1,5 +1,10 @@
-"""``--executor ray``: a suite of every bundled env (22: 11 variants and their text twins) scanned as
-Ray tasks on a local Ray instance finds exactly what the local executor finds.
+"""``--executor ray``: a suite of bundled envs scanned as Ray tasks on a local Ray instance finds
+exactly what the local executor finds.
+
+The suite is eight envs: the three planted flaws these probes catch at fail (an answer that pays
+without success, a reply bonus, an unseeded answer), the clean twin of each env family, and a text
+twin of a flawed and of a clean env (the text catalogue path); the expansion of ``envaudit/*`` over
+the registry is ``tests/test_suite.py``'s.
 
 Ray starts once for the module (a local instance of two CPUs); the local executor runs two worker
 processes. The scans are small (a quick scan, four cheap probes, 16 exploration episodes) so the
@@ -22,6 +27,7 @@ from envaudit.suite_file import build_entries
 
 PROBES = ["api", "exploits", "replay", "intent"]
 TIMINGS = ("seconds", "created")
+ALL = {**VARIANTS, **TEXT_VARIANTS}
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +45,17 @@ def _comparable(folder: Path) -> dict:
     return report
 
 
-# Two suites of 22 report folders: about a minute of CPU, mostly rendering the plots every report
-# folder holds. The limit only keeps a loaded machine from failing it.
+SUITE = ["envaudit/FlakySearch-AnswerAll-v0", "envaudit/Helpdesk-EngagementBonus-v0", "envaudit/FlakySearch-Unseeded-v0",
+         "envaudit/FlakySearch-v0", "envaudit/Helpdesk-v0", "envaudit/CodeFix-v0",
+         "envaudit/FlakySearch-AnswerAll-Text-v0", "envaudit/Helpdesk-Text-v0"]
+
+
+# Two suites of eight report folders. The limit only keeps a loaded machine from failing it.
 @pytest.mark.timeout(900)
 def test_ray_suite_finds_what_the_local_executor_finds(local_ray, tmp_path):
-    entries = build_entries(["envaudit/*"], None, base={},
+    entries = build_entries(SUITE, None, base={},
                             flags={"quick": True, "episodes": 64, "probes": PROBES}, env_args={})
-    assert {e.target for e in entries} == set(VARIANTS) | set(TEXT_VARIANTS) and len(entries) >= 20
+    assert [e.target for e in entries] == SUITE
     local = run_suite(entries, tmp_path / "local", workers=2)  # local worker processes
     on_ray = run_suite(entries, tmp_path / "ray", executor="ray")
     assert local.complete and on_ray.complete and on_ray.executor == "ray"
@@ -59,8 +69,8 @@ def test_ray_suite_finds_what_the_local_executor_finds(local_ray, tmp_path):
     # Whole reports match too, except where the env itself draws from Python's unseeded global
     # random (the planted non-replayable flaw): its numbers follow the process's history, which
     # no executor controls; its verdicts are compared above.
-    unseeded = {v.id for v in (*VARIANTS.values(), *TEXT_VARIANTS.values()) if "non-replayable" in v.planted}
-    assert len(unseeded) == 2
+    unseeded = {t for t in SUITE if "non-replayable" in ALL[t].planted}
+    assert unseeded == {"envaudit/FlakySearch-Unseeded-v0"}
     for entry in entries:
         if entry.target not in unseeded:
             assert _comparable(tmp_path / "ray" / entry.name) == _comparable(tmp_path / "local" / entry.name), \
@@ -71,9 +81,9 @@ def test_ray_suite_finds_what_the_local_executor_finds(local_ray, tmp_path):
     worst = {r["target"]: r["worst"] for r in local.rows}
     for name in ("FlakySearch-AnswerAll", "Helpdesk-EngagementBonus", "FlakySearch-Unseeded"):
         assert worst[f"envaudit/{name}-v0"] == "fail", name
-    for variant in (*VARIANTS.values(), *TEXT_VARIANTS.values()):
-        if variant.is_clean:
-            assert worst[variant.id] in (None, "info"), variant.id
+    for target in SUITE:
+        if ALL[target].is_clean:
+            assert worst[target] in (None, "info"), target
 
 
 def test_the_command_runs_a_suite_on_ray(local_ray, tmp_path, monkeypatch, capsys):

@@ -31,6 +31,34 @@ def _failed_calls(episodes: pd.DataFrame) -> np.ndarray:
     return (episodes["n_tool_errors"] + episodes["n_tool_timeouts"]).to_numpy(int)
 
 
+def _sets(table: pd.DataFrame, keys: list[str]) -> list[np.ndarray]:
+    """Row positions of each set of ``table`` sharing ``keys``, in sorted key order (as
+    ``groupby(keys, sort=True)``, rows with a missing key left out), rows in table order. One
+    ``ngroup`` pass instead of a DataFrame per set: a training run has thousands of sets."""
+    if table.empty:
+        return []
+    codes = table.groupby(keys, sort=True).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    order = order[codes[order] >= 0]  # -1: a key is missing (groupby drops those rows)
+    cuts = np.flatnonzero(np.diff(codes[order])) + 1
+    return np.split(order, cuts)
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean of the values that are not NaN (as ``Series.mean``); NaN where there are none."""
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if len(kept) else float("nan")
+
+
+def _descending(values: np.ndarray) -> np.ndarray:
+    """Positions of ``values`` largest first, ties in the order ``sort_values(ascending=False)``
+    gives them (pandas reverses, sorts, and reverses back; NaN last)."""
+    if np.isnan(values).any():
+        return pd.Series(values).sort_values(ascending=False).index.to_numpy()
+    backwards = np.arange(len(values))[::-1]
+    return backwards[values[::-1].argsort(kind="quicksort")][::-1]
+
+
 def delayed_success(pools: dict[str, pd.DataFrame], rng: np.random.Generator, *, margin: float,
                     alpha: float) -> dict[str, Any]:
     """Do later successes earn more than the fastest success from the same start?
@@ -50,19 +78,22 @@ def delayed_success(pools: dict[str, pd.DataFrame], rng: np.random.Generator, *,
         if episodes.empty or "group" not in episodes:
             continue
         wins = episodes[episodes["outcome"] == SUCCESS].assign(failed=lambda e: _failed_calls(e))
-        for length, r in zip(wins["length"].astype(int), wins["return"].astype(float), strict=True):
+        lengths, returns = wins["length"].to_numpy(int), wins["return"].to_numpy(float)
+        for length, r in zip(lengths.tolist(), returns.tolist(), strict=True):
             wins_by_length.setdefault(length, []).append(r)
         keys = [k for k in ("iteration", "group") if k in wins] + ["failed"]
-        for _, g in wins.groupby(keys, sort=True):
-            shortest = int(g["length"].min())
-            fast, late = g[g["length"] == shortest], g[g["length"] > shortest]
-            if late.empty:
+        ids = wins["episode_id"].to_numpy()
+        for rows in _sets(wins, keys):
+            here = lengths[rows]
+            shortest = int(here.min())
+            fast, late = rows[here == shortest], rows[here > shortest]
+            if not len(late):
                 continue
-            delayed.append(float(late["return"].mean()))
-            fastest.append(float(fast["return"].mean()))
-            extra.append(float(late["length"].mean()) - shortest)
+            delayed.append(_mean(returns[late]))
+            fastest.append(_mean(returns[fast]))
+            extra.append(float(lengths[late].mean()) - shortest)
             if delayed[-1] > fastest[-1]:
-                examples.extend(int(i) for i in late.sort_values("return", ascending=False)["episode_id"])
+                examples.extend(int(i) for i in ids[late[_descending(returns[late])]])
     # The same rewards summed in another order differ in the last bits; that is one return, not a
     # delay that pays (a return maximiser cannot act on float rounding).
     delayed_a, fastest_a = np.asarray(delayed, float), np.asarray(fastest, float)

@@ -9,6 +9,7 @@ registry to leak into, nothing to close; ``figure_png`` renders one with the Agg
 
 from __future__ import annotations
 
+import functools
 import io
 import textwrap
 from collections.abc import Callable
@@ -40,6 +41,7 @@ def missing(title: str, reason: str) -> Figure:
     fig = _figure(7.5, 2.6)
     fig.set_gid(MISSING)
     fig.set_label(reason)  # so a page can say why in words instead of showing the placeholder
+    fig.envaudit_missing = (title, reason)  # what the picture depends on: see rendered_png
     ax = fig.add_subplot()
     ax.set_axis_off()
     ax.set_title(title, loc="left", fontsize=11)
@@ -59,6 +61,19 @@ def figure_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
+
+
+@functools.lru_cache(maxsize=64)
+def _missing_png(title: str, reason: str) -> bytes:
+    return figure_png(missing(title, reason))
+
+
+def rendered_png(fig: Figure) -> bytes:
+    """``figure_png(fig)``; a placeholder (``missing``) is rendered once per title and reason. A
+    suite of reports (or a test run) draws the same few placeholders again and again, and
+    rendering one costs as much as a small plot; the picture depends on nothing else."""
+    key = getattr(fig, "envaudit_missing", None)
+    return _missing_png(*key) if key is not None else figure_png(fig)
 
 
 def why_missing(view: AuditReport, probe: str, table: str) -> str:
@@ -449,7 +464,7 @@ def render_plots(report: Any) -> dict[str, RenderedPlot]:
             error = f"{type(exc).__name__}: {exc}"
             fig = missing(plot.title, f"drawing this plot failed ({error}); please report it")
         gone = is_missing(fig)
-        out[name] = RenderedPlot(plot, figure_png(fig), gone, error, fig.get_label() if gone else None)
+        out[name] = RenderedPlot(plot, rendered_png(fig), gone, error, fig.get_label() if gone else None)
     return out
 
 

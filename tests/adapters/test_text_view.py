@@ -4,13 +4,12 @@ An adapter env's actions are catalogue indices (what exploration and the torch e
 the language model writes text. The text view gives the same env ``Text`` actions whose random
 draw is a catalogue text, so the tiny model's warm-up corpus is the catalogue, and the engine's
 system prompt is the ecosystem's own. The run on a real vLLM engine happens in a child process
-(``tests/grpo/lm_checks.py adapter``), as for the other vLLM checks.
+(``tests/grpo/lm_checks.py adapter``), beside the other vLLM checks in ``tests/grpo/test_lm_engine.py``.
 """
 
 from __future__ import annotations
 
 import gymnasium as gym
-import numpy as np
 import pytest
 
 pytest.importorskip("reasoning_gym")
@@ -21,7 +20,6 @@ from envaudit.cli import main  # noqa: E402
 from envaudit.config import ScanConfig  # noqa: E402
 from envaudit.grpo.lm_model import SYSTEM_PROMPT, collect_turns, env_system_prompt, prompt_ids  # noqa: E402
 from envaudit.seeding import child_rng  # noqa: E402
-from tests.grpo.test_lm_engine import needs_vllm, run_check  # noqa: E402
 
 TARGET = "reasoning-gym:leg_counting"
 
@@ -86,16 +84,3 @@ def test_lm_lengths_are_for_the_vllm_engine_and_positive(capsys):
         ScanConfig(engine="vllm", max_model_len=0)
     assert main(["scan", TARGET, "--max-new-tokens", "32"]) == 2
     assert "add --engine vllm" in capsys.readouterr().err
-
-
-@needs_vllm
-def test_engine_vllm_trains_on_an_adapter_env_in_its_own_text():
-    result = run_check("adapter", timeout=900)
-    assert result["iterations"] >= 1 and result["steps"] > 0
-    assert result["text_actions"]  # the model's own text went to the ecosystem
-    assert result["system_is_the_ecosystems"]
-    assert result["max_new_tokens"] == 24
-    # The tiny model warmed up on the catalogue writes its form: the <answer> tag the grader reads
-    # (it cannot count legs, so its numbers rarely match this state's catalogue exactly).
-    assert result["answer_tag_fraction"] > 0.5, result
-    assert np.isfinite(result["seconds"])

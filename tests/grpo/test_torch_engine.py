@@ -77,6 +77,22 @@ def test_same_seed_same_weights_and_samples_and_threads_restored():
     assert np.allclose(greedy.logprobs, np.log(a.probabilities(obs[:2], [0.0, 0.0]).max(axis=1)))
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+def test_the_starting_weights_do_not_depend_on_torchs_thread_count(threads):
+    # The same seed on a machine with more cores must start from the same policy (the QR behind
+    # the orthogonal init gives other bits on several threads than on one).
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = _engine(seed=5)
+        torch.set_num_threads(threads)
+        many = _engine(seed=5)
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(one.net.parameters(), many.net.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
 def test_update_moves_probability_towards_the_action_with_positive_advantage():
     engine = _engine(learning_rate=0.05)
     obs = np.array([0.5, 0.5, 0.5])

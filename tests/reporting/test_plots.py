@@ -118,3 +118,19 @@ def test_every_plot_renders_for_every_bundled_env(env_id):
     # Bundled envs report tool calls and success: the exploration plots always have their data.
     assert not is_missing(plots.return_vs_length(report)) and not is_missing(plots.return_sources(report))
     assert "no info['tool']" not in _texts(plots.return_sources(report))
+
+
+def test_a_placeholder_is_rendered_once_and_is_the_picture_drawn_afresh():
+    # A placeholder depends only on its title and reason: the cached PNG is byte for byte the one a
+    # fresh drawing gives, and a second report with the same missing data does not draw it again.
+    plots._missing_png.cache_clear()
+    empty = load_report(synthetic.empty_report())
+    first = render_plots(empty)
+    drawn = plots._missing_png.cache_info()
+    again = render_plots(empty)
+    assert plots._missing_png.cache_info().misses == drawn.misses >= 1
+    assert plots._missing_png.cache_info().hits >= drawn.misses
+    for name, plot in PLOTS.items():
+        fig = plot.draw(empty)
+        assert is_missing(fig) and first[name].missing
+        assert again[name].png == first[name].png == figure_png(fig)
