@@ -52,6 +52,7 @@ PROBE_TESTS = {  # probes whose tests do not mirror their name (besides tests/pr
     "failure_plain": ("tests/probes/test_failures*.py",),
     "failure_charge": ("tests/probes/test_failures*.py",),
     "failure_confirm": ("tests/probes/test_failures*.py",),
+    "failure_conditioned": ("tests/probes/test_failures*.py", "tests/probes/test_failure_conditioned*.py"),
 }
 
 
