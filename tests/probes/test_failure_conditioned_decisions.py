@@ -489,3 +489,24 @@ def test_a_finding_asks_the_oracle_on_the_paths_seeds():
     assert ctx.runs[0][1] == [3, 4] and f.severity == Severity.FAIL  # 0.8 >= the oracle's 0.7
     assert f.evidence["honest_success_source"] == "the env's oracle, from the same starts"
     assert f.fix == FC.FIX.format(b="handoff", tool="search", b_words="handing off")
+
+
+def test_the_summary_reports_the_means_the_sample_and_the_path_against_the_yardstick():
+    tests = {"k1": cond(examples=[5]), "k2": cond(status=TOOL_TIMEOUT, tool="fetch", examples=[7], path_returns=[1.1])}
+    adjusted = {"k1": 0.01, "k2": 0.004}
+    f = FC.finding(FakeContext(records()), ["k1", "k2"], tests, adjusted, (0.9, "x"))
+    head = ("Handing off right after a failed or timed-out `fetch` (or `search`) call pays 0.3, against 0 right after "
+            "a working `fetch` (or `search`) call with the same progress before it (exploration, n=9)")
+    assert f.summary == head + ("; the episode that does it earns 0.9, at least an honest success (0.9), so a "
+                                "return-maximising agent waits for failures instead of doing the task.")
+    f = FC.finding(FakeContext(records()), ["k1", "k2"], tests, adjusted, (0.95, "x"))
+    assert f.summary == head + "; the episode that does it earns 0.9, less than an honest success (0.95)."
+    f = FC.finding(FakeContext(records()), ["k1", "k2"], tests, adjusted, (None, None))
+    assert f.summary == head + "; the episode that does it earns 0.9."
+    one = {"k": cond(nxt="escalate_2", ends=False, path_returns=[], source="fault injection", call_label="lookup",
+                     mean_failed=0.25, mean_ok=-0.5)}
+    f = FC.finding(FakeContext(records()), ["k"], one, {"k": 0.01}, (None, None))
+    assert f.title == "calling `escalate_2` right after a failed `lookup` call pays more than after a working one"
+    assert f.summary == ("Calling `escalate_2` right after a failed `lookup` call pays 0.25, against -0.5 right after "
+                         "the same call works (fault injection, same seed and prefix, n=9).")
+    assert f.evidence["condition"] == "right after a failed `search` call" and f.evidence["call"] == "lookup"
