@@ -12,6 +12,8 @@ t-test scipy computes on the same returns.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats as st
@@ -23,6 +25,7 @@ from envaudit.probes import failures as P
 from envaudit.probes.failure_plain import natural_failure_rate
 from envaudit.protocol import FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK
 from envaudit.seeding import child_seed
+from envaudit.stats import MIN_SAMPLES as MIN
 from tests.fixtures.frames import FakeContext, episode, many, records
 
 SEARCH, ANSWER, GIVEUP = 0, 1, 2
@@ -307,3 +310,91 @@ def test_the_sweep_stops_at_the_cap_and_decides_on_what_ran():
     assert none.notes["sweep_stopped_for_time_at_rate"] == 0.0
     assert none.skipped == [f"policy {n!r} at fault rate 0" for n in ("oracle", "quit-on-failure", "short:answer",
                                                                      "short:giveup")]
+
+
+# -- the small helpers ------------------------------------------------------------------------------
+def test_charge_words_take_each_calls_largest_charge_and_name_three():
+    # the timeout's 0.9 comes first: a later, smaller charge of the same call must not replace it
+    fee = {"charge_per_failure": {"search (timeout)": 0.9, "search (error)": 0.5, "fetch (error)": 0.7,
+                                  "rank (error)": 0.1}}
+    assert P._charge_words(fee) == "each failed `search`, `fetch`, `rank` call costs up to 0.9 beyond the step it takes"
+
+
+def test_quitting_examples_read_each_episodes_last_step_only():
+    # episode 0 quits (action 9) right after a failure but does not end there: its last step is 2
+    recs = records(episode(FAILURE, [step(SEARCH, TOOL_ERROR, 0.0), (9, 0.0), (2, 0.0)]),
+                   episode(FAILURE, [step(SEARCH, TOOL_ERROR, 0.0), (9, 0.0)]))
+    assert P._quit_after_failure(recs, 9) == [1]
+
+
+# -- run: which evidence goes where (the heavy parts stubbed, the charges computed for real) --------
+class Streams(Ctx):
+    """Records which named random streams were asked for."""
+
+    def rng(self, *names):
+        self.__dict__.setdefault("streams", []).append(names)
+        return np.random.default_rng(0)
+
+
+# 10 of 12 injected failures fall 1 short of the cheapest step, 2 pay 1 over: exact signed-rank
+# p = (C(12,10) + C(12,11) + 1) / 2^12 = 0.019, a charge at alpha 0.05 but not at 0.01
+PAIRS = {(SEARCH, TOOL_ERROR): ([-1.0] * 10 + [1.0] * 2, [(-1.0, 0.0)] * 12)}
+
+
+def stub_probe(monkeypatch, seen):
+    def record(name, result):
+        def f(*args):
+            seen[name] = args
+            return result
+        return f
+
+    monkeypatch.setattr(P, "injection_tests", record("injection", ("INJ", "ARMS", PAIRS)))
+    monkeypatch.setattr(P, "topup_tests", record("topup", "TOPUP"))
+    monkeypatch.setattr(P, "failure_rewarded", record("rewarded", ["rewarded"]))
+    monkeypatch.setattr(P, "shortcut_sweep", record("sweep", ["sweep"]))
+    monkeypatch.setattr(P, "shortcut_exploration", record("plain", ["plain"]))
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.01])
+def test_run_on_a_tool_env_injects_faults_and_sweeps_with_the_injected_charges(monkeypatch, alpha):
+    seen = {}
+    stub_probe(monkeypatch, seen)
+    ctx = Streams(EXPLORED, config=ScanConfig(seed=0, quick=True, alpha=alpha), env=Desk(), labels=LABELS,
+                  is_tool_env=True)
+    assert P.run(ctx) == ["rewarded", "sweep"]
+    assert ctx.streams == [("injection",), ("charge",)] and set(seen) == {"injection", "rewarded", "sweep"}
+    _, runs, injected, arms = seen["rewarded"]
+    assert isinstance(runs, P._Runs) and runs.ctx is ctx and (injected, arms) == ("INJ", "ARMS")
+    assert seen["sweep"][1] is runs
+    fee = seen["sweep"][2]
+    assert fee["source"] == "fault injection" and fee["step_reward_reference"] == 0.0  # EXPLORED's working search
+    assert set(fee["tests"]) == {"search (error)"}  # labelled
+    p = (math.comb(12, 10) + 12 + 1) / 2**12
+    assert fee["tests"]["search (error)"]["p_value"] == pytest.approx(p) and fee["charged"] is (p <= alpha)
+
+
+def test_run_on_a_plain_env_tops_up_and_reads_the_charges_from_exploration(monkeypatch):
+    seen = {}
+    stub_probe(monkeypatch, seen)
+    explored = records(*many(MIN, FAILURE, [step(SEARCH, TOOL_ERROR, -1.0), step(SEARCH, TOOL_OK, 0.0),
+                                             step(GIVEUP, TOOL_OK, 0.0)]))
+    ctx = Streams(explored, config=ScanConfig(seed=0, alpha=0.01), env=Desk(), labels=LABELS, is_tool_env=False)
+    assert P.run(ctx) == ["rewarded", "plain"]
+    assert ctx.streams == [("topup",), ("charge",)] and set(seen) == {"topup", "rewarded", "plain"}
+    assert seen["rewarded"][1:] == (None, "TOPUP", {})
+    fee = seen["plain"][1]
+    # every failed search pays 1 less than the cheapest ordinary step (0) and than a working search
+    assert fee["source"] == "exploration" and fee["step_reward_reference"] == 0.0
+    assert fee["charged"] and fee["charge_per_failure"] == {"search (error)": pytest.approx(1.0)}
+    assert fee["tests"]["search (error)"]["p_value"] == pytest.approx(2.0 ** -MIN)
+
+
+def test_run_treats_a_tool_env_without_a_discrete_action_space_as_plain(monkeypatch):
+    import gymnasium as gym
+
+    seen = {}
+    stub_probe(monkeypatch, seen)
+    env = Desk()
+    env.action_space = gym.spaces.Box(0.0, 1.0, (1,))
+    ctx = Streams(EXPLORED, config=ScanConfig(seed=0), env=env, labels=LABELS, is_tool_env=True)
+    assert P.run(ctx) == ["rewarded", "plain"] and "injection" not in seen
