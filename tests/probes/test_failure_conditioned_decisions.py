@@ -510,3 +510,83 @@ def test_the_summary_reports_the_means_the_sample_and_the_path_against_the_yards
     assert f.summary == ("Calling `escalate_2` right after a failed `lookup` call pays 0.25, against -0.5 right after "
                          "the same call works (fault injection, same seed and prefix, n=9).")
     assert f.evidence["condition"] == "right after a failed `search` call" and f.evidence["call"] == "lookup"
+
+
+# -- targeted episodes: which calls, which endings, which boundaries -------------------------------
+def chosen_failures(handoff_fails, quit_oks):
+    """A plain desk whose search fails on the seeds chosen from the targeted seeds: ``handoff_fails``
+    of the handoff episodes (even positions), and every quit episode (odd positions) but ``quit_oks``."""
+    def fails(seeds):
+        targeted = FakeContext(records()).seeds(FC.TARGETED_MAX_EPISODES, "conditioned-targeted", SEARCH)
+        return set(targeted[0::2][:handoff_fails]) | set(targeted[1::2][quit_oks:])
+    return fails
+
+
+def test_targeted_tests_need_min_samples_on_both_sides():
+    ctx = plain_context(chosen_failures(MIN_SAMPLES - 1, MIN_SAMPLES))
+    tests = FC.targeted_tests(ctx, np.random.default_rng(0))
+    # 7 failed handoffs: too few; exactly 8 working quits: enough (every round ran: 12 were never reached)
+    half = FC.TARGETED_MAX_EPISODES // 2
+    assert set(tests) == {("conditioned", "search", TOOL_ERROR, QUIT)}
+    t = tests[("conditioned", "search", TOOL_ERROR, QUIT)]
+    assert (t["n_failed"], t["n_ok"]) == (half - MIN_SAMPLES, MIN_SAMPLES)
+    ctx = plain_context(chosen_failures(MIN_SAMPLES, 0))
+    tests = FC.targeted_tests(ctx, np.random.default_rng(0))
+    t = tests[("conditioned", "search", TOOL_ERROR, HANDOFF)]
+    assert (t["n_failed"], t["n_ok"]) == (MIN_SAMPLES, half - MIN_SAMPLES)
+    assert t["p_value"] == pytest.approx(st.mannwhitneyu([BONUS] * MIN_SAMPLES, [0.0] * (half - MIN_SAMPLES),
+                                                         alternative="greater").pvalue)
+    assert (t["kind"], t["next"], t["status"]) == ("conditioned", HANDOFF, TOOL_ERROR)
+    assert t["two_step_diff_ci"] == pytest.approx([BONUS, BONUS])
+    assert t["test"] == ("Mann-Whitney U on the next step's reward right after the call failed on its own against "
+                         "right after it worked, both from fresh resets, same next action, one-sided (targeted)")
+
+
+def general_play(ends_at_call=(), fail_every=2):
+    """Targeted play on a desk of several calls: a call on ``ends_at_call`` ends the episode at once
+    (the replay cannot hold); any other fails on even seeds (``fail_every``); handing off after
+    a failure pays BONUS, quitting after a failure pays 4e-10 (float noise: the same as 0)."""
+    ids = itertools.count()
+
+    def play(policy, seeds, kw):
+        plan, eps, first = policy.plan, [], None
+        for k, r in enumerate(plan.replays):
+            eid = next(ids)
+            first = eid if first is None else first
+            plan.episode_replay[eid] = k
+            a, b = r.actions
+            if a in ends_at_call:
+                rows = [{"action": a, "tool_name": "t", "tool_status": TOOL_OK, "reward": 0.0, "terminated": True}]
+            else:
+                failed = r.seed % fail_every == 0
+                rows = [{"action": a, "tool_name": "t", "tool_status": TOOL_ERROR if failed else TOOL_OK,
+                         "reward": CREDIT if failed else -STEP},
+                        {"action": b, "reward": (BONUS if b == HANDOFF else 4e-10) if failed else 0.0,
+                         "terminated": True}]
+            eps.append(episode(FAILURE, rows, seed=r.seed))
+        recs = records(*eps, first_id=first)
+        recs.steps["injected"] = False
+        return recs
+
+    return play
+
+
+def test_targeted_calls_by_frequency_and_endings_by_how_often_they_end():
+    tool = {0: "search", 3: "fetch", 6: "rank", 5: "half"}
+    c = lambda a, r=0.0, **kw: {"action": a, "tool_name": tool.get(a), "tool_status": TOOL_OK if a in tool else None,
+                                "reward": r, **kw}
+    explore = records(*many(6, FAILURE, [c(0, -STEP), c(HANDOFF)]),
+                      *many(4, FAILURE, [c(3, -STEP), c(4), c(QUIT)]),  # 4 makes no call: never a target
+                      *many(2, FAILURE, [c(6, -STEP), c(6, -STEP), c(5, terminated=False), c(5)]))  # 5 ends half the time
+    ctx = FakeContext(explore, play=general_play(ends_at_call={0}), labels=None)
+    tests = FC.targeted_tests(ctx, np.random.default_rng(0))
+    # targets: search (6 calls), then fetch and rank (4 each, by action); endings: 1 and 2 (always), 5 (half)
+    firsts = [p.plan.replays[0].actions[0] for p, _, _ in ctx.runs]
+    assert firsts[0] == 0 and len([a for a in firsts if a == 0]) == 1  # search's replays cannot hold: one round
+    assert [a for i, a in enumerate(firsts) if i == 0 or a != firsts[i - 1]] == [0, 3, 6]
+    assert [r.actions[1] for r in ctx.runs[1][0].plan.replays[:6]] == [HANDOFF, QUIT, 5] * 2
+    assert {k[1] for k in tests} == {"fetch", "rank"}  # search gave nothing; the later calls still ran
+    t = tests[("conditioned", "fetch", TOOL_ERROR, QUIT)]
+    assert t["diff"] == 0.0 and t["p_value"] == 1.0 and t["examples"] == []  # 4e-10 is float noise
+    assert t["two_step_diff"] == pytest.approx(0.0)
+    assert (t["call_label"], t["next_label"]) == ("3", "2")
