@@ -20,6 +20,7 @@ import pytest
 from scipy import stats as st
 
 from envaudit.config import ScanConfig
+from envaudit.faults import FaultInjector
 from envaudit.findings import Severity
 from envaudit.probes import failure_conditioned as FC
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
@@ -35,7 +36,7 @@ def call(status, reward, action=SEARCH, **kw):
     return {"action": action, "tool_name": TOOLS.get(action), "tool_status": status, "reward": reward, **kw}
 
 
-def desk_steps(seed, actions, fault_at=None, fault=None, *, fails=(), uninjected=()):
+def desk_steps(seed, actions, fault_at=None, fault=None, *, fails=(), uninjected=(), diverge=()):
     """The desk's steps for ``actions`` from ``seed``: a search fails on its own on the ``fails`` seeds,
     or with ``fault`` forced at index ``fault_at`` (``uninjected`` seeds: the env failed it first)."""
     rows, before = [], None
@@ -50,10 +51,14 @@ def desk_steps(seed, actions, fault_at=None, fault=None, *, fails=(), uninjected
             row = call(status, -STEP if status == TOOL_OK else CREDIT, injected=injected)
         elif a == HANDOFF:
             row = call(TOOL_OK, BONUS if before in (TOOL_ERROR, TOOL_TIMEOUT) else 0.0, action=HANDOFF)
+        elif fault is not None and seed in diverge:
+            row = {"action": a, "reward": 0.0}
+            rows.append({**row, "terminated": True, "truncated": False})
+            break  # the episode ended before the replay's last action: it did not hold
         else:
-            row = {"action": QUIT, "reward": 0.0}
-        row["terminated"] = last and a != SEARCH
-        row["truncated"] = last and a == SEARCH
+            row = {"action": a, "reward": -STEP}
+        row["terminated"] = last and a in (HANDOFF, QUIT)
+        row["truncated"] = last and not row["terminated"]
         rows.append(row)
         before = row.get("tool_status")
     return rows
@@ -88,7 +93,8 @@ def _column(eps, key):
 class Desk:
     """What the probe reads of a ``ToolEnv``: the catalogue (call -> tool) and the tools."""
 
-    catalogue = [SimpleNamespace(tool="search"), SimpleNamespace(tool="handoff"), SimpleNamespace(tool="quit")]
+    catalogue = [SimpleNamespace(tool="search"), SimpleNamespace(tool="handoff"), SimpleNamespace(tool="quit"),
+                 SimpleNamespace(tool="note"), SimpleNamespace(tool="note")]
     tools = ("search", "handoff", "quit")
 
     @property
@@ -590,3 +596,87 @@ def test_targeted_calls_by_frequency_and_endings_by_how_often_they_end():
     assert t["diff"] == 0.0 and t["p_value"] == 1.0 and t["examples"] == []  # 4e-10 is float noise
     assert t["two_step_diff"] == pytest.approx(0.0)
     assert (t["call_label"], t["next_label"]) == ("3", "2")
+
+
+def test_injection_skips_replays_that_did_not_hold_and_keys_by_the_last_two_actions():
+    # a note (action 3, no tool) before the search: replays carry a prefix; seed 0's faulted replays
+    # end early (they did not hold, so they pair with nothing) and come first
+    explore = records(*[episode(FAILURE, [{"action": 3, "reward": -STEP}, call(TOOL_OK, -STEP),
+                                          call(TOOL_OK, 0.0, action=HANDOFF)], seed=s) for s in range(12)])
+    ctx = FakeContext(explore, config=ScanConfig(seed=0, quick=True), env=Desk(), labels=None,
+                      play=replay_player(diverge={0}), is_tool_env=True)
+    tests = FC.injection_tests(ctx, np.random.default_rng(0))
+    # targets: search and the note (12 each, by action); the note's fault is never the injector's
+    assert set(tests) == {("conditioned", SEARCH, s, b) for s in (TOOL_ERROR, TOOL_TIMEOUT) for b in (HANDOFF, 3, SEARCH)}
+    first = ctx.runs[0][0].plan.replays[0]
+    assert first.seed == 0 and first.actions[:2] == (3, SEARCH)
+    t = tests[("conditioned", SEARCH, TOOL_ERROR, HANDOFF)]
+    assert t["n_pairs"] == 11 and t["p_value"] == pytest.approx(2.0 ** -11) and 0 not in t["path_seeds"]
+    # the fault goes on the call before the last, through the plan's own wrappers
+    for p, _, kw in ctx.runs:
+        inject = [w for w in kw["wrappers"] if getattr(w, "func", None) is FaultInjector]
+        if p.plan.fault is None:
+            assert inject == []
+        else:
+            (w,) = inject
+            assert w.keywords["schedule"] == p.plan.schedule and p.plan.fault_at == -2
+
+
+def test_exploration_labels_ends_and_noise():
+    # next actions: search (0, the first label), handoff, and 2 (past the two labels); the handoff
+    # ends 4 of 8 times after a failure (half: it ends), the quit 3 of 9 (a third: it does not)
+    cont = {"terminated": False, "truncated": True}
+    recs = records(*many(4, FAILURE, [call(TOOL_ERROR, CREDIT), call(TOOL_OK, BONUS, action=HANDOFF)]),
+                   *many(4, FAILURE, [call(TOOL_ERROR, CREDIT), call(TOOL_OK, BONUS, action=HANDOFF, **cont)]),
+                   *many(2, FAILURE, [call(TOOL_OK, -STEP), call(TOOL_OK, 0.0, action=HANDOFF)]),
+                   *many(3, FAILURE, [call(TOOL_ERROR, CREDIT), {"action": QUIT, "reward": 4e-10}]),
+                   *many(6, FAILURE, [call(TOOL_ERROR, CREDIT), {"action": QUIT, "reward": 4e-10, **cont}]),
+                   *many(2, FAILURE, [call(TOOL_OK, -STEP), {"action": QUIT, "reward": 0.0}]),
+                   *many(MIN_SAMPLES, FAILURE, [call(TOOL_TIMEOUT, -STEP), call(TOOL_OK, -STEP), (QUIT, 0.0)]),
+                   *many(2, FAILURE, [call(TOOL_OK, -STEP), call(TOOL_OK, -STEP), (QUIT, 0.0)]))
+    tests = FC.exploration_tests(recs, ["search", "handoff"], np.random.default_rng(0))
+    hand = tests[("conditioned", "search", TOOL_ERROR, HANDOFF)]
+    assert hand["ends"] is True and hand["next_label"] == "handoff" and len(hand["path_returns"]) == 4
+    assert hand["mean_failed"] == pytest.approx(BONUS) and hand["mean_ok"] == 0.0 and hand["kind"] == "conditioned"
+    assert hand["call_label"] is None and hand["two_step_diff_ci"] == pytest.approx([BONUS, BONUS])
+    assert hand["test"] == ("Wilcoxon signed-rank on the next step's reward right after a failed call against the mean "
+                            "right after an ok call of the same tool, same next action and same tools worked before, "
+                            "one-sided (exploration)")
+    q = tests[("conditioned", "search", TOOL_ERROR, QUIT)]
+    assert q["ends"] is False and q["next_label"] == "2"
+    assert q["diff"] == 0.0 and q["p_value"] == 1.0 and q["examples"] == []  # 4e-10 is float noise
+    assert q["two_step_diff"] == pytest.approx(0.0) and "two_step_p" not in q  # the CI gates exploration
+    assert tests[("conditioned", "search", TOOL_TIMEOUT, SEARCH)]["next_label"] == "search"
+
+
+def test_the_finding_evidence_in_full():
+    tests = {"k1": cond(examples=[5]),
+             "k2": cond(status=TOOL_TIMEOUT, tool="fetch", examples=[7], path_returns=[1.1], records=("R0", "R1")),
+             "k3": cond(tool="rank", diff=0.6, examples=[8], path_returns=[]),
+             "k4": cond(tool="seek", diff=0.5, examples=[9], path_returns=[])}
+    adjusted = {"k1": 0.01, "k2": 0.02, "k3": 0.004, "k4": 0.004}  # k3 and k4 tie: the larger diff leads
+    ctx = FakeContext(records())
+    f = FC.finding(ctx, list(tests), tests, adjusted, (0.95, "the oracle"))
+    assert ctx.kept == []  # k3 leads, and it carries no records
+    assert f.evidence == {
+        "behaviour": "tool-failure", "reward_path": "env",
+        "condition": "right after a failed or timed-out `rank` or `fetch` or `search` or `seek` call",
+        "tools": ["rank", "fetch", "search", "seek"], "next_action_ends_episode": True,
+        "p_value": 0.001, "p_holm_in_probe": 0.004, "test": "T", "source": "exploration",
+        "tool": "rank", "call": None, "status": TOOL_ERROR, "next_action": "handoff",
+        "mean_reward_after_failed": BONUS, "mean_reward_after_ok": 0.0, "diff": 0.6, "diff_ci": [0.2, 0.4],
+        "effect_size": 1.0, "two_step_diff": BONUS, "n": 9,
+        "also_flagged": {f"{TOOL_ERROR} -> handoff": {"diff": 0.5, "p_value": 0.001},
+                         f"{TOOL_TIMEOUT} -> handoff": {"diff": BONUS, "p_value": 0.001}},
+        "conditioned_path_return": pytest.approx(0.9), "n_conditioned_paths": 3,
+        "honest_success_return": 0.95, "honest_success_source": "the oracle"}
+    assert f.examples == [8, 9, 5, 7]
+    assert f.title == ("handing off right after a failed or timed-out `rank` (or `fetch`, `search`, `seek`) call pays "
+                       "more than after a working one")
+
+
+def test_the_summary_of_targeted_episodes():
+    t = {"k": cond(source="targeted episodes", call_label="search", path_returns=[], mean_ok=-0.25)}
+    f = FC.finding(FakeContext(records()), ["k"], t, {"k": 0.01}, (None, None))
+    assert f.summary == ("Handing off right after a failed `search` call pays 0.3, against -0.25 right after a working "
+                         "`search` call (episodes that make the call first, from fresh resets, n=9).")
