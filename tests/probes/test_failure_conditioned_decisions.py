@@ -380,6 +380,7 @@ def test_plain_tests_take_the_targeted_test_over_explorations():
     tests = FC.plain_tests(ctx, np.random.default_rng(0))
     assert tests[("conditioned", "search", TOOL_ERROR, HANDOFF)]["source"] == "targeted episodes"
     assert tests[("conditioned", "search", TOOL_TIMEOUT, SEARCH)]["source"] == "exploration"
+    assert tests[("conditioned", "search", TOOL_TIMEOUT, SEARCH)]["next_label"] == "search"  # the context's labels
 
 
 # -- the decision ----------------------------------------------------------------------------------
@@ -680,3 +681,47 @@ def test_the_summary_of_targeted_episodes():
     f = FC.finding(FakeContext(records()), ["k"], t, {"k": 0.01}, (None, None))
     assert f.summary == ("Handing off right after a failed `search` call pays 0.3, against -0.25 right after a working "
                          "`search` call (episodes that make the call first, from fresh resets, n=9).")
+
+
+@pytest.mark.parametrize("handoff_fails, quit_oks, rounds", [
+    (FC.MIN_PAIRS, FC.MIN_PAIRS, 1),  # exactly 12 of each in the pilot: enough
+    (0, FC.MIN_PAIRS, FC.TARGETED_MAX_EPISODES // (2 * FC.TARGETED_BATCH)),  # handing off never failed: go on
+    (FC.MIN_PAIRS, 0, FC.TARGETED_MAX_EPISODES // (2 * FC.TARGETED_BATCH))])  # quitting never worked: go on
+def test_targeted_rounds_stop_at_exactly_min_pairs_of_each(handoff_fails, quit_oks, rounds):
+    ctx = plain_context(chosen_failures(handoff_fails, quit_oks))
+    FC._targeted_arms(ctx, SEARCH, [HANDOFF, QUIT])
+    assert len(ctx.runs) == rounds
+    p, _, kw = ctx.runs[0]
+    assert p.name == "conditioned-targeted-0" and [w.func.__name__ for w in kw["wrappers"]] == ["_CutAfterReplay"]
+
+
+def test_targeted_rounds_wait_for_the_working_side_when_most_calls_fail():
+    ctx = plain_context(lambda seeds: {s for s in seeds if s % 3 != 0})
+    FC._targeted_arms(ctx, SEARCH, [HANDOFF, QUIT])
+    seeds = ctx.seeds(FC.TARGETED_MAX_EPISODES, "conditioned-targeted", SEARCH)
+    batch = 2 * FC.TARGETED_BATCH
+    rounds = next(r for r in range(1, len(seeds) // batch + 1)
+                  if all(sum(s % 3 == 0 for s in seeds[:r * batch][i::2]) >= FC.MIN_PAIRS for i in (0, 1)))
+    assert len(ctx.runs) == rounds > 1
+
+
+def test_injection_sizes_the_fresh_starts_for_a_call_that_never_worked():
+    ctx, _ = injection_context()
+    ctx.exploration = explored([], list(range(12)))  # every search failed: ok rate at its floor
+    FC.injection_tests(ctx, np.random.default_rng(0))
+    # no working call to replay: 12 / MIN_OK_RATE fresh starts, each with both next actions
+    assert len(ctx.runs[0][1]) == math.ceil(FC.MIN_PAIRS / FC.MIN_OK_RATE) * 2
+    t = ctx.runs[0][0].plan.replays
+    assert [r.actions[-1] for r in t[:2]] == [HANDOFF, SEARCH]
+
+
+def test_injection_next_actions_tie_by_action():
+    explore = records(*[episode(FAILURE, [{"action": 3, "reward": -STEP}, call(TOOL_OK, -STEP),
+                                          call(TOOL_OK, 0.0, action=HANDOFF)], seed=s) for s in range(12)])
+    ctx = FakeContext(explore, config=ScanConfig(seed=0, quick=True), env=Desk(), labels=None,
+                      play=replay_player(), is_tool_env=True)
+    tests = FC.injection_tests(ctx, np.random.default_rng(0))
+    assert [r.actions[-1] for r in ctx.runs[0][0].plan.replays[:3]] == [HANDOFF, SEARCH, 3]
+    assert tests[("conditioned", SEARCH, TOOL_ERROR, HANDOFF)]["test"] == (
+        "Wilcoxon signed-rank on the next step's reward, same seed and prefix with vs without a fault forced on "
+        "the call before it, one-sided")
