@@ -130,7 +130,7 @@ def small_sweep(monkeypatch):
     floor; a quick scan would ask for 40 // 4 = 10) and four rates. The decisions are the same code."""
     monkeypatch.setattr(P, "NATURAL_MIN_EPISODES", 16)
     monkeypatch.setattr(P, "NATURAL_EPISODES", 40)
-    monkeypatch.setattr(P, "SWEEP_RATES", (0.0, 0.1, 0.3, 0.5))
+    monkeypatch.setattr(P, "SWEEP_RATES", (0.0, 0.1, 0.3, 0.6))
 
 
 def t_p(d):
@@ -363,6 +363,8 @@ def test_run_on_a_tool_env_injects_faults_and_sweeps_with_the_injected_charges(m
                   is_tool_env=True)
     assert P.run(ctx) == ["rewarded", "sweep"]
     assert ctx.streams == [("injection",), ("charge",)] and set(seen) == {"injection", "rewarded", "sweep"}
+    assert len(seen["injection"]) == 2 and seen["injection"][0] is ctx
+    assert seen["rewarded"][0] is ctx and seen["sweep"][0] is ctx
     _, runs, injected, arms = seen["rewarded"]
     assert isinstance(runs, P._Runs) and runs.ctx is ctx and (injected, arms) == ("INJ", "ARMS")
     assert seen["sweep"][1] is runs
@@ -381,7 +383,8 @@ def test_run_on_a_plain_env_tops_up_and_reads_the_charges_from_exploration(monke
     ctx = Streams(explored, config=ScanConfig(seed=0, alpha=0.01), env=Desk(), labels=LABELS, is_tool_env=False)
     assert P.run(ctx) == ["rewarded", "plain"]
     assert ctx.streams == [("topup",), ("charge",)] and set(seen) == {"topup", "rewarded", "plain"}
-    assert seen["rewarded"][1:] == (None, "TOPUP", {})
+    assert seen["rewarded"] == (ctx, None, "TOPUP", {}) and seen["plain"][0] is ctx
+    assert len(seen["topup"]) == 2 and seen["topup"][0] is ctx
     fee = seen["plain"][1]
     # every failed search pays 1 less than the cheapest ordinary step (0) and than a working search
     assert fee["source"] == "exploration" and fee["step_reward_reference"] == 0.0
