@@ -580,8 +580,8 @@ def general_play(ends_at_call=(), fail_every=2):
 
 def test_targeted_calls_by_frequency_and_endings_by_how_often_they_end():
     tool = {0: "search", 3: "fetch", 6: "rank", 5: "half"}
-    c = lambda a, r=0.0, **kw: {"action": a, "tool_name": tool.get(a), "tool_status": TOOL_OK if a in tool else None,
-                                "reward": r, **kw}
+    def c(a, r=0.0, **kw):
+        return {"action": a, "tool_name": tool.get(a), "tool_status": TOOL_OK if a in tool else None, "reward": r, **kw}
     explore = records(*many(6, FAILURE, [c(0, -STEP), c(HANDOFF)]),
                       *many(4, FAILURE, [c(3, -STEP), c(4), c(QUIT)]),  # 4 makes no call: never a target
                       *many(2, FAILURE, [c(6, -STEP), c(6, -STEP), c(5, terminated=False), c(5)]))  # 5 ends half the time

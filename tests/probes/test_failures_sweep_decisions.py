@@ -191,7 +191,7 @@ def test_giving_up_beats_persisting_at_the_envs_own_rate():
 def _runs_of(ctx):
     """(policy@rate, seeds, episode ids) of every run, in order (ids as the fake handed them out)."""
     out, start = [], 0
-    for p, seeds, kw in ctx.runs:
+    for _, seeds, kw in ctx.runs:
         out.append((kw["rng_name"], seeds, list(range(start, start + len(seeds)))))
         start += len(seeds)
     return out
@@ -204,7 +204,7 @@ def test_the_sweep_runs_each_policy_once_per_rate_on_its_seeds():
     names = [kw["rng_name"] for _, _, kw in ctx.runs]
     shorts = ["short:answer", "short:giveup"]  # exploration: answering pays 1 on average, giving up 0.6
     assert names == [f"{n}@{r:g}" for r in P.SWEEP_RATES for n in ("oracle", "quit-on-failure", *shorts)]
-    for p, seeds, kw in ctx.runs:
+    for _, seeds, kw in ctx.runs:
         rate = kw["tags"]["fault_rate"]
         assert kw["tags"] == {"fault_rate": rate}
         assert seeds == (runs.natural_seeds if rate == 0 else runs.sweep_seeds)
