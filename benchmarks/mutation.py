@@ -67,6 +67,7 @@ PROBE_TESTS = {  # probes whose tests do not mirror their name (besides tests/pr
     "failure_confirm": ("tests/probes/test_failures*.py",),
     "failure_rewarded": ("tests/probes/test_failures*.py",),
     "failure_topup": ("tests/probes/test_failures*.py",),
+    "failure_conditioned": ("tests/probes/test_failures*.py", "tests/probes/test_failure_conditioned*.py"),
 }
 
 

@@ -248,7 +248,8 @@ def exploration_tests(exploration: Records, labels: Sequence[str] | None,
             two = paired_compare(bad["two_step"].round(9), matched["two_step"], rng)
             ended = bad[bad["next_terminated"].astype(bool)]["episode_id"].unique()
             ends = 2 * int(bad["next_terminated"].astype(bool).sum()) >= len(bad)
-            paid = bad["next_reward"].to_numpy(float) > matched["next_reward"].to_numpy(float)
+            # Rounded as the test is: an example must pay more, not the same up to float noise.
+            paid = bad["next_reward"].astype(float).round(9).to_numpy() > matched["next_reward"].to_numpy(float)
             b = int(b)
             test.update(
                 source="exploration", kind="conditioned", call=None, next=b, status=status, tool=str(tool), ends=ends,
