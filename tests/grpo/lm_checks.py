@@ -15,6 +15,9 @@ import time
 from typing import Any
 
 ENV_ID = "envaudit/CodeFix-TimeoutPasses-Text-v0"
+ADAPTER_ITERATIONS = 4
+"""Natural GRPO iterations of the adapter check (the probe's quick LM run has 12): it checks the
+path from the probe through the text view to vLLM and back, not what training learns."""
 
 
 def _make():
@@ -125,9 +128,11 @@ def adapter() -> dict[str, Any]:
     from envaudit.adapters.base import text_factory
     from envaudit.grpo.config import GRPOConfig
     from envaudit.grpo.lm_engine import LMEngine
+    from envaudit.probes import grpo
     from envaudit.probes.grpo import run
     from tests.fixtures.context import explore
 
+    grpo.QUICK_LM_ITERATIONS = {**grpo.QUICK_LM_ITERATIONS, "natural": ADAPTER_ITERATIONS}  # this process only
     start = time.perf_counter()
     env_id, make = resolve_adapter("reasoning-gym:leg_counting")
     ctx = explore(make, probe="grpo", seed=0, episodes=32, quick=True, engine="vllm", max_new_tokens=24,
