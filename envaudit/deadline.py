@@ -68,6 +68,12 @@ def _run_delay_s(tid: int) -> float | None:
 _local = threading.local()  # the job a deadline thread is running, so nested calls can report to it
 
 
+def guarded() -> bool:
+    """Whether this thread is running a call under a ``DeadlineWorker`` deadline (an env step a
+    runner guards): a hang of anything it calls already ends at that deadline."""
+    return getattr(_local, "job", None) is not None
+
+
 class _Job:
     __slots__ = ("fn", "done", "value", "error", "submitted", "started", "tid", "delay0", "nested_s", "child")
 

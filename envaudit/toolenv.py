@@ -20,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envaudit.deadline import DeadlineExceeded, DeadlineWorker
+from envaudit.deadline import DeadlineExceeded, DeadlineWorker, guarded
 from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 
 FaultHook = Callable[[str], "str | None"]
@@ -28,7 +28,10 @@ FaultHook = Callable[[str], "str | None"]
 
 SIMULATED_HANG_FACTOR, SIMULATED_HANG_FLOOR_S = 10.0, 10.0
 """A simulated tool's call is abandoned as hung only after ``max(FACTOR * deadline, FLOOR)`` seconds:
-its status comes from its declared latency, so the wall clock is only a guard against a real hang."""
+its status comes from its declared latency, so the wall clock is only a guard against a real hang.
+Inside a step that already runs under a deadline (every runner of a scan guards its steps) the call
+runs inline on the step's thread: a hang of the simulation's own code is the env hanging, which
+that deadline reports, and a second thread per call would only double the cost of every step."""
 
 
 @dataclass
@@ -196,7 +199,7 @@ class ToolEnv(gym.Env):
         simulated = tool.simulated and fault is None
         wait = tool.deadline_s
         if simulated and wait is not None:
-            wait = max(SIMULATED_HANG_FACTOR * wait, SIMULATED_HANG_FLOOR_S)
+            wait = None if guarded() else max(SIMULATED_HANG_FACTOR * wait, SIMULATED_HANG_FLOOR_S)
         timed: list[float] = []
 
         def run() -> Any:
