@@ -266,3 +266,38 @@ def test_a_tool_that_declares_latency_once_is_simulated_from_then_on():
     env.step(0)
     env.tools["lookup"].fn = env._lookup
     assert env.tools["lookup"].simulated and env.step(0)[4]["tool"]["status"] == "ok"
+
+
+class WhereCalled(ToolEnv):
+    """One simulated tool that notes the thread it ran on."""
+
+    def __init__(self) -> None:
+        super().__init__(max_steps=4)
+        self.threads: list[int] = []
+        self.add_tool("lookup", self._lookup, deadline_s=0.1, simulated=True)
+        self.add_call("lookup", "lookup")
+        self.observation_space = gym.spaces.Discrete(2)
+
+    def _lookup(self):
+        self.threads.append(threading.get_ident())
+        return ToolOutput("row", latency_s=0.02)
+
+    def reset_task(self, options):
+        return 0
+
+    def transition(self, call, result):
+        return Transition(int(result.ok), reward=0.0)
+
+
+def test_a_simulated_tool_runs_on_the_thread_of_a_step_already_under_a_deadline():
+    from envaudit.deadline import DeadlineWorker
+
+    env = WhereCalled()
+    env.reset(seed=0)
+    guard = DeadlineWorker()
+    step_thread, info = guard.call(lambda: (threading.get_ident(), env.step(0)[4]), 5.0)
+    # inside a guarded step: no second thread, and the status still follows the declared latency
+    assert env.threads == [step_thread] and info["tool"] == {"name": "lookup", "status": "ok", "latency_s": 0.02}
+    env.step(0)  # a bare step has no deadline around it: the tool's own hang guard runs it on its thread
+    assert env.threads[1] not in (threading.get_ident(), step_thread)
+    guard.close()
