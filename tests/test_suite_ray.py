@@ -1,10 +1,12 @@
 """``--executor ray``: a suite of bundled envs scanned as Ray tasks on a local Ray instance finds
 exactly what the local executor finds.
 
-The suite is eight envs: the three planted flaws these probes catch at fail (an answer that pays
-without success, a reply bonus, an unseeded answer), the clean twin of each env family, and a text
-twin of a flawed and of a clean env (the text catalogue path); the expansion of ``envaudit/*`` over
-the registry is ``tests/test_suite.py``'s.
+The suite is four envs, one per path a report can take: a planted flaw these probes catch at fail
+(an answer that pays without success), the unseeded answer (a non-replayable env, whose numbers no
+executor controls), a clean env, and a clean env's text twin (the text catalogue path). Every
+bundled env's scan is ``tests/test_grouping.py``'s, and the expansion of ``envaudit/*`` over the
+registry ``tests/test_suite.py``'s; what this module adds is the executor, for which four envs
+on two Ray workers are as telling as eight.
 
 Ray starts once for the module (a local instance of two CPUs); the local executor runs two worker
 processes. The scans are small (a quick scan, four cheap probes, 16 exploration episodes) so the
@@ -45,12 +47,11 @@ def _comparable(folder: Path) -> dict:
     return report
 
 
-SUITE = ["envaudit/FlakySearch-AnswerAll-v0", "envaudit/Helpdesk-EngagementBonus-v0", "envaudit/FlakySearch-Unseeded-v0",
-         "envaudit/FlakySearch-v0", "envaudit/Helpdesk-v0", "envaudit/CodeFix-v0",
-         "envaudit/FlakySearch-AnswerAll-Text-v0", "envaudit/Helpdesk-Text-v0"]
+SUITE = ["envaudit/FlakySearch-AnswerAll-v0", "envaudit/FlakySearch-Unseeded-v0", "envaudit/Helpdesk-v0",
+         "envaudit/Helpdesk-Text-v0"]
 
 
-# Two suites of eight report folders. The limit only keeps a loaded machine from failing it.
+# Two suites of four report folders. The limit only keeps a loaded machine from failing it.
 @pytest.mark.timeout(900)
 def test_ray_suite_finds_what_the_local_executor_finds(local_ray, tmp_path):
     entries = build_entries(SUITE, None, base={},
@@ -76,10 +77,10 @@ def test_ray_suite_finds_what_the_local_executor_finds(local_ray, tmp_path):
             assert _comparable(tmp_path / "ray" / entry.name) == _comparable(tmp_path / "local" / entry.name), \
                 entry.name
     # The comparison is not between two empty reports: by design (envs/registry.py) the grader that
-    # pays answer_all, the reply bonus and the unseeded answer each make an exploit pay as much as
-    # success (or break replay), which these probes catch at fail; no clean env gets warn or fail.
+    # pays answer_all and the unseeded answer each make an exploit pay as much as success (or break
+    # replay), which these probes catch at fail; no clean env gets warn or fail.
     worst = {r["target"]: r["worst"] for r in local.rows}
-    for name in ("FlakySearch-AnswerAll", "Helpdesk-EngagementBonus", "FlakySearch-Unseeded"):
+    for name in ("FlakySearch-AnswerAll", "FlakySearch-Unseeded"):
         assert worst[f"envaudit/{name}-v0"] == "fail", name
     for target in SUITE:
         if ALL[target].is_clean:
