@@ -14,10 +14,17 @@ loaded; a call that merely ran slowly because other processes held both cores is
 whether a step "hung" does not depend on machine load (issue 10: same seed, same report, idle or
 under load). A call is abandoned after ``MAX_STRETCH`` times its deadline of wall time whatever
 the statistics say, so a starved machine still ends every call.
+
+``watch`` runs a whole work item (an episode: making the env, reset, the policy and every step)
+on the worker thread in one handoff; the item's env calls, each inside ``marked``, are held to
+their own deadlines from the caller's thread exactly as ``call`` holds one call. A handoff costs
+two context switches (about 100 microseconds here), more than a simulated env's whole step: one
+per episode instead of one per env call makes a scan's episodes several times cheaper.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -30,9 +37,11 @@ from typing import Any
 class DeadlineExceeded(Exception):
     """The call did not return within its deadline; it may still be running, abandoned."""
 
-    def __init__(self, deadline_s: float, what: str = "call") -> None:
+    def __init__(self, deadline_s: float, what: str = "call", call: str | None = None,
+                 step: int | None = None) -> None:
         super().__init__(f"{what} did not return within {deadline_s:g} s")
         self.deadline_s = deadline_s
+        self.call, self.step = call, step  # which call of a watched item (``marked``) overran
 
 
 MAX_STRETCH = 10.0
@@ -75,7 +84,8 @@ def guarded() -> bool:
 
 
 class _Job:
-    __slots__ = ("fn", "done", "value", "error", "submitted", "started", "tid", "delay0", "nested_s", "child")
+    __slots__ = ("fn", "done", "value", "error", "submitted", "started", "tid", "delay0", "nested_s", "child",
+                 "owner", "mark", "abandoned")
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn = fn
@@ -88,6 +98,9 @@ class _Job:
         self.delay0: float | None = None
         self.nested_s = 0.0  # waiting for a CPU in nested calls that have returned
         self.child: _Job | None = None  # the nested call running now
+        self.owner: DeadlineWorker | None = None  # set for a watched item: the worker watching it
+        self.mark: _Mark | None = None  # the marked call a watched item is in now
+        self.abandoned = False  # its caller gave up on it: the item stops at its next marked call
 
     def waited_s(self) -> float:
         """Seconds of this call's wall time spent waiting for a CPU, by its thread and by the
@@ -100,6 +113,34 @@ class _Job:
         child = self.child
         return (self.started - self.submitted) + (now - self.delay0) + self.nested_s + (
             child.waited_s() if child is not None else 0.0)
+
+
+class _Mark:
+    """One env call of a watched item: its deadline, and where its clock started."""
+
+    __slots__ = ("deadline_s", "what", "call", "step", "started", "delay0", "nested0")
+
+    def __init__(self, job: _Job, deadline_s: float | None, what: str, call: str | None, step: int | None) -> None:
+        self.deadline_s, self.what, self.call, self.step = deadline_s, what, call, step
+        fd = getattr(_local, "fd", None)
+        self.delay0 = _read_delay_s(fd) if fd is not None else None
+        self.nested0 = job.nested_s
+        self.started = time.monotonic()
+
+    def remaining_s(self, job: _Job) -> float:
+        """Seconds of its deadline left, not counting time its thread (and the nested calls it
+        waited on) spent waiting for a CPU; at most ``MAX_STRETCH`` deadlines of wall time."""
+        elapsed = time.monotonic() - self.started
+        waited = job.nested_s - self.nested0 + (job.child.waited_s() if job.child is not None else 0.0)
+        if self.delay0 is not None:
+            now = _run_delay_s(job.tid)
+            waited += (now - self.delay0) if now is not None else 0.0
+        return min(self.deadline_s - (elapsed - waited), MAX_STRETCH * self.deadline_s - elapsed)
+
+
+class _Abandoned(BaseException):
+    """Raised on an abandoned item's thread at its next marked call, so it stops there (a
+    ``BaseException``: the item's own ``except Exception`` handlers must not swallow it)."""
 
 
 def _serve(jobs: queue.SimpleQueue) -> None:
@@ -115,7 +156,7 @@ def _serve(jobs: queue.SimpleQueue) -> None:
                 return
             job.tid, job.delay0 = tid, _read_delay_s(fd) if fd is not None else None
             job.started = time.monotonic()
-            _local.job = job
+            _local.job, _local.fd = job, fd
             try:
                 job.value = job.fn()
             except BaseException as exc:  # noqa: BLE001 - handed to the caller, who decides
@@ -170,6 +211,57 @@ class DeadlineWorker:
             jobs.put(None)
             self._jobs = None
             raise DeadlineExceeded(deadline_s, what)
+        if job.error is not None:
+            raise job.error
+        return job.value
+
+    def watching(self) -> bool:
+        """True on this worker's thread while it runs an item given to ``watch``."""
+        job = getattr(_local, "job", None)
+        return job is not None and job.owner is self
+
+    @contextlib.contextmanager
+    def marked(self, deadline_s: float | None, what: str, call: str | None = None, step: int | None = None):
+        """Inside a watched item: the call in this block must return within ``deadline_s`` (None:
+        no deadline); past it, ``watch`` abandons the item and raises ``DeadlineExceeded`` with
+        ``call`` and ``step``. An item abandoned meanwhile stops when the block ends."""
+        job = _local.job
+        job.mark = _Mark(job, deadline_s, what, call, step)
+        try:
+            yield
+        finally:
+            job.mark = None
+            if job.abandoned:
+                raise _Abandoned()
+
+    def watch(self, fn: Callable[[], Any], poll_s: float | None) -> Any:
+        """Return ``fn()`` run on this worker's thread, re-raise what it raised, or raise
+        ``DeadlineExceeded`` (with ``call`` and ``step``) when a ``marked`` call in it overran.
+
+        ``poll_s``: how often to look for a new marked call while none is running; at most the
+        shortest deadline of the calls, so an overrun is seen when its deadline passes.
+        """
+        jobs = self._jobs or self._start()
+        job = _Job(fn)
+        job.owner = self
+        jobs.put(job)
+        try:
+            while not job.done.is_set():
+                mark = job.mark
+                if mark is None or mark.deadline_s is None:
+                    job.done.wait(poll_s)
+                    continue
+                remaining = mark.remaining_s(job)
+                if remaining > 0:
+                    job.done.wait(max(remaining, 0.001))  # waiting stays a wait, never a spin
+                elif job.mark is mark and not job.done.is_set():
+                    job.abandoned = True
+                    jobs.put(None)  # the stuck thread exits if its call ever returns
+                    self._jobs = None
+                    raise DeadlineExceeded(mark.deadline_s, mark.what, mark.call, mark.step)
+        except BaseException:
+            job.abandoned = True  # interrupted (or overran): the item stops at its next call
+            raise
         if job.error is not None:
             raise job.error
         return job.value

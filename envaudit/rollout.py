@@ -239,7 +239,23 @@ def _drop_env(slot: Slot) -> None:
 
 
 def play(slot: Slot, run: _Run, item: tuple) -> _Episode:
-    """Play one episode of ``run`` on ``slot``'s env (made on first use): the work item of a run."""
+    """Play one episode of ``run`` on ``slot``'s env (made on first use): the work item of a run.
+
+    The whole episode runs on the slot's deadline thread (``Slot.run``), each env call under its
+    deadline there; an env call that overran comes back here as ``DeadlineExceeded``."""
+    _index, episode_id, seed, _rng_seed, _episode_tags = item
+    playing: dict[str, _Capture] = {}
+    try:
+        return slot.run(lambda: _play(slot, run, item, playing), run.step_timeout_s)
+    except DeadlineExceeded as exc:  # an env call hung: drop the env without calling into it again
+        slot.abandon()
+        if exc.call == "step":
+            return _Episode(playing.get("capture"), Problem("hang", "step", str(exc), seed, exc.step, episode_id),
+                            stop=True)
+        return _Episode(problem=Problem("hang", exc.call, str(exc), seed), stop=True)
+
+
+def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, _Capture]) -> _Episode:
     _index, episode_id, seed, rng_seed, episode_tags = item
     T = run.step_timeout_s
     if "policy" not in slot.state:
@@ -247,23 +263,17 @@ def play(slot: Slot, run: _Run, item: tuple) -> _Episode:
     if "env" not in slot.state:
         try:
             env, cap = slot.guard(lambda: _build(run), T, "make")
-        except DeadlineExceeded as exc:
-            slot.abandon()
-            return _Episode(problem=Problem("hang", "make", str(exc), seed), stop=True)
         except Exception as exc:
             return _Episode(problem=Problem("exception", "make", f"{type(exc).__name__}: {exc}", seed,
                                             location=user_frame(exc)), stop=True)
         slot.state["env"], slot.state["cap"] = env, cap
         slot.at_end(lambda: slot.guard(env.close, T, "close"))
     env, cap, policy = slot.state["env"], slot.state["cap"], slot.state["policy"]
-    capture = _Capture(episode_id)
+    capture = playing["capture"] = _Capture(episode_id)
     env.recorder = capture
     env.set_tags(**run.tags, **(episode_tags or {}))
     try:
         obs, info = slot.guard(lambda: env.reset(seed=seed, options=run.reset_options), T, "reset")
-    except DeadlineExceeded as exc:
-        slot.abandon()
-        return _Episode(problem=Problem("hang", "reset", str(exc), seed), stop=True)
     except Exception as exc:
         _drop_env(slot)
         return _Episode(problem=Problem("reset_exception", "reset", f"{type(exc).__name__}: {exc}", seed,
@@ -277,9 +287,6 @@ def play(slot: Slot, run: _Run, item: tuple) -> _Episode:
             raise RuntimeError(f"policy {policy.name!r} failed at step {t}: {exc}") from exc
         try:
             obs, _, terminated, truncated, info = slot.guard(lambda a=action: env.step(a), T, "step", t)
-        except DeadlineExceeded as exc:
-            slot.abandon()
-            return _Episode(capture, Problem("hang", "step", str(exc), seed, t, episode_id), stop=True)
         except Exception as exc:
             _drop_env(slot)
             return _Episode(capture, Problem("exception", "step", f"{type(exc).__name__}: {exc}", seed, t,

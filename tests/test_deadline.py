@@ -171,3 +171,84 @@ def test_process_run_delay_is_reported_for_a_live_process():
     from envaudit.deadline import process_run_delay_s
 
     assert process_run_delay_s(os.getpid()) is not None or not os.path.exists("/proc/self/task")
+
+
+# -- a whole item on the worker thread, each marked call under its own deadline -----------------
+def test_a_watched_item_runs_in_one_handoff_and_gives_back_its_value_or_error(worker):
+    def item():
+        assert worker.watching()
+        with worker.marked(1.0, "step()", "step", 0):
+            inside = threading.get_ident()
+        with worker.marked(1.0, "step()", "step", 1):
+            pass
+        return inside
+
+    assert worker.watch(item, 1.0) not in (threading.get_ident(), None)
+    assert not worker.watching()  # the caller's thread is not the item's
+
+    def broken():
+        with worker.marked(1.0, "reset()", "reset"):
+            raise ValueError("reset failed")
+
+    with pytest.raises(ValueError, match="reset failed"):
+        worker.watch(broken, 1.0)
+    assert worker.watch(lambda: "still usable", 1.0) == "still usable"
+
+
+def test_a_marked_call_that_overruns_is_abandoned_on_time_and_the_item_stops_there():
+    worker = DeadlineWorker("test-watch-stuck")
+    release, after = threading.Event(), []
+
+    def item():
+        with worker.marked(1.0, "step()", "step", 0):
+            pass
+        time.sleep(0.2)  # between calls (the policy acting): no deadline runs
+        with worker.marked(0.05, "step()", "step", 1):
+            release.wait(10.0)
+        after.append("went on")  # never: an abandoned item stops when its call returns
+
+    try:
+        start = time.perf_counter()
+        with pytest.raises(DeadlineExceeded, match=r"step\(\) did not return within 0\.05 s") as info:
+            worker.watch(item, 0.05)  # polled as often as the shortest deadline
+        assert 0.2 <= time.perf_counter() - start < 1.0
+        assert (info.value.call, info.value.step) == ("step", 1)
+        assert worker.watch(lambda: 7, 1.0) == 7  # a fresh thread serves the next item
+    finally:
+        release.set()
+    time.sleep(0.2)
+    assert after == []
+    worker.close()
+
+
+def test_a_marked_call_slowed_only_by_waiting_for_a_cpu_is_not_a_hang(starve):
+    starve("test-watch-starved")
+    w = DeadlineWorker("test-watch-starved")
+
+    def item():
+        with w.marked(0.1, "step()", "step", 0):
+            time.sleep(0.3)  # 0.3 s of wall time, all of it waiting for a CPU
+        return "done"
+
+    try:
+        assert w.watch(item, 0.1) == "done"
+    finally:
+        w.close()
+
+
+def test_a_call_nested_in_a_marked_call_runs_on_its_own_thread_under_its_own_deadline():
+    outer, inner = DeadlineWorker("test-watch-outer"), DeadlineWorker("test-watch-inner")
+    release = threading.Event()
+
+    def item():
+        with outer.marked(5.0, "step()", "step", 0):
+            with pytest.raises(DeadlineExceeded):  # a real tool's timeout inside the step
+                inner.call(lambda: release.wait(10.0), 0.05, what="tool 'x'")
+            return "step went on"
+
+    try:
+        assert outer.watch(item, 5.0) == "step went on"
+    finally:
+        release.set()
+        outer.close()
+        inner.close()

@@ -70,15 +70,37 @@ class Slot:
         ones (the policy) before using them. False inline, where the caller's own objects are
         wanted, and in a worker process, whose objects are its own unpickled copies."""
         self._deadline = DeadlineWorker(name)
+        self._closer = DeadlineWorker(f"{name}-close")
         self._at_end: list[Callable[[], None]] = []
 
+    def run(self, fn: Callable[[], Any], poll_s: float | None) -> Any:
+        """Run one work item (an episode) on the slot's deadline thread, in one handoff: its env
+        calls go through ``guard`` there, each held to its deadline. A call that overruns raises
+        ``DeadlineExceeded`` here, with the ``call`` and ``step`` it was; the item is abandoned.
+        ``poll_s``: the shortest deadline of its calls."""
+        return self._deadline.watch(fn, poll_s)
+
     def guard(self, fn: Callable[[], Any], deadline_s: float | None, call: str, step: int | None = None) -> Any:
-        """``fn()`` under a deadline; raises ``DeadlineExceeded`` past it (the call is abandoned)."""
+        """``fn()`` under a deadline; raises ``DeadlineExceeded`` past it (the call is abandoned).
+
+        Inside ``run`` the call runs on the item's thread and ``run`` keeps its time, except
+        ``close``: closing an env is best effort wherever it happens, so a hang there is caught
+        and the item goes on (on a thread of its own, as outside ``run``)."""
         what = f"{call}()" if call != "make" else "making the env"
+        worker = self._deadline
+        if worker.watching():
+            if call == "close":
+                worker = self._closer
+            else:
+                with worker.marked(deadline_s, what, call, step):
+                    if current is None:
+                        return fn()
+                    with note(call, step):
+                        return fn()
         if current is None:  # the scanning process: nobody to tell
-            return self._deadline.call(fn, deadline_s, what=what)
+            return worker.call(fn, deadline_s, what=what)
         with note(call, step):  # an in-process slot inside a worker process (a probe's ordered runs)
-            return self._deadline.call(fn, deadline_s, what=what)
+            return worker.call(fn, deadline_s, what=what)
 
     def at_end(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` when the run that uses this slot ends (closing its env)."""
@@ -102,3 +124,4 @@ class Slot:
     def close(self) -> None:
         self.end()
         self._deadline.close()
+        self._closer.close()

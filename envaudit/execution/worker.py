@@ -83,6 +83,9 @@ class ProcessSlot(Slot):
         self._conn = conn
         self._index: int | None = None
 
+    def run(self, fn: Callable[[], Any], poll_s: float | None) -> Any:
+        return fn()  # on the worker's main thread: the parent keeps time from the marker
+
     def guard(self, fn: Callable[[], Any], deadline_s: float | None, call: str, step: int | None = None) -> Any:
         self._mark(call, step, None, deadline_s)
         try:
