@@ -47,6 +47,18 @@ class DeadlineExceeded(Exception):
 MAX_STRETCH = 10.0
 """Wall time, in deadlines, after which a call is abandoned however long it waited for a CPU."""
 
+MAIN_THREAD_SLICE_S = 0.25
+"""The longest the main thread sleeps at once while it waits on a call. A signal the kernel hands
+to another thread (Ctrl-C, or a ``kill`` sent from inside a probe) sets Python's flag, but its
+handler, the ``KeyboardInterrupt``, only runs when the main thread next runs bytecode: a wait of
+a whole probe's deadline would sit on it that long."""
+
+
+def _slice(timeout: float | None) -> float | None:
+    if threading.current_thread() is threading.main_thread():
+        return MAIN_THREAD_SLICE_S if timeout is None else min(timeout, MAIN_THREAD_SLICE_S)
+    return timeout
+
 
 def _read_delay_s(fd: int) -> float | None:
     """Seconds a thread has spent runnable but not running, from its open ``schedstat``."""
@@ -249,11 +261,11 @@ class DeadlineWorker:
             while not job.done.is_set():
                 mark = job.mark
                 if mark is None or mark.deadline_s is None:
-                    job.done.wait(poll_s)
+                    job.done.wait(_slice(poll_s))
                     continue
                 remaining = mark.remaining_s(job)
                 if remaining > 0:
-                    job.done.wait(max(remaining, 0.001))  # waiting stays a wait, never a spin
+                    job.done.wait(_slice(max(remaining, 0.001)))  # waiting stays a wait, never a spin
                 elif job.mark is mark and not job.done.is_set():
                     job.abandoned = True
                     jobs.put(None)  # the stuck thread exits if its call ever returns
@@ -276,7 +288,7 @@ def _wait(job: _Job, deadline_s: float) -> bool:
     """Whether ``job`` returned before it had ``deadline_s`` of time not spent waiting for a CPU
     (and before ``MAX_STRETCH`` deadlines of wall time)."""
     remaining = deadline_s
-    while not job.done.wait(remaining):
+    while not job.done.wait(_slice(remaining)):
         elapsed = time.monotonic() - job.submitted
         cap = MAX_STRETCH * deadline_s - elapsed
         remaining = min(deadline_s - (elapsed - job.waited_s()), cap)

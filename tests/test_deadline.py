@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 
@@ -252,3 +253,39 @@ def test_a_call_nested_in_a_marked_call_runs_on_its_own_thread_under_its_own_dea
         release.set()
         outer.close()
         inner.close()
+
+
+class _Interrupted(Exception):
+    pass
+
+
+@pytest.mark.parametrize("how", ["call", "watch"])
+def test_a_signal_another_thread_took_still_interrupts_the_main_threads_wait_promptly(how):
+    """Ctrl-C is handled on the main thread, but the kernel may hand the signal to any thread (the
+    one that sent it, say): the main thread, waiting on a call with a long deadline, must still
+    run the handler within a slice, not when the deadline ends."""
+    assert threading.current_thread() is threading.main_thread()
+
+    def handler(signum, frame):
+        raise _Interrupted
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    w, release = DeadlineWorker("test-signal"), threading.Event()
+
+    def stuck():
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)  # to this thread, not the main one
+        release.wait(20.0)
+
+    def item():
+        with w.marked(30.0, "step()", "step", 0):
+            stuck()
+
+    try:
+        start = time.perf_counter()
+        with pytest.raises(_Interrupted):
+            w.call(stuck, 30.0) if how == "call" else w.watch(item, 30.0)
+        assert time.perf_counter() - start < 5.0
+    finally:
+        release.set()
+        signal.signal(signal.SIGUSR1, previous)
+        w.close()
