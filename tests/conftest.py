@@ -23,7 +23,6 @@ LONG_MODULES = (
     "tests/families/test_detection_fast.py",
     "tests/test_ray_exec.py",
     "tests/test_notebook.py",
-    "tests/test_classics.py",
     "tests/test_isolation.py",
 )
 

@@ -60,6 +60,15 @@ class Lost:
     """The reset seed of the episode, when the code that called the env said it (``worker.note``)."""
 
 
+def _noted(fn: Callable[[], Any], call: str, step: int | None) -> Any:
+    """``fn()``, told to the scanning process when this is a worker process (an in-process slot
+    there runs a probe's ordered runs); in the scanning process there is nobody to tell."""
+    if current is None:
+        return fn()
+    with note(call, step):
+        return fn()
+
+
 class Slot:
     """One env instance's home in an in-process executor (the caller's thread or a pool thread)."""
 
@@ -88,19 +97,12 @@ class Slot:
         and the item goes on (on a thread of its own, as outside ``run``)."""
         what = f"{call}()" if call != "make" else "making the env"
         worker = self._deadline
+        if worker.watching() and call != "close":
+            with worker.marked(deadline_s, what, call, step):
+                return _noted(fn, call, step)
         if worker.watching():
-            if call == "close":
-                worker = self._closer
-            else:
-                with worker.marked(deadline_s, what, call, step):
-                    if current is None:
-                        return fn()
-                    with note(call, step):
-                        return fn()
-        if current is None:  # the scanning process: nobody to tell
-            return worker.call(fn, deadline_s, what=what)
-        with note(call, step):  # an in-process slot inside a worker process (a probe's ordered runs)
-            return worker.call(fn, deadline_s, what=what)
+            worker = self._closer
+        return _noted(lambda: worker.call(fn, deadline_s, what=what), call, step)
 
     def at_end(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` when the run that uses this slot ends (closing its env)."""
