@@ -45,6 +45,7 @@ from envaudit.execution.slots import Slot
 from envaudit.execution.worker import rss_bytes
 from envaudit.findings import Finding
 from envaudit.probe import Probe, ProbeContext
+from envaudit.probe_run import run_probe_here
 from envaudit.rollout import Problem, Runner, RunResult
 
 
@@ -103,7 +104,6 @@ class _Worker:
 def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any] | bytes:
     """Run one probe in this worker process (the host side)."""
     from envaudit.resolve import resolve_env
-    from envaudit.scan import run_probe_here  # the scan sits above this module
 
     slot.rebase(now=False)  # the cap counts what the probe and its env add once it is loaded
     try:

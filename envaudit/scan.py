@@ -14,7 +14,6 @@ import datetime as _dt
 import difflib
 import math
 import time
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +36,7 @@ from envaudit.probe import (
     registered_probes,
 )
 from envaudit.probe_host import IdCounter, ProbeHost, env_modules
+from envaudit.probe_run import probe_failure, run_probe_here
 from envaudit.recording import Records
 from envaudit.report import ProbeStatus, Report
 from envaudit.resolve import UsageError, fingerprint, resolve_env
@@ -127,17 +127,6 @@ def _summary(records: Records) -> dict[str, Any]:
         "end_reasons": {k: int(v) for k, v in eps["end_reason"].value_counts().sort_index().items()},
         "success_flag": bool(eps["success"].notna().any()),
     }
-
-
-def _probe_failure(probe: Probe, status: str, message: str) -> Finding:
-    return Finding(
-        code="env-error", severity=Severity.WARN, probe=probe.name,
-        title=f"probe {probe.name!r} {status}",
-        summary=f"The {probe.name} probe {status}, so its incentives were not checked: {message}",
-        evidence={"probe": probe.name, "status": status, "message": message},
-        fix="Most likely the env misbehaves under this probe's policies (see the other env-error "
-            "findings); if not, report it with this report.json.",
-    )
 
 
 def _holm(findings: list[Finding], alpha: float) -> list[Finding]:
@@ -283,7 +272,7 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
                            lost=lost)
         status, error, produced = _run_probe(probe, ctx, host)
         if status == "crashed" and not produced:  # its worker process died: its checks are missing
-            produced = [_probe_failure(probe, status, error)]
+            produced = [probe_failure(probe, status, error)]
         lost_in.update({id(p): probe.name for p in lost if id(p) not in lost_in})
         findings.extend(produced)
         kept.extend(ctx.kept)
@@ -322,35 +311,6 @@ def _run_probe(probe: Probe, ctx: ProbeContext, host: ProbeHost | None = None) -
     cannot be sent there, in this process."""
     hosted = host.run(probe, ctx) if host is not None else None
     return hosted if hosted is not None else run_probe_here(probe, ctx)
-
-
-def run_probe_here(probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]]:
-    """Run one probe on its own thread with a hard stop, in this process; failures become findings."""
-    worker = DeadlineWorker(f"envaudit-probe-{probe.name}")
-    # Probes stop at the safety cap between env calls; the hard stop is a backstop, late enough
-    # for one last guarded call to hit its step deadline and be reported as a hang. A probe cut
-    # here is not the env's fault: it is incomplete, not a finding.
-    grace = 2.0 + 2 * ctx.config.step_timeout_s
-    try:
-        produced = worker.call(lambda: list(probe.run(ctx)), max(0.0, ctx.time_left()) + grace,
-                               what=f"probe {probe.name!r}")
-    except DeadlineExceeded:
-        message = f"it did not stop within {grace:g} s of the wall-clock safety cap"
-        ctx.incomplete("the rest of the probe (its findings are dropped)", f"{message}; "
-                       + cap_reason(ctx.config.budget_s))
-        return "overran", message, []
-    except Exception as exc:
-        tb = traceback.extract_tb(exc.__traceback__)
-        where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
-        message = f"{type(exc).__name__}: {exc}{where}"
-        return "crashed", message, [_probe_failure(probe, "crashed", message)]
-    finally:
-        worker.close()
-    bad = [f for f in produced if not isinstance(f, Finding)]
-    if bad:
-        message = f"returned {type(bad[0]).__name__} instead of envaudit.Finding"
-        return "crashed", message, [_probe_failure(probe, "crashed", message)]
-    return "ok", None, [dataclasses.replace(f, probe=f.probe or probe.name) for f in produced]
 
 
 def _version() -> str:
