@@ -16,6 +16,7 @@ does. The same seed gives the same cases, and an env's every random choice flows
 """
 
 from envaudit.families.analysis import honest_success_return, random_success_probability
+from envaudit.families.case import Case
 from envaudit.families.envs import FamilyGymEnv, FamilyToolEnv, HonestPolicy, make_env
 from envaudit.families.generate import (
     CODE_ORDER,
@@ -28,7 +29,7 @@ from envaudit.families.generate import (
     kind_for,
     make_cases,
 )
-from envaudit.families.spec import FLAW_DOCS, FLAW_KINDS, Case, EnvSpec, Flaw, ToolSpec
+from envaudit.families.spec import FLAW_DOCS, FLAW_KINDS, EnvSpec, Flaw, ToolSpec
 
 __all__ = [
     "CODE_ORDER",

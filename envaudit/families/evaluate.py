@@ -17,7 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from envaudit.families.spec import FLAW_KINDS, Case
+from envaudit.families.case import Case
+from envaudit.families.spec import FLAW_KINDS
 from envaudit.findings import Severity
 from envaudit.seeding import child_seed
 from envaudit.stats import proportion_ci

@@ -24,7 +24,8 @@ from envaudit.families.analysis import (
     random_success_probability,
     regime_of,
 )
-from envaudit.families.spec import FLAW_DOCS, FLAW_KINDS, Case, EnvSpec, Flaw, ToolSpec
+from envaudit.families.case import Case
+from envaudit.families.spec import FLAW_DOCS, FLAW_KINDS, EnvSpec, Flaw, ToolSpec
 from envaudit.seeding import child_rng
 
 TOOL_NAMES = (

@@ -13,7 +13,6 @@ it, and the tests derive their expected payoffs from it rather than from what a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -295,51 +294,5 @@ def _flaw_problems(spec: EnvSpec) -> list[str]:
     return [f"flaw {kind!r} {msg}" for ok, msg in need if not ok]
 
 
-@dataclass(frozen=True)
-class Case:
-    """One benchmark case: a spec, what a scan of it should report, and how to scan it.
-
-    ``expected``: the finding codes any one of which, at ``warn`` or ``fail``, counts as catching
-    the planted incentive (empty for a clean env). ``tolerated``: codes that honestly describe a
-    side effect of the same incentive (farming to the step limit also makes truncation pay, say);
-    they are neither a hit nor a false alarm. ``scan_overrides``: ``ScanConfig`` fields the case
-    must be scanned with (the timeout-drop case's pipeline).
-    """
-
-    name: str
-    spec: EnvSpec
-    expected: frozenset[str] = frozenset()
-    tolerated: frozenset[str] = frozenset()
-    scan_overrides: tuple[tuple[str, Any], ...] = ()
-    notes: str = ""
-
-    @property
-    def is_clean(self) -> bool:
-        return not self.expected
-
-    @property
-    def kind(self) -> str:
-        if self.spec.flaw is not None:
-            return self.spec.flaw.kind
-        return "timeout-drop" if dict(self.scan_overrides) else "clean"
-
-    @property
-    def code(self) -> str:
-        """The catalogue code the case is filed under ('' for a clean env)."""
-        return FLAW_KINDS.get(self.kind, "")
-
-    def overrides(self) -> Mapping[str, Any]:
-        return dict(self.scan_overrides)
-
-    def features(self) -> dict[str, Any]:
-        return {**self.spec.features(), "kind": self.kind, **{f"scan_{k}": v for k, v in self.scan_overrides}}
-
-    def make_env(self):
-        """A fresh env of this case (a zero-argument factory for ``run_scan``: ``case.make_env``)."""
-        from envaudit.families.envs import make_env
-
-        return make_env(self.spec)
-
-
-__all__ = ["BASES", "Case", "EnvSpec", "FLAW_DOCS", "FLAW_KINDS", "Flaw", "OUT_OF_ORDER", "SHAPINGS",
+__all__ = ["BASES", "EnvSpec", "FLAW_DOCS", "FLAW_KINDS", "Flaw", "OUT_OF_ORDER", "SHAPINGS",
            "TOOL_DEADLINE_S", "ToolSpec"]

@@ -447,7 +447,7 @@ def _generated(kind, i):
     from dataclasses import replace
 
     from envaudit.families import flawed_case
-    from envaudit.families.spec import Case
+    from envaudit.families.case import Case
 
     case = flawed_case(7, i, kind=kind)
     return case, Case(f"{case.name}-twin", replace(case.spec, flaw=None))

@@ -206,7 +206,7 @@ def _unseeded_answer(i):
     from dataclasses import replace
 
     from envaudit.families import flawed_case
-    from envaudit.families.spec import Case
+    from envaudit.families.case import Case
 
     case = flawed_case(7, i, kind="unseeded-answer")
     return case, Case(f"{case.name}-twin", replace(case.spec, flaw=None))
