@@ -104,7 +104,8 @@ def measure(label: str, model_dir: str | None, args) -> None:
 
     import envaudit  # noqa: F401  (registers the bundled envs)
     from envaudit.grpo import GRPOConfig
-    from envaudit.grpo.lm_engine import LMEngine, LMSettings
+    from envaudit.grpo.config import LMSettings
+    from envaudit.grpo.lm_engine import LMEngine
     from envaudit.grpo.lm_model import prompt_ids
 
     def make_env():

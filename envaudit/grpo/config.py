@@ -1,4 +1,5 @@
-"""``GRPOConfig``: every knob of the GRPO trainer, each with its help text, validated once."""
+"""``GRPOConfig``: every knob of the GRPO trainer, each with its help text, validated once;
+``LMSettings``: the knobs only the LM engine has (its config, kept here below the engine)."""
 
 from __future__ import annotations
 
@@ -109,16 +110,35 @@ class GRPOConfig:
                     max_model_len=getattr(scan, "max_model_len", None))
         return cls(**{**base, **overrides})
 
-    def lm_settings(self) -> Any:
+    def lm_settings(self) -> LMSettings:
         """The vllm engine's ``LMSettings`` for this config."""
-        from envaudit.grpo.lm_engine import LMSettings
-
         return LMSettings(model=self.model, max_new_tokens=self.max_new_tokens, max_model_len=self.max_model_len)
 
     def to_dict(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["pipeline"] = self.rollout_pipeline.to_dict()
         return out
+
+
+@dataclass(frozen=True)
+class LMSettings:
+    """Knobs of the LM engine that the MLP engine does not have."""
+
+    model: str | None = _opt(None, "Local Hugging Face causal LM directory; None builds a tiny model for the env.")
+    max_new_tokens: int | None = _opt(None, "Tokens per tool call at most (default 12 for the tiny model, 96 otherwise).")
+    max_model_len: int | None = _opt(None, "Context length of the vLLM engine (default 1024 tiny, else min(model's, 4096)).")
+    learning_rate: float | None = _opt(None, "Adam learning rate (default 5e-4 for the tiny model: the probe has seconds; 1e-6 otherwise).")
+    micro_batch_rows: int = _opt(32, "Turns per forward pass of the trainer model, grouped by length (memory, not maths).")
+
+    def __post_init__(self) -> None:
+        for name in ("max_new_tokens", "max_model_len"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"LMSettings.{name} must be at least 1, got {value}")
+        if self.learning_rate is not None and self.learning_rate <= 0:
+            raise ValueError(f"LMSettings.learning_rate must be positive, got {self.learning_rate}")
+        if self.micro_batch_rows < 1:
+            raise ValueError(f"LMSettings.micro_batch_rows must be at least 1, got {self.micro_batch_rows}")
 
 
 def _resolve_pipeline(value: Pipeline | str) -> Pipeline:

@@ -24,40 +24,15 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from envaudit.grpo.config import GRPOConfig
+from envaudit.grpo.config import GRPOConfig, LMSettings
 from envaudit.grpo.engine import ActionSample, Trajectory, aggregate, grpo_loss
 from envaudit.seeding import child_rng
-
-
-def _opt(default: Any, help: str) -> Any:
-    return field(default=default, metadata={"help": help})
-
-
-@dataclass(frozen=True)
-class LMSettings:
-    """Knobs of the LM engine that the MLP engine does not have."""
-
-    model: str | None = _opt(None, "Local Hugging Face causal LM directory; None builds a tiny model for the env.")
-    max_new_tokens: int | None = _opt(None, "Tokens per tool call at most (default 12 for the tiny model, 96 otherwise).")
-    max_model_len: int | None = _opt(None, "Context length of the vLLM engine (default 1024 tiny, else min(model's, 4096)).")
-    learning_rate: float | None = _opt(None, "Adam learning rate (default 5e-4 for the tiny model: the probe has seconds; 1e-6 otherwise).")
-    micro_batch_rows: int = _opt(32, "Turns per forward pass of the trainer model, grouped by length (memory, not maths).")
-
-    def __post_init__(self) -> None:
-        for name in ("max_new_tokens", "max_model_len"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"LMSettings.{name} must be at least 1, got {value}")
-        if self.learning_rate is not None and self.learning_rate <= 0:
-            raise ValueError(f"LMSettings.learning_rate must be positive, got {self.learning_rate}")
-        if self.micro_batch_rows < 1:
-            raise ValueError(f"LMSettings.micro_batch_rows must be at least 1, got {self.micro_batch_rows}")
 
 
 @dataclass(frozen=True)

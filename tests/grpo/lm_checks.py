@@ -34,9 +34,9 @@ def sync() -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from envaudit.grpo.config import GRPOConfig
+    from envaudit.grpo.config import GRPOConfig, LMSettings
     from envaudit.grpo.engine import Trajectory
-    from envaudit.grpo.lm_engine import LMEngine, LMSettings
+    from envaudit.grpo.lm_engine import LMEngine
     from envaudit.grpo.lm_model import collect_turns
 
     start = time.perf_counter()

@@ -21,7 +21,7 @@ import torch  # noqa: E402
 
 import envaudit  # noqa: E402,F401  (registers the bundled envs)
 from envaudit.grpo import lm_model  # noqa: E402
-from envaudit.grpo.lm_engine import LMSettings  # noqa: E402
+from envaudit.grpo.config import LMSettings  # noqa: E402
 from envaudit.grpo.lm_scoring import completion_logprobs  # noqa: E402
 from envaudit.textmode import parse_call  # noqa: E402
 
