@@ -44,14 +44,14 @@ class Severity(enum.IntEnum):
         return self.name.lower()
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Evidence as plain JSON: numpy scalars become Python numbers, NaN/inf become strings."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, enum.Enum):
@@ -83,7 +83,7 @@ class Finding:
                 f"unknown finding code {self.code!r}; expected one of {', '.join(CODES)}"
             )
         object.__setattr__(self, "severity", Severity.parse(self.severity))
-        object.__setattr__(self, "evidence", _jsonable(dict(self.evidence)))
+        object.__setattr__(self, "evidence", jsonable(dict(self.evidence)))
         object.__setattr__(self, "examples", [int(e) for e in self.examples])
 
     def to_dict(self) -> dict[str, Any]:

@@ -56,7 +56,8 @@ class WorkerError(RuntimeError):
     """The work function itself failed inside a worker (a bug, or a run that cannot be loaded there)."""
 
 
-def _describe_exit(code: int | None) -> str:
+def describe_exit(code: int | None) -> str:
+    """A dead worker's exit code in words (the local pool's and the Ray executor's lost-run message)."""
     if code is None:
         return "the worker process vanished"
     if code < 0:
@@ -278,7 +279,7 @@ class ProcessExecutor:
             msg = w.conn.recv()
         except (EOFError, OSError):
             w.process.join(5)
-            return self._lost(w, k, "crash", _describe_exit(w.process.exitcode))
+            return self._lost(w, k, "crash", describe_exit(w.process.exitcode))
         status, _index, payload, extra = msg
         if status == "call":
             try:

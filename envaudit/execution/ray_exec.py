@@ -30,7 +30,7 @@ from typing import Any
 import cloudpickle
 
 from envaudit.errors import UsageError
-from envaudit.execution.pool import WorkerError, _describe_exit
+from envaudit.execution.pool import WorkerError, describe_exit
 from envaudit.execution.ray_actor import CELLS, GRACE_S, KILLED, KIND, POS, VALUE, EnvActor
 from envaudit.execution.slots import CALLS, Lost
 from envaudit.execution.worker import CALL, DEADLINE, STARTED, STEP
@@ -324,7 +324,7 @@ class RayExecutor:
             detail = (f"the env's worker process used {marker[VALUE] / 2**20:.0f} MiB, past the memory cap of "
                       f"{(self.memory_cap_bytes or 0) / 2**20:.0f} MiB")
         elif (signum := _signal_named(fault)) is not None:
-            why, detail = "crash", _describe_exit(-signum)
+            why, detail = "crash", describe_exit(-signum)
         elif a.local:
             why, detail = "crash", ("the env's worker process ended without a fatal signal (os._exit or "
                                     "sys.exit in env code, or killed from outside: the kernel's OOM killer)")

@@ -170,9 +170,9 @@ def _summary(run: LoggedRun, converted: Converted) -> dict[str, Any]:
 
 def _plain(notes: dict[str, Any]) -> dict[str, Any]:
     """Notes as JSON-ready values (numpy scalars and arrays inside evidence dicts)."""
-    from envaudit.findings import _jsonable
+    from envaudit.findings import jsonable
 
-    return {str(k): _jsonable(v) for k, v in notes.items()}
+    return {str(k): jsonable(v) for k, v in notes.items()}
 
 
 def _version() -> str:

@@ -42,7 +42,7 @@ from rich.table import Table
 from rich.text import Text
 
 from envaudit.errors import UsageError
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding, Severity, jsonable
 from envaudit.grouping import FindingGroup
 from envaudit.reporting.load import AuditReport, load_report
 
@@ -205,7 +205,7 @@ class GroupChange:
                 "new_severity": str(self.new.severity) if self.new else None,
                 "old_codes": list(self.old.codes) if self.old else [],
                 "new_codes": list(self.new.codes) if self.new else [],
-                "numbers": [{"name": k, "old": _jsonable(o), "new": _jsonable(n)} for k, o, n in self.numbers()]}
+                "numbers": [{"name": k, "old": jsonable(o), "new": jsonable(n)} for k, o, n in self.numbers()]}
 
 
 @dataclass
@@ -408,14 +408,6 @@ def _change(old: Number | None, new: Number | None) -> str:
     if isinstance(old, float) and isinstance(new, float) and math.isfinite(old) and math.isfinite(new):
         return f"{new - old:+.4g}"
     return ""
-
-
-def _jsonable(value: Number | None) -> Any:
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
 
 
 __all__ = ["DifferentEnvsError", "GroupChange", "ReportDiff", "SettingChange", "diff_reports", "evidence_numbers",
