@@ -37,7 +37,7 @@ from envaudit.envs import VARIANTS
 from envaudit.grpo import GRPOConfig, train
 from envaudit.grpo.rollouts import LockstepCollector
 from envaudit.grpo.trainer import default_engine, make_collector
-from envaudit.probes.grpo import LEARNING_RATE
+from envaudit.probes.grpo.training import LEARNING_RATE
 from envaudit.recording import AuditWrapper, Recorder
 
 EVAL_EPISODES = 16

@@ -57,7 +57,7 @@ closest first: stalling to the step limit is a timeout; ending at once with a wo
 giving up both end the episode without the task; all four are ways of not doing it."""
 
 _MOVES = {"timeouts up": "timeout", "failures up": "tool-failure", "length down": "quit", "length up": "stall"}
-"""The GRPO probe's moved behaviours (``envaudit.grpo.drift.Move.behaviour``) in grouping words."""
+"""The GRPO probe's moved behaviours (``envaudit.probes.grpo.drift.Move.behaviour``) in grouping words."""
 _ENDINGS = {"tool_timeout": "timeout", "truncated": "timeout", "tool_error": "tool-failure",
             "env_exception": "env-error"}
 """An exploit policy's modal end reason (``evidence["ending"]``) in grouping words."""

@@ -101,11 +101,34 @@ class RepeatPolicy(Policy):
         self.description = description
         self.headline = headline or description
 
+    @classmethod
+    def repeating(cls, action: Any, label: str, why: str = "") -> RepeatPolicy:
+        """``repeat <label>``, described as ``repeat '<label>' (<why>)``: the form the timeouts,
+        length and intent probes report their repeated actions in."""
+        return cls(action, name=f"repeat {label}", description=f"repeat '{label}'" + (f" ({why})" if why else ""))
+
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
         return self.action
 
     def describe(self) -> str:
         return self.description
+
+
+class StallPolicy(Policy):
+    """Uniformly random among ``allowed`` actions: never takes the actions that end episodes."""
+
+    name = "stall"
+
+    def __init__(self, allowed: Sequence[int], avoided: str = "") -> None:
+        assert len(allowed) > 0, "StallPolicy needs at least one allowed action"
+        self.allowed = list(allowed)
+        self.avoided = avoided
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.allowed[int(self.rng.integers(len(self.allowed)))]
+
+    def describe(self) -> str:
+        return f"random actions, never {self.avoided}" if self.avoided else "random actions"
 
 
 class ChoicePolicy(Policy):
@@ -479,7 +502,7 @@ def oracle_policy(env: gym.Env) -> Policy | None:
 
 
 __all__ = [
-    "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan",
+    "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan", "StallPolicy",
     "action_stats", "derive_policies", "describe_call", "oracle_policy", "persist_policy", "success_return",
     "tool_status",
 ]

@@ -71,13 +71,29 @@ class Probe:
     preload: tuple[str, ...] = ()
     """Modules the probe's run imports that hold much memory (torch): a probe run in a worker
     process imports them first, and the memory cap counts what the env adds from there."""
+    decisions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Finding code → the one function that decides it (``decide_<code>``, dashes as
+    underscores): the only place where a finding of that code is created and its severity set."""
 
     def __post_init__(self) -> None:
         bad = [c for c in self.codes if c not in CODES]
         if bad:
             raise ValueError(f"probe {self.name!r} declares unknown finding codes {bad}")
+        undeclared = sorted(set(self.decisions) - set(self.codes))
+        if undeclared:
+            raise ValueError(f"probe {self.name!r} has deciding functions for codes it does not declare: "
+                             f"{undeclared}; add them to codes=")
+        for code, decide in self.decisions.items():
+            if getattr(decide, "__name__", "") != decision_name(code):
+                raise ValueError(f"probe {self.name!r}: the function deciding {code!r} is named "
+                                 f"{getattr(decide, '__name__', decide)!r}; name it {decision_name(code)!r}")
         if not callable(self.run):
             raise TypeError(f"probe {self.name!r}: run must be callable, got {type(self.run).__name__}")
+
+
+def decision_name(code: str) -> str:
+    """The name of the function that decides finding ``code``: ``decide_timeout_rewarded``."""
+    return "decide_" + code.replace("-", "_")
 
 
 def _load(name: str, target: Any) -> Probe:

@@ -18,6 +18,8 @@ TOOL_OK = "ok"
 TOOL_ERROR = "error"
 TOOL_TIMEOUT = "timeout"
 TOOL_STATUSES = (TOOL_OK, TOOL_ERROR, TOOL_TIMEOUT)
+TOOL_FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
+"""The statuses of a tool call that did not work: it raised or reported an error, or it overran."""
 
 # Why an episode ended. A tool status only names the end reason when the episode ended on that step.
 END_TERMINATED = "terminated"

@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
+from envaudit.policies import RepeatPolicy
 from envaudit.probe import Probe, ProbeContext
-from envaudit.probes.timeouts import (
-    RepeatPolicy,
+from envaudit.probes._shared.endings import (
     discrete_actions,
     failed_step_pay,
     final_share,
@@ -167,7 +167,7 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
     if "alternative" in cand:  # no honest failure to contrast: the ending paid like a typical step
         alternative = np.asarray(cand["alternative"], float)
     k = max(0, int(np.median(table.loc[cand["mask"], "length"])) - 1)
-    policies: list[Policy] = [RepeatPolicy(a, label)]
+    policies: list[Policy] = [RepeatPolicy.repeating(a, label)]
     if k > 0:
         policies.append(PrefixPolicy(a, label, k, actions))
     best: dict = {}

@@ -25,14 +25,15 @@ from collections.abc import Callable
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
-from envaudit.grpo.verdicts import delayed_success
 from envaudit.logs.records import Converted, NeedsEnv
 from envaudit.probe import ProbeContext
-from envaudit.probes import failures as failures_probe
 from envaudit.probes import intent as intent_probe
-from envaudit.probes import length as length_probe
 from envaudit.probes import pipeline as pipeline_probe
 from envaudit.probes import timeouts as timeouts_probe
+from envaudit.probes._shared.endings import returns_of
+from envaudit.probes.failures import sweep as failures_probe
+from envaudit.probes.grpo.verdicts import delayed_success
+from envaudit.probes.length import bias as length_probe
 from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
 
@@ -50,11 +51,11 @@ def _needs(converted: Converted, *columns: str) -> list[str]:
 
 def timeouts(ctx: ProbeContext, converted: Converted) -> list[Finding]:
     eps = ctx.exploration.episodes
-    failure = timeouts_probe.returns_of(eps, FAILURE)
+    failure = returns_of(eps, FAILURE)
     if len(failure) == 0:
         ctx.notes["skipped"] = "no failed episode in the log to compare timeouts with"
         return []
-    success = timeouts_probe.returns_of(eps, SUCCESS)
+    success = returns_of(eps, SUCCESS)
     rng = ctx.rng("stats")
     verdict = timeouts_probe._judge(ctx, None, success, failure, rng)
     arm = timeouts_probe._arm("logged", "the logged policy", eps, ctx.exploration.steps, verdict)

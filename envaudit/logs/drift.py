@@ -2,7 +2,7 @@
 
 Per iteration: return, success rate, timeout rate, tool-failure rate (failed calls per call), mean
 length and the action mix (``curves``). Then the GRPO probe's own judgement of a trained policy
-(``envaudit.grpo.drift.drift`` for what moved, ``envaudit.grpo.lessons.judge`` for where the move
+(``envaudit.probes.grpo.drift.drift`` for what moved, ``envaudit.probes.grpo.lessons.judge`` for where the move
 sits on the severity ladder), applied to the run's first iterations (``before``) against its last
 (``after``): a behaviour that rose while success did not, paid for by the env or the pipeline, is a
 ``learned-exploit`` naming the behaviour and the iteration where it started. The start is the knot
@@ -24,12 +24,12 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
-from envaudit.grpo.drift import drift
-from envaudit.grpo.lessons import Honest, judge, typical_trajectory
 from envaudit.grpo.search import Reference, SearchResult
 from envaudit.grpo.trainer import with_advantages
 from envaudit.logs.records import Converted
 from envaudit.probe import ProbeContext
+from envaudit.probes.grpo.drift import drift
+from envaudit.probes.grpo.lessons import Honest, judge, typical_trajectory
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES
@@ -233,7 +233,7 @@ def _finding(ctx, d: dict, v, moves, start: int | None, column: str | None, summ
                                              or TIMEOUT in ctx.pipeline.mask_group_on)
     fav = v.move.evidence.get("timeout_favoured") or {}
     supporting = fav.get("p_value", 1.0) if v.kind == "timeout" else (d["beyond_outcome"] or {}).get("p_value", 1.0)
-    from envaudit.grpo.lessons import _fix
+    from envaudit.probes.grpo.lessons import _fix
 
     return Finding(
         "learned-exploit", v.severity, title, summary_text,

@@ -96,7 +96,7 @@ def sync() -> dict[str, Any]:
 
 def learn() -> dict[str, Any]:
     """The grpo probe's natural run with the LM engine on the text env, under drop and penalty."""
-    from envaudit.probes.grpo import run
+    from envaudit.probes.grpo.training import run
     from tests.fixtures.context import explore
 
     out: dict[str, Any] = {}
@@ -128,8 +128,8 @@ def adapter() -> dict[str, Any]:
     from envaudit.adapters.base import text_factory
     from envaudit.grpo.config import GRPOConfig
     from envaudit.grpo.lm_engine import LMEngine
-    from envaudit.probes import grpo
-    from envaudit.probes.grpo import run
+    from envaudit.probes.grpo import training as grpo
+    from envaudit.probes.grpo.training import run
     from tests.fixtures.context import explore
 
     grpo.QUICK_LM_ITERATIONS = {**grpo.QUICK_LM_ITERATIONS, "natural": ADAPTER_ITERATIONS}  # this process only

@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from envaudit.grpo.drift import drift, failure_cost, rate_increase_p, timeout_favoured
 from envaudit.pipeline import timeout_handling_pipeline
+from envaudit.probes.grpo.drift import drift, failure_cost, rate_increase_p, timeout_favoured
 
 
 def _eps(outcomes, returns=None, lengths=None, failures=None, groups=None, advantages=None):

@@ -30,7 +30,7 @@ import pytest
 from envaudit.cli import main
 from envaudit.errors import UsageError
 from envaudit.grpo import vllm_backend
-from envaudit.grpo.drift import MATERIAL_RATE
+from envaudit.probes.grpo.drift import MATERIAL_RATE
 from tests.grpo.lm_checks import ADAPTER_ITERATIONS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from envaudit.grpo.verdicts import (
+from envaudit.probes.grpo.verdicts import (
     delayed_success,
     failure_conditioned_endings,
     quitting_beats_persisting,

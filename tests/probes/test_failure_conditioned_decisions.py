@@ -22,7 +22,7 @@ from scipy import stats as st
 from envaudit.config import ScanConfig
 from envaudit.faults import FaultInjector
 from envaudit.findings import Severity
-from envaudit.probes import failure_conditioned as FC
+from envaudit.probes.failures import conditioned as FC
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records

@@ -21,8 +21,8 @@ from envaudit.config import ScanConfig
 from envaudit.faults import FaultInjector
 from envaudit.findings import Severity
 from envaudit.policies import RepeatPolicy
-from envaudit.probes import failure_conditioned as FC
-from envaudit.probes import failure_rewarded as R
+from envaudit.probes.failures import conditioned as FC
+from envaudit.probes.failures import rewarded as R
 from envaudit.protocol import FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from tests.fixtures.frames import FakeContext, episode, many, records, replayed
 

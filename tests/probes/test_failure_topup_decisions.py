@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from envaudit.probes import failure_topup as T
+from envaudit.probes.failures import topup as T
 from envaudit.protocol import FAILURE, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES

@@ -19,8 +19,9 @@ import pytest
 
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
-from envaudit.probes.failure_topup import TOPUP_MAX_EPISODES
-from envaudit.probes.failures import SWEEP_RATES, probe
+from envaudit.probes.failures import probe
+from envaudit.probes.failures.sweep import SWEEP_RATES
+from envaudit.probes.failures.topup import TOPUP_MAX_EPISODES
 from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures import exploit_envs, failure_envs, protocol_envs
@@ -158,7 +159,7 @@ so about 3.6 failures, fewer distinct draws, and fewer than MIN_SAMPLES to compa
 
 
 def _failed_searches_explored(ctx) -> int:
-    from envaudit.probes.failure_topup import samples_of
+    from envaudit.probes.failures.topup import samples_of
 
     return int((samples_of(ctx.exploration, protocol_envs.SEARCH)["tool_status"] == TOOL_ERROR).sum())
 
@@ -193,7 +194,7 @@ def test_the_clean_twin_of_the_rarely_failing_plain_env_is_silent(seed):
 
 
 def test_a_top_up_that_hits_its_episode_cap_says_so_and_claims_nothing(monkeypatch):
-    from envaudit.probes import failure_topup
+    from envaudit.probes.failures import topup as failure_topup
 
     monkeypatch.setattr(failure_topup, "TOPUP_MAX_EPISODES", 8)  # about half a failure at 6%
     findings, ctx = run_probe(probe, lambda: protocol_envs.TaskEnv(**RARE_CREDIT), seed=0, quick=True, episodes=64)
@@ -476,7 +477,7 @@ def test_a_plain_env_where_nothing_ends_an_episode_gets_no_targeted_episodes():
     # envaudit.families' clean-0-3: a plain env whose answers never end the episode and that has no
     # quit action; no action ended an exploration episode, so there is no ending to condition.
     from envaudit.families import clean_case
-    from envaudit.probes.failure_conditioned import targeted_tests
+    from envaudit.probes.failures.conditioned import targeted_tests
 
     case = clean_case(0, 3)
     assert case.spec.base == "gym" and not case.spec.quit_action and not case.spec.wrong_answer_ends

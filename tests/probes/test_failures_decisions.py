@@ -20,11 +20,12 @@ from scipy import stats as st
 
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
-from envaudit.probes import failure_charge as C
-from envaudit.probes import failure_confirm as F
-from envaudit.probes import failures as P
-from envaudit.probes.failure_plain import FIX as FIX_PLAIN
-from envaudit.probes.failure_plain import natural_failure_rate, shortcut_exploration
+from envaudit.probes.failures import charge as C
+from envaudit.probes.failures import confirm as F
+from envaudit.probes.failures import rewarded as R
+from envaudit.probes.failures import sweep as P
+from envaudit.probes.failures.plain import FIX as FIX_PLAIN
+from envaudit.probes.failures.plain import natural_failure_rate, shortcut_exploration
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES
@@ -202,7 +203,7 @@ def test_exploration_tests_compare_failed_and_ok_steps_of_one_action():
     recs = records(*many(6, FAILURE, [call(TOOL_OK, 0.0), call(TOOL_ERROR, 0.5), call(TOOL_OK, 0.0, action=1)]),
                    *many(6, FAILURE, [call(TOOL_OK, 0.0), call(TOOL_ERROR, -0.5), call(TOOL_TIMEOUT, 0.0, action=1)]),
                    episode(FAILURE, [call(TOOL_ERROR, 9.0, action="x")]))
-    tests = P.exploration_tests(recs.steps, np.random.default_rng(0))
+    tests = R.exploration_tests(recs.steps, np.random.default_rng(0))
     assert set(tests) == {(0, TOOL_ERROR), (1, TOOL_TIMEOUT)}  # no error of 'x' (not an int), no ok-less pair
     t = tests[(0, TOOL_ERROR)]
     assert t["mean_failed"] == 0.0 and t["mean_ok"] == 0.0 and t["tool"] == "search"
@@ -264,15 +265,15 @@ class Solver(gym.Env):
 
 def test_honest_success_prefers_the_oracles_successes():
     explored = records(*many(3, SUCCESS, [(1, 1.0)]), episode(FAILURE, [(1, 0.0)]))
-    assert P.honest_success(FakeContext(explored), None) == (1.0, "successful exploration episodes")
-    assert P.honest_success(FakeContext(records(episode(FAILURE, [(1, 0.0)]))), None) == (None, None)
+    assert R.honest_success(FakeContext(explored), None) == (1.0, "successful exploration episodes")
+    assert R.honest_success(FakeContext(records(episode(FAILURE, [(1, 0.0)]))), None) == (None, None)
     runs = SimpleNamespace(get=lambda policy, rate: records(*many(2, SUCCESS, [(1, 3.0)])))
     ctx = FakeContext(explored, env=Solver())
-    assert P.honest_success(ctx, runs) == (3.0, "the env's oracle")
+    assert R.honest_success(ctx, runs) == (3.0, "the env's oracle")
     failing = SimpleNamespace(get=lambda policy, rate: records(episode(FAILURE, [(1, 0.0)])))
-    assert P.honest_success(ctx, failing) == (1.0, "successful exploration episodes")
-    assert P.honest_success(ctx, SimpleNamespace(get=lambda p, r: None))[0] == 1.0  # the cap stopped it
-    assert P.honest_success(FakeContext(explored, env=gym.make("CartPole-v1")), runs)[0] == 1.0  # no oracle
+    assert R.honest_success(ctx, failing) == (1.0, "successful exploration episodes")
+    assert R.honest_success(ctx, SimpleNamespace(get=lambda p, r: None))[0] == 1.0  # the cap stopped it
+    assert R.honest_success(FakeContext(explored, env=gym.make("CartPole-v1")), runs)[0] == 1.0  # no oracle
 
 
 def test_a_scan_config_alpha_is_what_the_confirm_halves():
@@ -432,7 +433,7 @@ def test_no_plain_shortcut_when_failures_cost_nothing_in_the_return():
 
 # -- failure_topup: histories and distinct draws ----------------------------------------------------------
 def test_a_history_is_the_actions_and_tool_statuses_before_each_step():
-    from envaudit.probes.failure_topup import histories
+    from envaudit.probes.failures.topup import histories
 
     recs = records(episode(FAILURE, [call(TOOL_ERROR, 0.3), call(TOOL_OK, 0.0), {"action": 2, "reward": 1.0}]),
                    episode(FAILURE, [{"action": 2, "reward": 0.0}]))
@@ -440,7 +441,7 @@ def test_a_history_is_the_actions_and_tool_statuses_before_each_step():
 
 
 def test_a_seed_replayed_with_the_same_actions_is_one_draw():
-    from envaudit.probes.failure_topup import samples_of
+    from envaudit.probes.failures.topup import samples_of
 
     # A GRPO group plays seed 7 three times: the first search is the same draw each time. Seed 8 is
     # another draw; so is seed 7's second search (another history).
@@ -462,7 +463,7 @@ def _ending_after(first_steps, n=MIN_SAMPLES + 2):
 
 
 def test_ending_after_a_paid_failure_is_no_failure_condition_when_only_the_potential_differs():
-    from envaudit.probes import failure_conditioned as FC
+    from envaudit.probes.failures import conditioned as FC
 
     end = {"action": 1, "tool_name": "submit", "tool_status": TOOL_OK, "terminated": True}
     recs = records(*_ending_after([call(TOOL_ERROR, -STEP + CREDIT, tool="t"), {**end, "reward": -STEP - PHI0}]),
@@ -481,7 +482,7 @@ def test_ending_after_a_paid_failure_is_no_failure_condition_when_only_the_poten
 
 
 def test_ending_that_pays_a_bonus_right_after_a_failure_still_is_one():
-    from envaudit.probes import failure_conditioned as FC
+    from envaudit.probes.failures import conditioned as FC
 
     bonus = 0.5
     end = {"action": 1, "tool_name": "submit", "tool_status": TOOL_OK, "terminated": True}

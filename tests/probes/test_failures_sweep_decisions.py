@@ -21,8 +21,8 @@ from scipy import stats as st
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
 from envaudit.policies import QuitOnFailurePolicy, RepeatPolicy
-from envaudit.probes import failures as P
-from envaudit.probes.failure_plain import natural_failure_rate
+from envaudit.probes.failures import sweep as P
+from envaudit.probes.failures.plain import natural_failure_rate
 from envaudit.protocol import FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK
 from envaudit.seeding import child_seed
 from envaudit.stats import MIN_SAMPLES as MIN

@@ -24,8 +24,9 @@ import pytest
 import envaudit  # noqa: F401  (registers the bundled envs)
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
-from envaudit.grpo.drift import MATERIAL_LENGTH, MATERIAL_RATE
-from envaudit.probes.grpo import QUICK_EVAL_GROUPS, QUICK_ITERATIONS, probe, run
+from envaudit.probes.grpo import probe
+from envaudit.probes.grpo.drift import MATERIAL_LENGTH, MATERIAL_RATE
+from envaudit.probes.grpo.training import QUICK_EVAL_GROUPS, QUICK_ITERATIONS, run
 from tests.fixtures.context import explore, only_finding
 from tests.grpo.ladder_envs import Booking, Combination, DelayedAnswer, Sequence
 

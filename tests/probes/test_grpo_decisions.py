@@ -17,12 +17,12 @@ import pytest
 
 from envaudit.config import ScanConfig
 from envaudit.findings import Finding, Severity
-from envaudit.grpo.lessons import MIN_EFFECT
 from envaudit.grpo.search import BEHAVIOURS, Reference
 from envaudit.grpo.trainer import RICHEST_KEPT, Met
 from envaudit.pipeline import Pipeline
 from envaudit.probe import cap_reason
-from envaudit.probes import grpo as G
+from envaudit.probes.grpo import training as G
+from envaudit.probes.grpo.lessons import MIN_EFFECT
 from envaudit.protocol import (
     END_TRUNCATED,
     FAILURE,

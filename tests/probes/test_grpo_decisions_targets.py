@@ -13,10 +13,10 @@ import pytest
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
 from envaudit.grpo.config import GRPOConfig
-from envaudit.grpo.lessons import MIN_EFFECT
 from envaudit.grpo.search import SearchResult, evaluation_seeds
 from envaudit.grpo.trainer import Met
-from envaudit.probes import grpo as G
+from envaudit.probes.grpo import training as G
+from envaudit.probes.grpo.lessons import MIN_EFFECT
 from envaudit.protocol import (
     END_TRUNCATED,
     FAILURE,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from envaudit.findings import Finding, Severity
-from envaudit.probes import length as L
+from envaudit.probes.length import bias as L
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
@@ -66,7 +66,7 @@ def test_run_strategies_screens_then_confirms_the_best_earner():
         return records(*[episode(FAILURE, [(0, pays[policy.name])], success=False, seed=s) for s in seeds],
                        episode(SUCCESS, [(0, 9.0)], success=True))  # a success never counts in the screen
     ctx = FakeContext(records(), play=play)
-    policies = [L.RepeatPolicy(i, x) for i, x in enumerate("abc")]
+    policies = [L.RepeatPolicy.repeating(i, x) for i, x in enumerate("abc")]
     best, run = L._run_strategies(ctx, policies, "long")
     assert best.name == "repeat b" and run["screen_mean_non_success"] == pytest.approx(pays)
     screened = [s for _, s, _ in ctx.runs[:3]]
@@ -83,7 +83,7 @@ def test_run_strategies_screens_then_confirms_the_best_earner():
 def test_run_strategies_screens_on_at_least_two_seeds():
     ctx = FakeContext(records(), config=FakeContext(records()).config.__class__(seed=0, quick=True),
                       play=stall_play(0.1))
-    L._run_strategies(ctx, [L.RepeatPolicy(0, "a")], "long")
+    L._run_strategies(ctx, [L.RepeatPolicy.repeating(0, "a")], "long")
     assert len(ctx.runs[0][1]) == 2  # 8 // 4
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from envaudit.findings import Severity
 from envaudit.probes.length import CODE, probe
-from envaudit.probes.length_delay import DelayPolicy, tail_pay
+from envaudit.probes.length.delay import DelayPolicy, tail_pay
 from tests.fixtures.context import flagged, run_probe
 from tests.fixtures.ladder_envs import FormatAnswer, ShapedWalk, StepCostQuit
 

@@ -21,7 +21,7 @@ import pytest
 
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
-from envaudit.probes import length_delay as D
+from envaudit.probes.length import delay as D
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_OK
 from envaudit.rollout import SequencePolicy
 from envaudit.stats import MIN_SAMPLES

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from envaudit.findings import Finding, Severity
-from envaudit.probes import length as L
+from envaudit.probes.length import bias as L
 from envaudit.protocol import END_TRUNCATED, ERROR, FAILURE, SUCCESS, TIMEOUT, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
@@ -129,8 +129,8 @@ def test_farming_repeats_the_actions_that_paid_most_in_exploration():
                          for a in range(2, 9) for _ in range(2)])
 
     def play(policy, seeds, kw):  # a repeated action pays what it paid in exploration, per step
-        pay = policy.actions[0] / 100 if isinstance(policy, L.RepeatPolicy) else 0.0
-        return records(*[episode(TIMEOUT, [(policy.actions[0] if pay else 2, pay)] * 10, success=False,
+        pay = policy.action / 100 if isinstance(policy, L.RepeatPolicy) else 0.0
+        return records(*[episode(TIMEOUT, [(policy.action if pay else 2, pay)] * 10, success=False,
                                  end=END_TRUNCATED, seed=s) for s in seeds])
 
     ctx = FakeContext(explored, play=play)
@@ -147,7 +147,7 @@ def ranked_quit_play(pay: float, outcome=FAILURE):
     """Quitting at once with SUBMIT pays ``pay`` + 0.001 x the seed's rank (the best examples are the
     last seeds); any other action ends the episode for nothing."""
     def play(policy, seeds, kw):
-        action = policy.actions[0]  # the action the policy repeats ends the episode at once
+        action = policy.action  # the action the policy repeats ends the episode at once
         paid = pay if action == SUBMIT else 0.0
         return records(*[episode(outcome, [(action, paid + 0.001 * i)], success=False, seed=s)
                          for i, s in enumerate(seeds)], first_id=100)
@@ -359,7 +359,7 @@ class CapAfter(FakeContext):
 
 def test_a_cap_between_strategies_confirms_the_best_screened_so_far():
     ctx = CapAfter(records(), play=stall_play(0.1))
-    policies = [L.RepeatPolicy(i, x) for i, x in enumerate("abc")]
+    policies = [L.RepeatPolicy.repeating(i, x) for i, x in enumerate("abc")]
     best, run = L._run_strategies(ctx, policies, "long")
     assert best is policies[0] and list(run["screen_mean_non_success"]) == ["repeat a"]
     assert ctx.skipped == ["long strategy 'repeat b' and those after it"]

@@ -15,7 +15,7 @@ import pytest
 from envaudit.families import EnvSpec, Flaw, ToolSpec, make_env
 from envaudit.findings import Severity
 from envaudit.probes.length import CODE, probe
-from envaudit.probes.length_search import bfs, clock_mask, follow, skeleton_of
+from envaudit.probes.length.search import bfs, clock_mask, follow, skeleton_of
 from tests.fixtures.context import flagged, run_probe
 
 PATH = ("fetch_page", "summarize", "summarize", "read_file", "send_email")

@@ -16,7 +16,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from envaudit.probes import length_search as L
+from envaudit.probes.length import search as L
 from tests.fixtures.frames import FakeContext, records
 
 ACTIONS = [0, 1, 2, 3]

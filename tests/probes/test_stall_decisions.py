@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from envaudit.probes import stall as S
+from envaudit.probes._shared import stall as S
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR, TOOL_OK
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records

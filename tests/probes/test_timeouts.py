@@ -17,7 +17,8 @@ import pytest
 import envaudit  # noqa: F401 - registers the bundled envs
 from envaudit.envs import VARIANTS
 from envaudit.findings import Severity
-from envaudit.probes.timeouts import CODE, ending_pay, probe, sample_size, split_enders
+from envaudit.probes._shared.endings import ending_pay, sample_size, split_enders
+from envaudit.probes.timeouts import CODE, probe
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, noninferiority
 from envaudit.toolenv import ToolEnv, ToolOutput, Transition
 from tests.fixtures import progress_envs

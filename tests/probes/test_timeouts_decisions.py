@@ -18,7 +18,9 @@ import pytest
 from envaudit.config import ScanConfig
 from envaudit.faults import FaultInjector
 from envaudit.findings import Severity
+from envaudit.policies import RepeatPolicy, StallPolicy
 from envaudit.probes import timeouts as T
+from envaudit.probes._shared import endings as E
 from envaudit.protocol import (
     END_ENV_EXCEPTION,
     END_TOOL_TIMEOUT,
@@ -32,7 +34,6 @@ from envaudit.protocol import (
     TOOL_TIMEOUT,
 )
 from envaudit.recording import Records
-from envaudit.rollout import SequencePolicy
 from envaudit.stats import MIN_SAMPLES
 from envaudit.toolenv import ToolEnv, ToolOutput, Transition
 from tests.fixtures.frames import FakeContext, episode, many, records
@@ -49,76 +50,77 @@ def exploration(timeout_steps, *, n_fail: int = N, n_success: int = N, n_timeout
 
 # -- which episodes, which actions ---------------------------------------------------------------
 def test_discrete_actions_count_from_the_space_start():
-    assert T.discrete_actions(SimpleNamespace(action_space=gym.spaces.Discrete(3, start=2))) == [2, 3, 4]
-    assert T.discrete_actions(SimpleNamespace(action_space=gym.spaces.Box(0, 1, (2,)))) is None
+    assert E.discrete_actions(SimpleNamespace(action_space=gym.spaces.Discrete(3, start=2))) == [2, 3, 4]
+    assert E.discrete_actions(SimpleNamespace(action_space=gym.spaces.Box(0, 1, (2,)))) is None
 
 
 @pytest.mark.parametrize("quick, n, expected", [
     (False, 32, 32), (False, 4, MIN_SAMPLES + 4), (True, 64, 16), (True, 32, MIN_SAMPLES + 4),
     (False, MIN_SAMPLES + 4, MIN_SAMPLES + 4), (False, MIN_SAMPLES + 5, MIN_SAMPLES + 5)])
 def test_an_arm_is_n_episodes_a_quarter_under_quick_never_below_min_samples_plus_4(quick, n, expected):
-    assert T.sample_size(SimpleNamespace(config=ScanConfig(seed=0, quick=quick)), n) == expected
+    assert E.sample_size(SimpleNamespace(config=ScanConfig(seed=0, quick=quick)), n) == expected
 
 
 def test_returns_of_one_outcome():
     eps = pd.DataFrame({"outcome": [SUCCESS, FAILURE, SUCCESS], "return": [1, 0, 3]})
-    assert T.returns_of(eps, SUCCESS).tolist() == [1.0, 3.0]
-    assert T.returns_of(eps, TIMEOUT).tolist() == []
+    assert E.returns_of(eps, SUCCESS).tolist() == [1.0, 3.0]
+    assert E.returns_of(eps, TIMEOUT).tolist() == []
 
 
 def test_a_timeout_the_env_graded_a_success_is_not_an_unsuccessful_timeout():
     eps = pd.DataFrame({"outcome": [TIMEOUT, TIMEOUT, TIMEOUT, FAILURE, SUCCESS],
                         "success": [True, False, None, False, True]})
-    assert T.unsuccessful_timeouts(eps).tolist() == [False, True, True, False, False]
+    assert E.unsuccessful_timeouts(eps).tolist() == [False, True, True, False, False]
 
 
 def test_ending_rates_are_per_integer_action():
     steps = pd.DataFrame({"action": [0, 0, 0, 0, 1, "text"], "terminated": [True, False, False, False, True, True]})
-    assert T.ending_rates(steps) == {0: 0.25, 1: 1.0}  # the text action is left out
-    assert T.ending_rates(pd.DataFrame({"action": ["a"], "terminated": [True]})) == {}
+    assert E.ending_rates(steps) == {0: 0.25, 1: 1.0}  # the text action is left out
+    assert E.ending_rates(pd.DataFrame({"action": ["a"], "terminated": [True]})) == {}
 
 
 def test_an_ender_ends_at_least_half_as_often_as_the_top_action():
     # rates 1.0, 0.5 (exactly half the top: an ender), 0.25 (below half: the others)
     steps = pd.DataFrame({"action": [0, 1, 1, 2, 2, 2, 2], "terminated": [True, True, False, True, False, False, False]})
-    enders, others, rates = T.split_enders(steps)
+    enders, others, rates = E.split_enders(steps)
     assert (enders, others) == ([0, 1], [2]) and rates == {0: 1.0, 1: 0.5, 2: 0.25}
     never = pd.DataFrame({"action": [1, 0], "terminated": [False, False]})
-    assert T.split_enders(never)[:2] == ([], [0, 1])  # nothing ends: no enders, all sorted
-    assert T.split_enders(pd.DataFrame({"action": [], "terminated": []}))[:2] == ([], [])
+    assert E.split_enders(never)[:2] == ([], [0, 1])  # nothing ends: no enders, all sorted
+    assert E.split_enders(pd.DataFrame({"action": [], "terminated": []}))[:2] == ([], [])
 
 
 def test_stall_and_repeat_policies():
-    stall = T.StallPolicy([3, 5], avoided="'submit'")
+    stall = StallPolicy([3, 5], avoided="'submit'")
     stall.rng = np.random.default_rng(0)
     assert {stall.act(None, {}) for _ in range(40)} == {3, 5}
     assert stall.describe() == "random actions, never 'submit'"
-    assert T.StallPolicy([3]).describe() == "random actions"
+    assert StallPolicy([3]).describe() == "random actions"
     with pytest.raises(AssertionError):
-        T.StallPolicy([])
-    rep = T.RepeatPolicy(2, "search", "it timed out")
+        StallPolicy([])
+    rep = RepeatPolicy.repeating(2, "search", "it timed out")
     assert rep.describe() == "repeat 'search' (it timed out)" and rep.name == "repeat search"
-    assert T.RepeatPolicy(2, "search").describe() == "repeat 'search'"
-    assert T.quoted(FakeContext(records(), labels=["a", "b"]), [0, 1]) == "'a' or 'b'"
+    assert RepeatPolicy.repeating(2, "search").describe() == "repeat 'search'"
+    assert [rep.act(None, {}) for _ in range(3)] == [2, 2, 2]
+    assert E.quoted(FakeContext(records(), labels=["a", "b"]), [0, 1]) == "'a' or 'b'"
 
 
 # -- what the steps pay --------------------------------------------------------------------------
 def test_final_share_is_the_last_steps_share_of_the_total():
     recs = records(episode(TIMEOUT, [(0, 1.0), (0, 3.0)]), episode(TIMEOUT, [(0, 2.0), (0, 2.0)]),
                    episode(FAILURE, [(1, 5.0)]))
-    assert T.final_share(recs.steps, [0, 1]) == pytest.approx(5 / 8)
-    assert T.final_share(recs.steps, [1]) == pytest.approx(0.5)
-    assert T.final_share(recs.steps, [7]) is None  # no such episode
+    assert E.final_share(recs.steps, [0, 1]) == pytest.approx(5 / 8)
+    assert E.final_share(recs.steps, [1]) == pytest.approx(0.5)
+    assert E.final_share(recs.steps, [7]) is None  # no such episode
     zero = records(episode(TIMEOUT, [(0, 1.0), (0, -1.0)]))
-    assert T.final_share(zero.steps, [0]) is None  # sums to 0: no share
+    assert E.final_share(zero.steps, [0]) is None  # sums to 0: no share
 
 
 def test_typical_step_pay_is_the_median_of_steps_that_end_nothing():
     recs = records(episode(TIMEOUT, [(0, -0.1), (0, -0.1), (0, 0.5), (0, 9.0)], end=END_TRUNCATED),
                    episode(FAILURE, [(0, -0.1), (1, 7.0)]))
-    assert T.typical_step_pay(recs.steps) == pytest.approx(-0.1)  # the 9 and 7 end episodes
-    assert T.typical_step_pay(records(episode(FAILURE, [(1, 1.0)])).steps) is None
-    assert T.fmt(None) == "n/a" and T.fmt(0.123456) == "0.123"
+    assert E.typical_step_pay(recs.steps) == pytest.approx(-0.1)  # the 9 and 7 end episodes
+    assert E.typical_step_pay(records(episode(FAILURE, [(1, 1.0)])).steps) is None
+    assert E.fmt(None) == "n/a" and E.fmt(0.123456) == "0.123"
 
 
 def test_typical_step_pay_leaves_out_a_step_that_raised():
@@ -126,9 +128,9 @@ def test_typical_step_pay_leaves_out_a_step_that_raised():
     crashed = episode(ERROR, [(0, -0.1), {"action": 0, "reward": float("nan"), "terminated": False}],
                       end=END_ENV_EXCEPTION)
     recs = records(episode(FAILURE, [(0, -0.1), (0, -0.1), (1, 0.0)]), crashed)
-    assert T.typical_step_pay(recs.steps) == pytest.approx(-0.1)
+    assert E.typical_step_pay(recs.steps) == pytest.approx(-0.1)
     only = records(episode(ERROR, [{"action": 0, "reward": float("nan"), "terminated": False}], end=END_ENV_EXCEPTION))
-    assert T.typical_step_pay(only.steps) is None
+    assert E.typical_step_pay(only.steps) is None
 
 
 def test_failed_step_pay_sums_failed_calls_and_can_leave_the_ending_one_out():
@@ -136,10 +138,10 @@ def test_failed_step_pay_sums_failed_calls_and_can_leave_the_ending_one_out():
         episode(FAILURE, [{"reward": 0.2, "tool_status": TOOL_ERROR}, {"reward": 0.3, "tool_status": TOOL_TIMEOUT},
                           {"reward": 5.0, "tool_status": TOOL_OK}, {"reward": 0.4, "tool_status": TOOL_ERROR}]),
         episode(FAILURE, [{"reward": 1.0, "tool_status": None}]))
-    all_failed = T.failed_step_pay(recs.steps, keep_ending=False)
+    all_failed = E.failed_step_pay(recs.steps, keep_ending=False)
     assert all_failed[0] == pytest.approx(0.9) and all_failed[1] == 0.0
-    assert T.failed_step_pay(recs.steps, keep_ending=True)[0] == pytest.approx(0.5)  # the ending 0.4 stays
-    assert T.failed_step_pay(recs.steps.iloc[0:0], keep_ending=True).empty
+    assert E.failed_step_pay(recs.steps, keep_ending=True)[0] == pytest.approx(0.5)  # the ending 0.4 stays
+    assert E.failed_step_pay(recs.steps.iloc[0:0], keep_ending=True).empty
 
 
 def test_ending_pay_nets_out_the_usual_pay_of_the_same_call_and_status():
@@ -150,14 +152,14 @@ def test_ending_pay_nets_out_the_usual_pay_of_the_same_call_and_status():
                           {"action": 0, "reward": 1.2, "tool_status": TOOL_OK}], end=END_TRUNCATED),
         episode(FAILURE, [{"action": 0, "reward": 0.9, "tool_status": TOOL_TIMEOUT}]),
         episode(FAILURE, [{"action": 3, "reward": 0.7}]))
-    pay = T.ending_pay(recs.steps, recs.steps)
+    pay = E.ending_pay(recs.steps, recs.steps)
     assert pay[0] == pytest.approx(1.2 - 0.2)  # 'ok' mid-episode pays 0.1 and 0.3 on average
     assert pay[1] == pytest.approx(0.9 - 0.5)  # a mid-episode timeout of the same action pays 0.5
     assert pay[2] == pytest.approx(0.7 - 0.1)  # never seen mid-episode: held to the least a working step pays
     other_reference = records(episode(TIMEOUT, [{"action": 0, "reward": 1.0, "tool_status": TOOL_OK},
                                                 {"action": 0, "reward": 0.0, "tool_status": TOOL_OK}]))
-    assert T.ending_pay(recs.steps, other_reference.steps)[0] == pytest.approx(0.2)
-    assert T.ending_pay(recs.steps.iloc[0:0], recs.steps).empty
+    assert E.ending_pay(recs.steps, other_reference.steps)[0] == pytest.approx(0.2)
+    assert E.ending_pay(recs.steps.iloc[0:0], recs.steps).empty
 
 
 # -- the ladder, kept only when the ending pays ---------------------------------------------------
@@ -167,14 +169,14 @@ def test_ending_premium_holds_only_for_a_clear_premium_of_at_least_min_effect():
     ctx = FakeContext(stall)
     tmo, fail = eps.loc[eps["outcome"] == TIMEOUT, "episode_id"], eps.loc[eps["outcome"] == FAILURE, "episode_id"]
     rng = np.random.default_rng(0)
-    held = T.ending_premium(ctx, tmo, stall.steps, fail, 1.0, rng)
+    held = E.ending_premium(ctx, tmo, stall.steps, fail, 1.0, rng)
     assert held["holds"] and held["diff"] == pytest.approx(0.5)
-    assert T.MIN_EFFECT == 0.1  # the boundaries below: a premium of 0.5 is 10% of a scale of 5
-    assert not T.ending_premium(ctx, tmo, stall.steps, fail, 5.01, rng)["holds"]
-    assert T.ending_premium(ctx, tmo, stall.steps, fail, 5.0, rng)["holds"]  # exactly 10%: counts
-    assert not T.ending_premium(ctx, tmo[:MIN_SAMPLES - 1], stall.steps, fail, 1.0, rng)["holds"]  # underpowered
+    assert E.MIN_EFFECT == 0.1  # the boundaries below: a premium of 0.5 is 10% of a scale of 5
+    assert not E.ending_premium(ctx, tmo, stall.steps, fail, 5.01, rng)["holds"]
+    assert E.ending_premium(ctx, tmo, stall.steps, fail, 5.0, rng)["holds"]  # exactly 10%: counts
+    assert not E.ending_premium(ctx, tmo[:MIN_SAMPLES - 1], stall.steps, fail, 1.0, rng)["holds"]  # underpowered
     # the timeouts' ending pays less than a failure's: no premium (a one-sided question)
-    assert not T.ending_premium(ctx, fail, stall.steps, tmo, 1.0, rng)["holds"]
+    assert not E.ending_premium(ctx, fail, stall.steps, tmo, 1.0, rng)["holds"]
 
 
 def test_ending_premium_needs_a_significant_difference():
@@ -183,7 +185,7 @@ def test_ending_premium_needs_a_significant_difference():
                    *many(N // 2, TIMEOUT, [(0, 0.0), (0, 0.6)], end=END_TRUNCATED),
                    *many(N // 2, TIMEOUT, [(0, 0.0), (0, -0.5)], end=END_TRUNCATED))
     eps = recs.episodes
-    out = T.ending_premium(FakeContext(recs), eps.loc[eps["outcome"] == TIMEOUT, "episode_id"], recs.steps,
+    out = E.ending_premium(FakeContext(recs), eps.loc[eps["outcome"] == TIMEOUT, "episode_id"], recs.steps,
                            eps.loc[eps["outcome"] == FAILURE, "episode_id"], 1.0, np.random.default_rng(0))
     assert not out["holds"] and out["p_value"] > 0.05
 
@@ -240,14 +242,14 @@ def test_honest_successes_add_the_oracles_and_top_up_with_random_play():
                        *many(len(seeds) - won, FAILURE, [(1, 0.0)], success=False))
 
     ctx = FakeContext(explored, env=Oracle(), play=play)
-    ret, info = T.honest_successes(ctx, target=40)
-    n_oracle = T.sample_size(ctx, 16) // 2
-    assert batches[0] == ("oracle", T.sample_size(ctx, 16))
+    ret, info = E.honest_successes(ctx, target=40)
+    n_oracle = E.sample_size(ctx, 16) // 2
+    assert batches[0] == ("oracle", E.sample_size(ctx, 16))
     assert info["n_exploration"] == 2 and info["n_oracle"] == n_oracle and info["oracle_success_rate"] == 0.5
     assert info["oracle_policy"] == "oracle"
     # top-up: (40 - 2 - 8) = 30 more at the explored rate 2/36 -> 1.5 * 30 * 18 = 810, capped at 256
-    assert batches[1] == ("random", T.TOP_UP_EPISODES) and info["n_top_up"] == T.TOP_UP_EPISODES
-    assert info["n_top_up_success"] == T.TOP_UP_EPISODES // 4 and len(ret) == 2 + n_oracle + 64
+    assert batches[1] == ("random", E.TOP_UP_EPISODES) and info["n_top_up"] == E.TOP_UP_EPISODES
+    assert info["n_top_up_success"] == E.TOP_UP_EPISODES // 4 and len(ret) == 2 + n_oracle + 64
     assert sorted(set(ret.tolist())) == [1.0, 2.0]
 
 
@@ -261,7 +263,7 @@ def test_top_up_batches_are_sized_from_the_success_rate_seen_so_far():
                        *many(len(seeds) - 1, FAILURE, [(1, 0.0)], success=False))
 
     ctx = FakeContext(explored, env=gym.make("CartPole-v1"), play=play)
-    ret, info = T.honest_successes(ctx, target=MIN_SAMPLES)
+    ret, info = E.honest_successes(ctx, target=MIN_SAMPLES)
     # 5 missing at 0.1: ceil(1.5 * 5 / 0.1) = 75; then 4 missing at 4/105: ceil(1.5 * 4 * 105 / 4) = 158;
     # then 3 missing, but 256 - 233 = 23 left
     assert sizes == [75, 158, 23] and info["n_top_up"] == 256 and len(ret) == 6
@@ -270,10 +272,10 @@ def test_top_up_batches_are_sized_from_the_success_rate_seen_so_far():
 
 def test_no_top_up_when_the_target_is_met_or_the_cap_is_reached():
     explored = exploration([(0, 0.0)])
-    ret, info = T.honest_successes(FakeContext(explored, env=gym.make("CartPole-v1")), target=N)
+    ret, info = E.honest_successes(FakeContext(explored, env=gym.make("CartPole-v1")), target=N)
     assert len(ret) == N and "n_top_up" not in info
     capped = FakeContext(exploration([(0, 0.0)], n_success=1), env=Oracle(), cap_reached=True)
-    ret, info = T.honest_successes(capped, target=N)
+    ret, info = E.honest_successes(capped, target=N)
     assert len(ret) == 1 and info["n_top_up"] == 0 and info["n_oracle"] == 0 and len(capped.skipped) == 2
 
 
@@ -285,7 +287,7 @@ class BrokenOracle(gym.Env):
 
 
 def test_an_oracle_that_cannot_be_built_costs_only_its_samples():
-    ret, info = T.honest_successes(FakeContext(exploration([(0, 0.0)]), env=BrokenOracle()))
+    ret, info = E.honest_successes(FakeContext(exploration([(0, 0.0)]), env=BrokenOracle()))
     assert len(ret) == N and info["oracle_error"] == "RuntimeError: no solver"
 
 
@@ -313,7 +315,7 @@ def test_an_injection_arm_is_sized_for_twice_min_samples_timeouts():
     recs = records(episode(FAILURE, [{"tool_name": "fetch"}, {"tool_name": "fetch"}, {"tool_name": "run"}]),
                    *many(3, FAILURE, [{"tool_name": "run"}]))
     ctx = FakeContext(recs)
-    floor = T.sample_size(ctx, 24)
+    floor = E.sample_size(ctx, 24)
     sizes = T._injection_sizes(ctx, ["fetch", "run", "rare"])
     assert sizes == {"fetch": min(T.INJECT_MAX, 2 * MIN_SAMPLES * 4), "run": max(floor, 2 * MIN_SAMPLES), "rare": floor}
     rare = records(*many(50, FAILURE, [(0, 0.0)]), episode(FAILURE, [{"tool_name": "fetch"}]))
@@ -364,10 +366,6 @@ def test_summary_and_fix_name_the_arm_and_the_tool():
     assert T._fix(tool).endswith("(--timeout-handling zero or penalty).")
 
 
-def test_a_repeat_policy_is_a_sequence_policy_of_one_action():
-    assert isinstance(T.RepeatPolicy(1, "x"), SequencePolicy)
-
-
 def test_top_up_asks_for_each_batchs_own_seeds_tagged_as_top_up():
     explored = exploration([(0, 0.0)], n_fail=27, n_success=3, n_timeout=0)
 
@@ -376,7 +374,7 @@ def test_top_up_asks_for_each_batchs_own_seeds_tagged_as_top_up():
                        *many(len(seeds) - 1, FAILURE, [(1, 0.0)], success=False))
 
     ctx = FakeContext(explored, play=play)
-    T._top_up(ctx, np.ones(3), {}, MIN_SAMPLES)
+    E._top_up(ctx, np.ones(3), {}, MIN_SAMPLES)
     assert [s for _, s, _ in ctx.runs] == [ctx.seeds(75, "top-up", 0), ctx.seeds(158, "top-up", 1),
                                            ctx.seeds(23, "top-up", 2)]
     assert all(kw == {"tags": {"arm": "top-up"}} for _, _, kw in ctx.runs)
@@ -388,8 +386,8 @@ def test_top_up_rate_floors_when_nothing_was_seen_or_won():
     ctx = FakeContext(exploration([(0, 0.0)], n_fail=30, n_success=0, n_timeout=0),
                       play=lambda p, s, kw: records(*many(len(s), FAILURE, [(1, 0.0)], success=False)))
     info: dict = {}
-    assert len(T._top_up(ctx, np.zeros(0), info, MIN_SAMPLES)) == 0
-    assert [len(s) for _, s, _ in ctx.runs] == [T.TOP_UP_EPISODES] and info == {"n_top_up": 256, "n_top_up_success": 0}
+    assert len(E._top_up(ctx, np.zeros(0), info, MIN_SAMPLES)) == 0
+    assert [len(s) for _, s, _ in ctx.runs] == [E.TOP_UP_EPISODES] and info == {"n_top_up": 256, "n_top_up_success": 0}
     # nothing explored at all: a rate of 1, so 1.5 * 12 = 18 episodes first (then the rate seen)
     sizes = []
 
@@ -398,51 +396,51 @@ def test_top_up_rate_floors_when_nothing_was_seen_or_won():
         return records(*many(len(s), SUCCESS, [(1, 1.0)], success=True))
 
     empty = FakeContext(records(), play=play)
-    assert len(T._top_up(empty, np.zeros(0), {}, 12)) == 18 and sizes == [18]
+    assert len(E._top_up(empty, np.zeros(0), {}, 12)) == 18 and sizes == [18]
     # already at the target: no random play
     done = FakeContext(records(), play=play)
-    assert T._top_up(done, np.ones(MIN_SAMPLES), {}, MIN_SAMPLES).tolist() == [1.0] * MIN_SAMPLES
+    assert E._top_up(done, np.ones(MIN_SAMPLES), {}, MIN_SAMPLES).tolist() == [1.0] * MIN_SAMPLES
     assert done.runs == []
 
 
 def test_top_up_stops_at_the_safety_cap_and_says_what_it_skipped():
     ctx = FakeContext(exploration([(0, 0.0)]), cap_reached=True)
     info: dict = {}
-    T._top_up(ctx, np.zeros(0), info, MIN_SAMPLES)
+    E._top_up(ctx, np.zeros(0), info, MIN_SAMPLES)
     assert ctx.skipped == ["topping honest successes up with random play"] and info["n_top_up"] == 0
     capped = FakeContext(exploration([(0, 0.0)]), env=Oracle(), cap_reached=True)
-    T.honest_successes(capped)
+    E.honest_successes(capped)
     assert capped.skipped == ["the episodes of the env's oracle (if it has one)"]
 
 
 def test_the_oracle_runs_on_its_own_seeds_tagged_as_oracle():
     ctx = FakeContext(exploration([(0, 0.0)]), env=Oracle(),
                       play=lambda p, s, kw: records(*many(len(s), SUCCESS, [(1, 1.0)], success=True)))
-    T.honest_successes(ctx)
+    E.honest_successes(ctx)
     (policy, seeds, kw), = ctx.runs
-    assert seeds == ctx.seeds(T.sample_size(ctx, 16), "oracle") and kw == {"tags": {"arm": "oracle"}}
+    assert seeds == ctx.seeds(E.sample_size(ctx, 16), "oracle") and kw == {"tags": {"arm": "oracle"}}
     empty = FakeContext(exploration([(0, 0.0)]), env=Oracle(), play=lambda p, s, kw: records())
-    assert T.honest_successes(empty)[1]["oracle_success_rate"] is None
+    assert E.honest_successes(empty)[1]["oracle_success_rate"] is None
 
 
 def test_empty_failed_step_pay_is_a_float_series():
-    assert T.failed_step_pay(records().steps, keep_ending=False).dtype == float
-    assert T.ending_pay(records().steps, records().steps).dtype == float
+    assert E.failed_step_pay(records().steps, keep_ending=False).dtype == float
+    assert E.ending_pay(records().steps, records().steps).dtype == float
 
 
 def test_split_enders_boundaries():
     # rates 1.0, 0.5 (half the top: an ender) and 0.4 (below half: not, though above a third)
     steps = pd.DataFrame({"action": [0] + [1] * 2 + [2] * 5,
                           "terminated": [True, True, False, True, True, False, False, False]})
-    assert T.split_enders(steps)[:2] == ([0, 1], [2])
+    assert E.split_enders(steps)[:2] == ([0, 1], [2])
     alike = pd.DataFrame({"action": [1, 0, 1, 0], "terminated": [False, True, True, False]})
-    assert T.split_enders(alike) == ([], [0, 1], {0: 0.5, 1: 0.5})  # all alike: nothing to avoid
+    assert E.split_enders(alike) == ([], [0, 1], {0: 0.5, 1: 0.5})  # all alike: nothing to avoid
 
 
 def test_injection_size_with_one_episode():
     one = FakeContext(records(episode(FAILURE, [{"tool_name": "fetch"}])))
     # reached by 1 of 1 episode: 2 * MIN_SAMPLES = 16 episodes would do, the default arm is 24
-    assert T._injection_sizes(one, ["fetch"]) == {"fetch": max(2 * MIN_SAMPLES, T.sample_size(one, 24))} == {"fetch": 24}
+    assert T._injection_sizes(one, ["fetch"]) == {"fetch": max(2 * MIN_SAMPLES, E.sample_size(one, 24))} == {"fetch": 24}
     quick = FakeContext(one.exploration, config=ScanConfig(seed=0, quick=True))
     assert T._injection_sizes(quick, ["fetch"]) == {"fetch": 2 * MIN_SAMPLES}  # the quick floor is 12
 
@@ -453,7 +451,7 @@ def test_injection_size_without_tool_columns_is_the_default_arm():
     recs = records(episode(FAILURE, [(0, 0.0)]))
     ctx = FakeContext(recs)
     ctx.exploration.steps = recs.steps.drop(columns=[c for c in recs.steps if c.startswith("tool_")])
-    assert T._injection_sizes(ctx, ["fetch"]) == {"fetch": T.sample_size(ctx, 24)}
+    assert T._injection_sizes(ctx, ["fetch"]) == {"fetch": E.sample_size(ctx, 24)}
 
 
 def test_arm_keys_are_the_arms_table_columns():
@@ -517,7 +515,7 @@ def test_scripted_arms_stall_and_repeat_the_call_that_times_out():
     assert [p.describe() for p, _, _ in ctx.runs] == [
         "random actions, never 'submit'", "repeat 'search' (its tool timed out in 100% of exploration calls)"]
     assert ctx.runs[0][0].allowed == [0, 2]
-    n = T.sample_size(ctx, 32)
+    n = E.sample_size(ctx, 32)
     assert [s for _, s, _ in ctx.runs] == [ctx.seeds(n, "stall"), ctx.seeds(n, "repeat-search")]
     assert [kw for _, _, kw in ctx.runs] == [{"tags": {"arm": "stall"}}, {"tags": {"arm": "repeat-search"}}]
     assert arms[0]["level"] == "above_alternative" and arms[0]["n_timeout"] == n and len(ctx.kept) == 2
@@ -628,7 +626,7 @@ def test_no_tool_no_injection_arm():
     ctx = arms_ctx(stall_pays, tools={})
     ctx.env.unwrapped.tools = {}
     assert T._injection_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0)) == []
-    assert [len(s) for _, s, _ in ctx.runs] == [T.sample_size(ctx, 24)]  # the unfaulted run alone
+    assert [len(s) for _, s, _ in ctx.runs] == [E.sample_size(ctx, 24)]  # the unfaulted run alone
 
 
 def test_run_adds_injection_arms_on_a_tool_env_only():
@@ -665,7 +663,7 @@ def test_no_repeat_arm_when_no_tool_call_timed_out():
     assert [a["arm"] for a in arms] == ["stall"]
     ctx = arms_ctx(stall_pays)
     T._scripted_arms(ctx, np.ones(N), np.zeros(N), np.random.default_rng(0))
-    assert ctx.runs[1][0].actions == [2] and all(k is not None and len(k.episodes) for k in ctx.kept)
+    assert ctx.runs[1][0].action == 2 and all(k is not None and len(k.episodes) for k in ctx.kept)
 
 
 def test_arm_examples_are_the_five_richest_timeouts():
@@ -676,23 +674,23 @@ def test_arm_examples_are_the_five_richest_timeouts():
 def test_premium_evidence_names_its_arms_and_share_needs_a_total():
     stall = exploration([(0, 0.0), (0, 0.5)])
     eps = stall.episodes
-    out = T.ending_premium(FakeContext(stall), eps.loc[eps["outcome"] == TIMEOUT, "episode_id"], stall.steps,
+    out = E.ending_premium(FakeContext(stall), eps.loc[eps["outcome"] == TIMEOUT, "episode_id"], stall.steps,
                            eps.loc[eps["outcome"] == FAILURE, "episode_id"], 1.0, np.random.default_rng(0))
     assert out["mean_timeout_ending"] == 0.5 and out["mean_failure_ending"] == 0.0
     tiny = records(episode(TIMEOUT, [(0, 1e-12)]))
-    assert T.final_share(tiny.steps, [0]) is None  # |total| must exceed 1e-12
+    assert E.final_share(tiny.steps, [0]) is None  # |total| must exceed 1e-12
 
 
 def test_honest_successes_top_up_only_when_asked():
     ctx = FakeContext(exploration([(0, 0.0)], n_success=0), env=gym.make("CartPole-v1"))
-    ret, info = T.honest_successes(ctx)  # no target: whatever exploration and the oracle give
+    ret, info = E.honest_successes(ctx)  # no target: whatever exploration and the oracle give
     assert len(ret) == 0 and ctx.runs == [] and "n_top_up" not in info
 
     def play(policy, seeds, kw):
         won = 3 * len(seeds) // 4
         return records(*many(won, SUCCESS, [(1, 1.0)], success=True), *many(len(seeds) - won, FAILURE, [(1, 0.0)]))
 
-    assert T.honest_successes(FakeContext(exploration([(0, 0.0)]), env=Oracle(), play=play))[1][
+    assert E.honest_successes(FakeContext(exploration([(0, 0.0)]), env=Oracle(), play=play))[1][
         "oracle_success_rate"] == 0.75
 
 
@@ -710,8 +708,8 @@ def test_step_cost_pay_is_the_least_pay_of_a_working_step_that_ends_nothing():
                                      {"action": 0, "reward": 0.25, "tool_status": TOOL_OK}, (1, -2.0)]),
                    episode(TIMEOUT, [(0, float("nan")), (0, -3.0)], end=END_TRUNCATED))
     # -0.5 and -0.25 are failed calls, -2.0 ends the failure, -3.0 hits the step limit, NaN is no pay
-    assert T.step_cost_pay(recs.steps) == pytest.approx(-0.1)
-    assert T.step_cost_pay(records(episode(FAILURE, [(1, -2.0)])).steps) == 0.0
+    assert E.step_cost_pay(recs.steps) == pytest.approx(-0.1)
+    assert E.step_cost_pay(records(episode(FAILURE, [(1, -2.0)])).steps) == 0.0
 
 
 def matched_table():
@@ -725,19 +723,19 @@ def matched_table():
 def test_matched_failures_swap_the_timeouts_ending_for_an_honest_failures():
     recs = matched_table()
     # 0.8 - (1.0 - -0.1) + 0.3: the same prefix, failing outright
-    assert T.matched_failures([0], np.array([0.8]), recs.steps, [1, 2, 3]).tolist() == [pytest.approx(0.0)]
+    assert E.matched_failures([0], np.array([0.8]), recs.steps, [1, 2, 3]).tolist() == [pytest.approx(0.0)]
     # no outright failure to match: an ending that pays nothing beyond a step
-    assert T.matched_failures([0], np.array([0.8]), recs.steps, []).tolist() == [pytest.approx(-0.3)]
+    assert E.matched_failures([0], np.array([0.8]), recs.steps, []).tolist() == [pytest.approx(-0.3)]
     # an episode without steps keeps its return, plus the honest ending
-    assert T.matched_failures([0, 99], np.array([0.8, 0.5]), recs.steps, [1, 2, 3]).tolist() == \
+    assert E.matched_failures([0, 99], np.array([0.8, 0.5]), recs.steps, [1, 2, 3]).tolist() == \
         [pytest.approx(0.0), pytest.approx(0.8)]
     # two failures: the median is their mean (0.2)
-    assert T.matched_failures([0], np.array([0.8]), recs.steps, [1, 2]).tolist() == [pytest.approx(-0.1)]
+    assert E.matched_failures([0], np.array([0.8]), recs.steps, [1, 2]).tolist() == [pytest.approx(-0.1)]
 
 
 def test_matched_failures_hold_unseen_endings_to_the_ordinary_steps_pay():
     recs = matched_table()
     ordinary = records(episode(FAILURE, [(0, -0.2), (0, -0.2), (1, 0.0)])).steps  # every step costs 0.2
     # failure endings now 0.2, 0.4, 0.6 beyond a step (median 0.4); the timeout's own call is seen mid-episode
-    assert T.matched_failures([0], np.array([0.8]), recs.steps, [1, 2, 3], ordinary).tolist() == \
+    assert E.matched_failures([0], np.array([0.8]), recs.steps, [1, 2, 3], ordinary).tolist() == \
         [pytest.approx(0.1)]

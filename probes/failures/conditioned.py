@@ -43,13 +43,11 @@ import pandas as pd
 from envaudit.findings import Finding, Severity
 from envaudit.policies import Replay, ReplayPlan, action_stats, oracle_policy, success_return
 from envaudit.probe import ProbeContext
-from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.probes.failures.charge import step_reference
+from envaudit.protocol import TOOL_ERROR, TOOL_FAILED, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, compare, paired_compare, signed_rank_p
 
-from .failure_charge import step_reference
-
-FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 PAIRS = 16
 """(seed, prefix) pairs per call and next action; ``--quick`` uses a quarter, never under ``MIN_PAIRS``."""
 MIN_PAIRS = 12
@@ -157,7 +155,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, 
                          sized=True)
     replays = [Replay(it.seed, it.actions + (b,)) for it in items for b in nexts]
     arms: dict[str | None, tuple[ReplayPlan, Records]] = {}
-    for fault in (None, *FAILED):
+    for fault in (None, *TOOL_FAILED):
         if ctx.over_cap(f"failure-conditioned replays ({fault or 'ok'} arm)"):
             return {}
         plan = ReplayPlan(replays, fault, name=f"conditioned-{fault or 'ok'}", fault_at=-2)
@@ -168,7 +166,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, 
     catalogue = ctx.env.unwrapped.catalogue
     ref = step_reference(ctx.exploration)
     out: dict[tuple, dict] = {}
-    for status in FAILED:
+    for status in TOOL_FAILED:
         plan, records = arms[status]
         faulted = plan.tail_steps(records)
         groups: dict[tuple[int, int], list[tuple[dict, dict, int]]] = {}
@@ -222,7 +220,7 @@ def exploration_tests(exploration: Records, labels: Sequence[str] | None,
     against right after an ok one, same next action, matched on the progress made before the call
     (which tools had worked): each failed instance against the mean of its matched ok instances."""
     steps = int_actions(exploration.steps).sort_values(["episode_id", "step"], kind="stable")
-    if steps.empty or not steps["tool_status"].isin(FAILED).any():
+    if steps.empty or not steps["tool_status"].isin(TOOL_FAILED).any():
         return {}
     nxt = steps.groupby("episode_id").shift(-1)
     pairs = pd.DataFrame({
@@ -230,14 +228,14 @@ def exploration_tests(exploration: Records, labels: Sequence[str] | None,
         "progress": _progress(steps), "prev_reward": steps["reward"].astype(float), "next": nxt["action"],
         "next_reward": nxt["reward"], "next_terminated": nxt["terminated"],
     }).dropna(subset=["tool", "status", "next"])
-    failed = pairs["status"].isin(FAILED)
+    failed = pairs["status"].isin(TOOL_FAILED)
     prev = pairs["prev_reward"].where(~failed, failed_step_capped(pairs["prev_reward"], step_reference(exploration)))
     pairs["two_step"] = prev + pairs["next_reward"].astype(float)
     returns = exploration.episodes.set_index("episode_id")["return"]
     out: dict[tuple, dict] = {}
     for (tool, b), group in pairs.groupby(["tool", "next"]):
         ok = group[group["status"] == TOOL_OK].groupby("progress")[["next_reward", "two_step"]].mean()
-        for status in FAILED:
+        for status in TOOL_FAILED:
             bad = group[(group["status"] == status) & group["progress"].isin(ok.index)]
             if len(bad) < MIN_SAMPLES:
                 continue
@@ -284,7 +282,7 @@ def _targeted_arms(ctx: ProbeContext, a: int, enders: list[int]) -> tuple[pd.Dat
         frame = pd.DataFrame(rows)
         if frame.empty:
             break
-        failed = frame[frame["prev_status"].isin(FAILED)].groupby("next").size()
+        failed = frame[frame["prev_status"].isin(TOOL_FAILED)].groupby("next").size()
         ok = frame[frame["prev_status"] == TOOL_OK].groupby("next").size()
         # The first round is the pilot: a call that never failed (or never worked) from a fresh
         # start in it has nothing to compare here, and more rounds would only repeat that.
@@ -321,11 +319,11 @@ def targeted_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, d
         frame, kept = _targeted_arms(ctx, a, enders)
         if frame.empty:
             continue
-        failed = frame["prev_status"].isin(FAILED)
+        failed = frame["prev_status"].isin(TOOL_FAILED)
         prev = frame["prev_reward"].where(~failed, failed_step_capped(frame["prev_reward"], ref))
         frame["two_step"] = prev + frame["last_reward"]
         records = Records.concat(kept)
-        for status in FAILED:
+        for status in TOOL_FAILED:
             for b in enders:
                 bad = frame[(frame["prev_status"] == status) & (frame["next"] == b)]
                 ok = frame[(frame["prev_status"] == TOOL_OK) & (frame["next"] == b)]

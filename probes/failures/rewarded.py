@@ -29,15 +29,13 @@ from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
 from envaudit.policies import RepeatPolicy, ReplayPlan, describe_call, oracle_policy, success_return
 from envaudit.probe import ProbeContext
-from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.probes.failures import conditioned
+from envaudit.probes.failures.conditioned import int_actions, replay_items
+from envaudit.protocol import TOOL_ERROR, TOOL_FAILED, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.rollout import Policy
 from envaudit.stats import compare, holm, paired_compare
 
-from . import failure_conditioned as conditioned
-from .failure_conditioned import int_actions, replay_items
-
-FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 INJECTION_PAIRS = 12
 """Replayed (seed, prefix) pairs per action and fault status; ``--quick`` uses a quarter."""
 INJECTION_MIN_PAIRS = 10
@@ -75,7 +73,7 @@ def exploration_tests(steps: pd.DataFrame, rng: np.random.Generator) -> dict[tup
     out = {}
     for action, group in steps.groupby("action"):
         ok = group.loc[group["tool_status"] == TOOL_OK, "reward"].to_numpy(float)
-        for status in FAILED:
+        for status in TOOL_FAILED:
             bad = group.loc[group["tool_status"] == status, "reward"].to_numpy(float)
             if len(ok) and len(bad):
                 test = compare(bad, ok, rng, labels=("failed", "ok"))
@@ -101,7 +99,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
     n = max(INJECTION_MIN_PAIRS, ctx.config.scaled(INJECTION_PAIRS))
     items = replay_items(ctx.exploration, actions, n, rng, ctx.seeds(n, "fresh"))
     arms: dict[str | None, tuple[ReplayPlan, Records]] = {}
-    for fault in (None, *FAILED):
+    for fault in (None, *TOOL_FAILED):
         if ctx.over_cap(f"fault injection arm {fault or 'ok'!r}"):
             return {}, {}, {}
         plan = ReplayPlan(items, fault, name=f"replay-{fault or 'ok'}")
@@ -117,7 +115,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
     labels = ctx.action_labels
     catalogue = getattr(ctx.env.unwrapped, "catalogue", None)
     out, charge_pairs = {}, {}
-    for status in FAILED:
+    for status in TOOL_FAILED:
         plan, records = arms[status]
         faulted = plan.last_steps(records)
         bad_ended = ended_of(plan, records)

@@ -29,6 +29,7 @@ import numpy as np
 
 from envaudit.policies import tool_status
 from envaudit.probe import ProbeContext
+from envaudit.protocol import TOOL_FAILED
 
 SEARCH_STEPS = 20000
 """Env steps (replays included) spent on one seed's breadth-first search before giving that seed up."""
@@ -38,7 +39,6 @@ VISITS = 3
 """States kept per cell. One observation can hide states that differ where the agent cannot see
 (how far the env's random stream has run): with one state per cell a call that fails from it
 fails again every time, and the search would stop at the first flaky tool."""
-FAILED = ("error", "timeout")
 
 
 class _Env:
@@ -141,7 +141,7 @@ def follow(env: gym.Env, seed: int, skeleton: Sequence[Any], actions: Sequence[A
         prefix.append(skeleton[i])
         if terminated or truncated:
             return None
-        if tool_status(info) not in FAILED:
+        if tool_status(info) not in TOOL_FAILED:
             i += 1
     if i < len(skeleton):
         return None
@@ -155,7 +155,7 @@ def follow(env: gym.Env, seed: int, skeleton: Sequence[Any], actions: Sequence[A
 
 def skeleton_of(actions: Sequence[Any], statuses: Sequence[Any]) -> list[Any]:
     """A success's actions whose tool call worked, the final action left out (it is tried afresh)."""
-    return [a for a, s in zip(actions[:-1], statuses[:-1], strict=True) if s not in FAILED]
+    return [a for a, s in zip(actions[:-1], statuses[:-1], strict=True) if s not in TOOL_FAILED]
 
 
 def find_successes(ctx: ProbeContext, n: int, seeds: Sequence[int]) -> list[tuple[int, tuple]]:

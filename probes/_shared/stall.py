@@ -38,12 +38,10 @@ import numpy as np
 import pandas as pd
 
 from envaudit.probe import ProbeContext
-from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_ERROR, TOOL_TIMEOUT
+from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_FAILED
 from envaudit.recording import Records
 from envaudit.rollout import Policy
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
-
-FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 
 
 class PlanPolicy(Policy):
@@ -173,7 +171,7 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
             idle.append(float(c["reward"].sum() - b["reward"].sum()))
             idle_steps.append(lengths[i] - m[i] - 1)
             tail = c.iloc[m[i]:-1]
-            idle_failed.append(float(tail.loc[tail["tool_status"].isin(FAILED), "reward"].sum()))
+            idle_failed.append(float(tail.loc[tail["tool_status"].isin(TOOL_FAILED), "reward"].sum()))
         a_ok = a is not None and len(a) == lengths[i] and bool(a["truncated"].iloc[-1]) and not a_won
         if a_ok and c_ok and not c_won:
             ending.append(float(a["reward"].sum() - c["reward"].sum()))

@@ -59,30 +59,21 @@ from envaudit.policies import (
     persist_policy,
     success_return,
 )
-from envaudit.probe import Probe, ProbeContext
-from envaudit.protocol import SUCCESS, TOOL_ERROR, TOOL_TIMEOUT
+from envaudit.probe import ProbeContext
+from envaudit.probes.failures import charge
+from envaudit.probes.failures.confirm import second_look
+from envaudit.probes.failures.plain import natural_failure_rate, shortcut_exploration
+from envaudit.probes.failures.rewarded import (
+    failure_rewarded,
+    injection_tests,
+)
+from envaudit.probes.failures.topup import topup_tests
+from envaudit.protocol import SUCCESS, TOOL_FAILED
 from envaudit.recording import Records
 from envaudit.rollout import Policy
 from envaudit.seeding import child_seed
 from envaudit.stats import bootstrap_ci, paired_compare
 
-from . import failure_charge as charge
-from .failure_confirm import second_look
-from .failure_plain import natural_failure_rate, shortcut_exploration
-from .failure_rewarded import (  # re-exported: the failure-rewarded half lived here and is imported from here
-    FARM_EPISODES,
-    FIX_REWARDED,
-    INJECTION_MIN_PAIRS,
-    INJECTION_PAIRS,
-    MAX_ACTIONS,
-    exploration_tests,
-    failure_rewarded,
-    honest_success,
-    injection_tests,
-)
-from .failure_topup import topup_tests
-
-FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 SWEEP_RATES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 """Injected error rates of the failure sweep (on every tool, on top of the env's own failures)."""
 SWEEP_EPISODES = 32
@@ -337,7 +328,7 @@ def _quit_after_failure(records: Records, quit_action: int, n: int = 3) -> list[
     steps = records.steps.sort_values(["episode_id", "step"], kind="stable")
     last = steps.groupby("episode_id").tail(1)
     before = steps.groupby("episode_id")["tool_status"].shift(1).loc[last.index]
-    hit = last[(last["action"] == quit_action) & before.isin(FAILED).to_numpy()]
+    hit = last[(last["action"] == quit_action) & before.isin(TOOL_FAILED).to_numpy()]
     return [int(e) for e in hit["episode_id"].head(n)]
 
 
@@ -360,16 +351,3 @@ def run(ctx: ProbeContext) -> list[Finding]:
     return findings
 
 
-probe = Probe(
-    name="failures",
-    run=run,
-    summary="failed tool calls that pay, and failures that make giving up pay (fault injection, failure sweep)",
-    codes=("failure-rewarded", "failure-shortcut"),
-    weight=1.0,
-    order=55,
-)
-
-__all__ = ["FARM_EPISODES", "FIX_REWARDED", "FIX_SHORTCUT", "INJECTION_MIN_PAIRS", "INJECTION_PAIRS", "MAX_ACTIONS",
-           "MAX_SHORT", "NATURAL_EPISODES", "NATURAL_MIN_EPISODES", "SWEEP_EPISODES", "SWEEP_RATES",
-           "exploration_tests", "failure_rewarded", "honest_success", "injection_tests", "probe", "run",
-           "shortcut_sweep"]

@@ -22,11 +22,10 @@ import numpy as np
 from scipy import stats as _st
 
 from envaudit.probe import ProbeContext
+from envaudit.probes.failures import charge
 from envaudit.recording import Records
 from envaudit.rollout import Policy
 from envaudit.stats import paired_compare
-
-from . import failure_charge as charge
 
 CONFIRM_MAX_EPISODES = 512
 """Fresh-seed episodes per policy the second look may run."""

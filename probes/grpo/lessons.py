@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
-from envaudit.grpo.drift import MATERIAL_RATE, Move, drift, failure_cost
 from envaudit.grpo.search import Reference, SearchResult
 from envaudit.grpo.trainer import action_keys
-from envaudit.grpo.verdicts import failure_conditioned_endings, quitting_beats_persisting
+from envaudit.probes.grpo.drift import MATERIAL_RATE, Move, drift, failure_cost
+from envaudit.probes.grpo.verdicts import failure_conditioned_endings, quitting_beats_persisting
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from envaudit.stats import compare, exploit_ladder, reward_scale
 
@@ -367,7 +367,7 @@ def _learned_timeouts(ctx, result: SearchResult, d: dict, v: Verdict) -> list[Fi
 def ending_premium_in_run(ctx, result: SearchResult, episode_ids, scale: float, rng) -> dict:
     """Does the ending of these episodes of a GRPO run pay more than an honest failure's ending in
     exploration (``timeouts.ending_premium``, the check the timeouts probe makes)?"""
-    from envaudit.probes.timeouts import ending_premium
+    from envaudit.probes._shared.endings import ending_premium
 
     explored = ctx.exploration
     failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE, "episode_id"]
@@ -377,7 +377,7 @@ def ending_premium_in_run(ctx, result: SearchResult, episode_ids, scale: float, 
 
 def _timeout_ending_pays(ctx, result: SearchResult) -> dict:
     """``ending_premium_in_run`` for the trained policy's timed-out, unsuccessful episodes."""
-    from envaudit.probes.timeouts import unsuccessful_timeouts
+    from envaudit.probes._shared.endings import unsuccessful_timeouts
 
     explored = ctx.exploration.episodes
     timed_out = result.episodes[unsuccessful_timeouts(result.episodes)]

@@ -42,13 +42,11 @@ import pandas as pd
 
 from envaudit.policies import Replay, ReplayPlan
 from envaudit.probe import ProbeContext
-from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.probes.failures.conditioned import int_actions
+from envaudit.protocol import TOOL_FAILED, TOOL_OK
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES, paired_compare
 
-from .failure_conditioned import int_actions
-
-FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 TOPUP_BATCH = 16
 """Episodes per round at least (the first round is the pilot that prunes prefixes)."""
 TOPUP_MAX_EPISODES = 320
@@ -79,7 +77,7 @@ def samples_of(records: Records, action: int) -> pd.DataFrame:
     with the same actions before the call is the same draw again, not another sample."""
     steps = int_actions(records.steps)
     hist = histories(steps)
-    mine = steps[(steps["action"] == action) & steps["tool_status"].isin((TOOL_OK, *FAILED))]
+    mine = steps[(steps["action"] == action) & steps["tool_status"].isin((TOOL_OK, *TOOL_FAILED))]
     seed = mine["episode_id"].map(records.episodes.set_index("episode_id")["seed"])
     mine = mine.assign(history=hist.loc[mine.index], seed=seed)
     return mine.drop_duplicates(subset=["seed", "history"], keep="first")
@@ -107,7 +105,7 @@ def _prefixes(steps: pd.DataFrame, action: int) -> list[tuple[int, ...]]:
     found: dict[tuple[int, ...], tuple[int, int]] = {}
     for row in steps[steps["action"] == action].itertuples():
         prefix = tuple(int(a) for a in by_episode[row.episode_id][: int(row.step)])
-        failed = row.tool_status in FAILED
+        failed = row.tool_status in TOOL_FAILED
         rank = (0 if failed else 1, len(prefix))
         found[prefix] = min(found.get(prefix, rank), rank)
     return sorted(found, key=lambda p: (found[p], p))[:MAX_PREFIXES]
@@ -167,8 +165,8 @@ def _top_up(ctx: ProbeContext, action: int, statuses: list[str]) -> tuple[Record
             tries[replay.actions[:-1]]["played"] += 1
         for k, (_, status, _) in plan.last_steps(records).items():
             prefix = replays[k].actions[:-1]
-            if status in FAILED or status == TOOL_OK:
-                tries[prefix]["failed" if status in FAILED else "ok"] += 1
+            if status in TOOL_FAILED or status == TOOL_OK:
+                tries[prefix]["failed" if status in TOOL_FAILED else "ok"] += 1
         used += n
         rounds += 1
     info = {"episodes": used, "rounds": rounds, "prefixes": [list(p) for p in prefixes],
@@ -193,7 +191,7 @@ def topup_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple[int, 
     notes: dict[str, Any] = {}
     for a in [int(x) for x in calls.index][:MAX_CALLS]:
         seen = samples_of(ctx.exploration, a)["tool_status"].value_counts()
-        short = [s for s in FAILED if 0 < int(seen.get(s, 0)) < MIN_SAMPLES]
+        short = [s for s in TOOL_FAILED if 0 < int(seen.get(s, 0)) < MIN_SAMPLES]
         if not short:
             continue
         records, info = _top_up(ctx, a, short)

@@ -21,10 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from envaudit.protocol import SUCCESS, TIMEOUT
+from envaudit.protocol import SUCCESS, TIMEOUT, TOOL_FAILED
 from envaudit.stats import MIN_SAMPLES, compare, paired_compare
-
-FAILED_STATUSES = ("error", "timeout")
 
 
 def _failed_calls(episodes: pd.DataFrame) -> np.ndarray:
@@ -126,7 +124,7 @@ def failure_conditioned_endings(steps: pd.DataFrame, episodes: pd.DataFrame, rng
         return empty
     mine = steps[steps["episode_id"].isin(set(ended["episode_id"]))].sort_values(["episode_id", "step"])
     previous = mine.groupby("episode_id")["tool_status"].shift(1)
-    mine = mine.assign(after_failure=previous.isin(FAILED_STATUSES).to_numpy())
+    mine = mine.assign(after_failure=previous.isin(TOOL_FAILED).to_numpy())
     last = mine.groupby("episode_id").tail(1)
     key = last["action_label"].where(last["action_label"].notna(), last["action"].astype(str))
     last = last.assign(key=key.astype(str))

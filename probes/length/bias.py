@@ -44,17 +44,9 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
-from envaudit.probe import Probe, ProbeContext
-from envaudit.probes.length_delay import (
-    best_paying,
-    delay_success,
-    marginal_stall,
-    searched_successes,
-)
-from envaudit.probes.stall import stall_marginal
-from envaudit.probes.timeouts import (
-    RepeatPolicy,
-    StallPolicy,
+from envaudit.policies import RepeatPolicy, StallPolicy
+from envaudit.probe import ProbeContext
+from envaudit.probes._shared.endings import (
     fmt,
     honest_successes,
     quoted,
@@ -62,6 +54,13 @@ from envaudit.probes.timeouts import (
     sample_size,
     split_enders,
     typical_step_pay,
+)
+from envaudit.probes._shared.stall import stall_marginal
+from envaudit.probes.length.delay import (
+    best_paying,
+    delay_success,
+    marginal_stall,
+    searched_successes,
 )
 from envaudit.protocol import ERROR, FAILURE, SUCCESS, TIMEOUT
 from envaudit.rollout import Policy
@@ -157,7 +156,7 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         policies.append(StallPolicy(others, avoided=quoted(ctx, enders)) if enders else StallPolicy(others))
         # The actions that paid most in exploration are repeated first: with more non-ending actions
         # than strategies, catalogue order would leave a paying one untried.
-        policies += [RepeatPolicy(a, ctx.describe_action(a))
+        policies += [RepeatPolicy.repeating(a, ctx.describe_action(a))
                      for a in best_paying(ctx, others)[: MAX_STRATEGIES - 1]]
     best, run = _run_strategies(ctx, policies, "long")
     evidence = {"length_effect": coef, "regression": fit, "n": fit["n"], "min_samples": MIN_SAMPLES,
@@ -222,7 +221,7 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng, *, slope: bool
     coef = fit["coef"]["length"]
     if enders is None:
         enders, _, _ = split_enders(ctx.exploration.steps)
-    policies: list[Policy] = [RepeatPolicy(a, ctx.describe_action(a)) for a in enders[:MAX_STRATEGIES]]
+    policies: list[Policy] = [RepeatPolicy.repeating(a, ctx.describe_action(a)) for a in enders[:MAX_STRATEGIES]]
     best, run = _run_strategies(ctx, policies, "quit")
     if best is not None:
         # Honest failure, the alternative quitting displaces, is failing some other way: failures
@@ -391,13 +390,3 @@ def _one_incentive(delayed: list[Finding], farming: Finding) -> list[Finding]:
             f"earns {fmt(d.evidence['mean_delayed'])} against {fmt(d.evidence['mean_at_once'])} at once.")
     return [dataclasses.replace(farming, summary=farming.summary + also,
                                 evidence={**farming.evidence, "delay_success": dict(d.evidence)})]
-
-
-probe = Probe(
-    name="length",
-    run=run,
-    summary="does the return depend on episode length beyond what success explains?",
-    codes=(CODE,),
-    weight=1.0,
-    order=40,
-)

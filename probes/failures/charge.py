@@ -21,11 +21,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.protocol import TOOL_FAILED, TOOL_OK
 from envaudit.recording import Records
 from envaudit.stats import holm, paired_compare
-
-FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 
 
 def step_reference(exploration: Records) -> float | None:
@@ -60,7 +58,7 @@ def exploration_charges(steps: pd.DataFrame, step_ref: float | None, rng: np.ran
     tests = {}
     for tool, group in steps.groupby("tool_name"):
         ok = group.loc[group["tool_status"] == TOOL_OK, "reward"].to_numpy(float)
-        for status in FAILED:
+        for status in TOOL_FAILED:
             bad = group.loc[group["tool_status"] == status, "reward"].to_numpy(float)
             if len(bad):
                 gap = [float(ok.mean() - bad.mean())] if len(ok) else []
@@ -106,7 +104,7 @@ def _decide(tests: dict[str, dict], step_ref: float | None, source: str, alpha: 
 def refunds(records: Records, step_ref: float) -> pd.Series:
     """Per episode id: what its failed steps were charged beyond the cheapest ordinary step."""
     steps = records.steps
-    failed = steps[steps["tool_status"].isin(FAILED)]
+    failed = steps[steps["tool_status"].isin(TOOL_FAILED)]
     owed = (step_ref - failed["reward"].astype(float)).clip(lower=0.0)
     per = owed.groupby(failed["episode_id"]).sum()
     return per.reindex(records.episodes["episode_id"], fill_value=0.0)

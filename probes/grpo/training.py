@@ -14,8 +14,8 @@ Signal: runs of ``envaudit.grpo`` (embedded torch MLP over the action catalogue;
 first iteration rather than the random explorer), each evaluated on the same seeds:
 
 1. *natural*: maximise the training reward under the pipeline and compare the trained policy with
-   the exploration baseline (``envaudit.grpo.drift``); every moved behaviour is put on the ladder
-   by ``envaudit.grpo.lessons`` from the trained policy's non-success episodes that show it;
+   the exploration baseline (``envaudit.probes.grpo.drift``); every moved behaviour is put on the ladder
+   by ``envaudit.probes.grpo.lessons`` from the trained policy's non-success episodes that show it;
 2. *natural under faults* (``ToolEnv`` only): the same with every tool failing at
    ``FAULT_ERROR_RATE``, against its own first iteration, read for ``failure-shortcut`` only;
 3. *targeted*: what is reached through timing out (``timeout-rewarded``) and through ending
@@ -59,13 +59,6 @@ from envaudit.faults import FaultInjector
 from envaudit.findings import Finding, Severity
 from envaudit.grouping import episodes_behaviour
 from envaudit.grpo.config import GRPOConfig
-from envaudit.grpo.lessons import (
-    MIN_EFFECT,
-    Honest,
-    ending_premium_in_run,
-    run_findings,
-    typical_trajectory,
-)
 from envaudit.grpo.search import (
     BEHAVIOURS,
     TARGETS,
@@ -77,15 +70,22 @@ from envaudit.grpo.search import (
     targeted,
 )
 from envaudit.grpo.trainer import RICHEST_KEPT, Met, with_advantages
-from envaudit.grpo.verdicts import delayed_success
 from envaudit.policies import oracle_policy
-from envaudit.probe import Probe, ProbeContext, cap_reason
+from envaudit.probe import ProbeContext, cap_reason
+from envaudit.probes.grpo.lessons import (
+    MIN_EFFECT,
+    Honest,
+    ending_premium_in_run,
+    run_findings,
+    typical_trajectory,
+)
+from envaudit.probes.grpo.verdicts import delayed_success
 from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.recording import EPISODE_COLUMNS, Records
 from envaudit.rollout import SequencePolicy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
 
-__all__ = ["probe", "run", "typical_trajectory"]
+__all__ = ["run", "typical_trajectory"]
 
 NAME = "grpo"
 FAULT_ERROR_RATE = 0.3
@@ -545,15 +545,3 @@ def _timeout_ending(ctx, result: SearchResult | None, r: dict, ladder: dict) -> 
     if result is None or result.evaluation.steps.empty:
         return None
     return ending_premium_in_run(ctx, result, r["episode_ids"], ladder["scale"], ctx.rng("target", "ending"))
-
-
-probe = Probe(
-    name=NAME,
-    run=run,
-    summary="train small policies with GRPO under the pipeline: what does training teach, and what is reachable?",
-    codes=("learned-exploit", "timeout-drop-incentive", "failure-shortcut", "timeout-rewarded",
-           "reward-without-success", "length-bias"),
-    weight=4.0,
-    order=90,
-    preload=("envaudit.grpo.torch_engine",),
-)

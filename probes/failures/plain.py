@@ -17,10 +17,9 @@ import pandas as pd
 
 from envaudit.findings import Finding, Severity
 from envaudit.probe import ProbeContext
-from envaudit.protocol import SUCCESS, TOOL_ERROR, TOOL_TIMEOUT
+from envaudit.protocol import SUCCESS, TOOL_FAILED
 from envaudit.stats import MIN_SAMPLES, compare
 
-FAILED = (TOOL_ERROR, TOOL_TIMEOUT)
 FIX = ("Do not make tool failures cost the agent reward beyond the time they take (the agent does "
                 "not control the backend); make giving up or answering early pay less than an honest "
                 "attempt, and keep failure rates in training close to production.")
@@ -35,7 +34,7 @@ def shortcut_exploration(ctx: ProbeContext, fee: dict) -> list[Finding]:
     """Plain envs: does a failure cost reward beyond its step, and after one, does ending pay more?
     ``fee``: ``failure_charge``'s step-level verdict, which the regression must agree with."""
     steps, eps = ctx.exploration.steps, ctx.exploration.episodes
-    if eps.empty or "tool_status" not in steps or not steps["tool_status"].isin(FAILED).any():
+    if eps.empty or "tool_status" not in steps or not steps["tool_status"].isin(TOOL_FAILED).any():
         return []
     if not fee["charged"]:
         ctx.notes["failure_shortcut"] = ("no failed step paid less than the same tool working and less than the "
@@ -58,7 +57,7 @@ def shortcut_exploration(ctx: ProbeContext, fee: dict) -> list[Finding]:
     cost_ci = [float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))]
     # After the first failure: the reward still to come when the episode ended within a step
     # (by termination, not the step limit) vs when it went on for at least two more steps.
-    failed = steps[steps["tool_status"].isin(FAILED)].groupby("episode_id")["step"].min()
+    failed = steps[steps["tool_status"].isin(TOOL_FAILED)].groupby("episode_id")["step"].min()
     lengths = eps.set_index("episode_id")["length"]
     ends = eps.set_index("episode_id")["end_reason"]
     won = eps.set_index("episode_id")["outcome"] == SUCCESS

@@ -28,7 +28,7 @@ import pandas as pd
 from envaudit.findings import Finding, Severity
 from envaudit.policies import action_stats, oracle_policy
 from envaudit.probe import ProbeContext
-from envaudit.probes.length_search import MISSES, find_successes
+from envaudit.probes.length.search import MISSES, find_successes
 from envaudit.protocol import SUCCESS
 from envaudit.rollout import Policy, SequencePolicy, step_limit
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
