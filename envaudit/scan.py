@@ -20,13 +20,13 @@ from typing import Any
 import gymnasium as gym
 import pandas as pd
 
+from envaudit.conclusion import broken_finding, conclude, lost_finding, version
 from envaudit.config import ScanConfig
 from envaudit.coverage import ReturnTally, coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
 from envaudit.execution import ExecutionConfig, make_executor
-from envaudit.findings import Finding, Severity
-from envaudit.grouping import group_findings
+from envaudit.findings import Finding
 from envaudit.probe import (
     Probe,
     ProbeContext,
@@ -42,7 +42,6 @@ from envaudit.report import ProbeStatus, Report
 from envaudit.resolve import UsageError, fingerprint, resolve_env
 from envaudit.rollout import Problem, RandomPolicy, Runner
 from envaudit.seeding import child_rng, child_seed
-from envaudit.stats import holm
 
 Progress = Callable[[str, float], None]
 
@@ -91,29 +90,6 @@ def _explore(make_env, config: ScanConfig, ids, deadline: float, skipped: list[d
     return result.records, result.problems
 
 
-def _lost_finding(lost: list[Problem], probes: list[str]) -> Finding:
-    """One finding for every episode (or probe run) whose worker process died or was killed past
-    the memory cap; ``probes[i]`` is the probe whose work ``lost[i]`` was."""
-    kinds = sorted({p.kind for p in lost})
-    what = " and ".join({"crash": "crashed the process running it", "memory": "held memory past the cap"}[k]
-                        for k in kinds)
-    first = lost[0]
-    cases = [{"kind": p.kind, "probe": probe, "call": p.where, "seed": p.seed, "step": p.step, "message": p.message}
-             for p, probe in zip(lost[:20], probes, strict=False)]
-    where = ", ".join(dict.fromkeys(probes))
-    return Finding(
-        code="env-error", severity=Severity.FAIL, probe="scan",
-        title="the env crashes its process" if "crash" in kinds else "the env outgrows the memory cap",
-        summary=f"{len(lost)} time{'s' if len(lost) != 1 else ''} (in {where}) the env {what}; the scan went "
-                f"on with fresh worker processes. First: {first.message}.",
-        evidence={"behaviour": "env-error", "reward_path": "env", "episodes": len(lost), "kinds": kinds,
-                  "probes": list(dict.fromkeys(probes)), "cases": cases},
-        fix="Reproduce it with the seed and call above (envaudit scan --executor inline shows the native "
-            "traceback); a crash in a C extension, an os._exit or a leak kills a training run's rollout "
-            "worker the same way.",
-    )
-
-
 def _summary(records: Records) -> dict[str, Any]:
     eps = records.episodes
     if eps.empty:
@@ -127,24 +103,6 @@ def _summary(records: Records) -> dict[str, Any]:
         "end_reasons": {k: int(v) for k, v in eps["end_reason"].value_counts().sort_index().items()},
         "success_flag": bool(eps["success"].notna().any()),
     }
-
-
-def _holm(findings: list[Finding], alpha: float) -> list[Finding]:
-    """Holm across every finding of the scan that rests on a p-value; unsupported warn/fail become info."""
-    tested = [i for i, f in enumerate(findings) if isinstance(f.evidence.get("p_value"), (int, float))]
-    if not tested:
-        return findings
-    adjusted = holm([findings[i].evidence["p_value"] for i in tested])
-    out = list(findings)
-    for i, p_adj in zip(tested, adjusted, strict=True):
-        f = out[i]
-        evidence = {**f.evidence, "p_adjusted": float(p_adj), "tests_in_scan": len(tested)}
-        severity = f.severity
-        if severity > Severity.INFO and p_adj > alpha:
-            severity = Severity.INFO
-            evidence["downgraded"] = f"adjusted p {p_adj:.3g} > alpha {alpha:g} (Holm over {len(tested)} tests)"
-        out[i] = dataclasses.replace(f, severity=severity, evidence=evidence)
-    return out
 
 
 def run_scan(
@@ -187,8 +145,8 @@ def run_scan(
         raise UsageError(made[1])
     if made[0] == "broken":
         broken = made[1]
-        return Report(env_id, config.to_dict(), {}, [_broken_finding(broken)], [], {"episodes": 0}, created,
-                      time.monotonic() - started, _version(), broken=broken)
+        return Report(env_id, config.to_dict(), {}, [broken_finding(broken)], [], {"episodes": 0}, created,
+                      time.monotonic() - started, version(), broken=broken)
     _, env_fingerprint, action_space, modules = made
     # Worker processes start with the env's libraries imported, so their first make is as quick as
     # this one was (an import inside a timed make would read as a hang). The fork server does those
@@ -249,8 +207,8 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
         # Nothing ran to the end of an episode: there is nothing to audit, only a broken env.
         first = problems[0]
         broken = {"stage": first.where, "message": first.message, "where": first.location}
-        return Report(env_id, config.to_dict(), env_fingerprint, [_broken_finding(broken)], [],
-                      _summary(exploration), created, time.monotonic() - started, _version(),
+        return Report(env_id, config.to_dict(), env_fingerprint, [broken_finding(broken)], [],
+                      _summary(exploration), created, time.monotonic() - started, version(),
                       incomplete=incomplete, broken=broken)
     kept: list[Records] = [exploration]
     tables: dict[str, pd.DataFrame] = {}
@@ -282,28 +240,15 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
         ctx.close()
     tell("done", 1.0)
     if lost:
-        findings.append(_lost_finding(lost, [lost_in.get(id(p), "") for p in lost]))
-    findings = _holm(findings, config.alpha)
+        findings.append(lost_finding(lost, [lost_in.get(id(p), "") for p in lost]))
     records = Records.concat(kept)
     # Probes may keep the same episodes twice (a replay kept by two analyses): one row each.
     records.episodes = records.episodes.drop_duplicates("episode_id", keep="first")
     records.steps = records.steps.drop_duplicates(["episode_id", "step"], keep="first").reset_index(drop=True)
-    findings += coverage_findings(records, action_space, tally)  # never a falsely clean report
-    # Grouped after Holm: a group's severity is its members' after correction.
-    groups = group_findings(findings)
-    return Report(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
-                  created, time.monotonic() - started, _version(), records=records, tables=tables,
-                  incomplete=incomplete, groups=groups)
-
-
-def _broken_finding(broken: dict[str, Any]) -> Finding:
-    stage = {"make": "made", "reset": "reset", "step": "stepped"}.get(broken["stage"], broken["stage"])
-    where = f" (at {broken['where']})" if broken.get("where") else ""
-    return Finding(code="env-error", severity=Severity.FAIL, probe="scan", title=f"the env cannot be {stage}",
-                   summary=f"The env could not be {stage}, so nothing else could be checked: "
-                           f"{broken['message']}{where}",
-                   evidence={**broken, "behaviour": "env-error", "reward_path": "env"},
-                   fix="Make the env work on its own first: the message and file:line above are where it failed.")
+    return conclude(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
+                    alpha=config.alpha, created=created, started=started, records=records, tables=tables,
+                    incomplete=incomplete,
+                    after_correction=coverage_findings(records, action_space, tally))  # never a falsely clean report
 
 
 def _run_probe(probe: Probe, ctx: ProbeContext, host: ProbeHost | None = None) -> tuple[str, str | None, list[Finding]]:
@@ -311,12 +256,6 @@ def _run_probe(probe: Probe, ctx: ProbeContext, host: ProbeHost | None = None) -
     cannot be sent there, in this process."""
     hosted = host.run(probe, ctx) if host is not None else None
     return hosted if hosted is not None else run_probe_here(probe, ctx)
-
-
-def _version() -> str:
-    from envaudit import __version__
-
-    return __version__
 
 
 def default_out_dir(env_id: str) -> str:

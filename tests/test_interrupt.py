@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import envaudit.atomic as atomic
+import envaudit.conclusion as conclusion
 import envaudit.recording as recording
 import envaudit.report as report_module
 import envaudit.reporting.folder as folder_module
@@ -45,7 +46,7 @@ POINTS = {
     "exploring": (scan_module, "_explore", 1),
     "the first probe": (scan_module, "_run_probe", 1),
     "a later probe": (scan_module, "_run_probe", 3),
-    "Holm correction": (scan_module, "_holm", 1),
+    "Holm correction": (conclusion, "holm_correct", 1),
     "saving the step tables": (recording.Records, "save", 1),
     "writing report.md": (report_module.Report, "to_markdown", 1),
     "writing the plots": (folder_module, "render_plots", 1),

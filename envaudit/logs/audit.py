@@ -3,8 +3,8 @@
 The second front door beside ``envaudit.scan``: a reader turns the log into the generic schema
 (``envaudit.logs.schema``), ``records.to_records`` into the records the probes read, then the
 probes' record analyses (``analyses``), the drift over training (``drift``) and, with an env,
-the replay (``replay``) produce findings; Holm across them, grouping by incentive and the
-``Report`` are the scan's own. Work is the logged episodes, so the report depends on the log, the
+the replay (``replay``) produce findings; ``envaudit.conclusion.conclude``, the scan's own ending,
+turns them into the report (Holm across them, grouping by incentive, the ``Report``). Work is the logged episodes, so the report depends on the log, the
 seed and the config only.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 
 import pandas as pd
 
+from envaudit.conclusion import conclude
 from envaudit.config import ScanConfig
 from envaudit.findings import Finding
-from envaudit.grouping import group_findings
 from envaudit.logs import analyses, drift
 from envaudit.logs.records import Converted, log_context, sample_groups, to_records
 from envaudit.logs.schema import LoggedRun, LogSchemaError
@@ -141,17 +141,13 @@ def run_logs(run: LoggedRun, config: ScanConfig | None = None, *, env: str | Cal
         statuses.append(ProbeStatus("replay", outcome.status, time.monotonic() - t0, len(outcome.findings),
                                     outcome.error, _plain(outcome.notes)))
     tell("done", 1.0)
-    from envaudit.scan import _holm
-
-    findings = _holm(findings, config.alpha)
     summary = _summary(run, converted)
     if sampled:
         summary["sampled"] = sampled
-    return Report(f"logs:{label}", {**config.to_dict(), "logs": {"source": run.source, "paths": label,
-                                                                 "env": env if isinstance(env, str) else None}},
-                  {"source": run.source}, findings, statuses, summary, created, time.monotonic() - started,
-                  _version(), records=converted.records, tables=tables, groups=group_findings(findings),
-                  broken=broken)
+    return conclude(f"logs:{label}", {**config.to_dict(), "logs": {"source": run.source, "paths": label,
+                                                                   "env": env if isinstance(env, str) else None}},
+                    {"source": run.source}, findings, statuses, summary, alpha=config.alpha, created=created,
+                    started=started, records=converted.records, tables=tables, broken=broken)
 
 
 def _summary(run: LoggedRun, converted: Converted) -> dict[str, Any]:
@@ -173,12 +169,6 @@ def _plain(notes: dict[str, Any]) -> dict[str, Any]:
     from envaudit.findings import jsonable
 
     return {str(k): jsonable(v) for k, v in notes.items()}
-
-
-def _version() -> str:
-    from envaudit import __version__
-
-    return __version__
 
 
 def default_out_dir(label: str) -> str:

@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from envaudit.conclusion import broken_finding
 from envaudit.config import ScanConfig
 from envaudit.findings import Finding, Severity
 from envaudit.logs.records import Converted
@@ -129,10 +130,8 @@ def replay_run(converted: Converted, env: str | Callable[[], gym.Env], config: S
         instance = make_env()
     except Exception as exc:
         from envaudit.errors import user_frame
-        from envaudit.scan import _broken_finding
-
         broken = {"stage": "make", "message": f"{type(exc).__name__}: {exc}", "where": user_frame(exc)}
-        return ReplayOutcome([_broken_finding(broken)], status="crashed", error=broken["message"], broken=broken)
+        return ReplayOutcome([broken_finding(broken)], status="crashed", error=broken["message"], broken=broken)
     labels = getattr(instance.unwrapped, "action_labels", None)
     index = {str(label): i for i, label in enumerate(labels)} if labels is not None else None
     n = REPLAY_EPISODES if not config.quick else max(16, REPLAY_EPISODES // 4)
