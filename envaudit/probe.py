@@ -146,9 +146,9 @@ def cap_reason(budget_s: float) -> str:
             "(raise --budget, or scan on a less loaded machine)")
 
 
-@dataclass
-class ProbeContext:
-    """What a probe gets from the scan."""
+@dataclass(frozen=True)
+class ProbeInputs:
+    """What a probe reads: the env under audit, the scan's settings and its exploration."""
 
     env_id: str
     make_env: EnvFactory
@@ -157,27 +157,78 @@ class ProbeContext:
     exploration_problems: list[Problem]
     pipeline: Pipeline
     name: str = ""
+    """The probe's name: its seeds and random streams derive from it."""
+    spec: str | None = None
+    """The env's spec string, when the scan was given one: worker processes resolve it themselves."""
+
+
+@dataclass
+class ScanShared:
+    """The scan-wide state behind every probe's services: one per scan, shared by all its probes."""
+
     deadline: float = float("inf")
-    """The scan's wall-clock safety cap (``time.monotonic()``), shared by every probe."""
+    """The scan's wall-clock safety cap (``time.monotonic()``)."""
     ids: Iterator[int] = field(default_factory=itertools.count)
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    kept: list[Records] = field(default_factory=list)
-    notes: dict[str, Any] = field(default_factory=dict)
+    """The scan's episode ids: every episode of every probe gets the next one."""
     hangs: list[Problem] = field(default_factory=list)
-    """Hangs seen so far in this scan (shared by all probes): once the env has hung, probes stop
-    stepping it, so one hanging env costs a few deadlines, not one per rollout."""
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    """Work the safety cap cut (``{"probe", "skipped", "reason"}``); the report's ``incomplete``."""
+    """Hangs seen so far: once the env has hung, probes stop stepping it, so one hanging env costs
+    a few deadlines, not one per rollout."""
+    lost: list[Problem] = field(default_factory=list)
+    """Episodes whose worker process crashed or was killed past the memory cap, in any probe's runs;
+    the scan reports them as one ``env-error`` finding."""
     tally: Any = None
     """The scan's ``coverage.ReturnTally``: every episode ``run`` plays is counted there, kept or not."""
     executor: Any = None
     """Where ``run`` plays episodes (``envaudit.execution``); None: one at a time in this process."""
-    spec: str | None = None
-    """The env's spec string, when the scan was given one: worker processes resolve it themselves."""
-    lost: list[Problem] = field(default_factory=list)
-    """Episodes whose worker process crashed or was killed past the memory cap, in any probe's runs
-    (shared by all probes); the scan reports them as one ``env-error`` finding."""
-    _probe_env: gym.Env | None = None
+
+
+@dataclass
+class ProbeOutput:
+    """What a probe hands back to the scan beside its findings."""
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    kept: list[Records] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    """Work the safety cap cut (``{"probe", "skipped", "reason"}``); the report's ``incomplete``."""
+
+
+def _view(part: str, name: str) -> property:
+    return property(lambda self: getattr(getattr(self, part), name),
+                    doc=f"``{part}.{name}`` (read it here; the scan owns it)")
+
+
+class ProbeContext:
+    """What a probe gets from the scan: what it reads (``inputs``), the services it may call
+    (``run``, ``rng``, ``seeds``, the inspection env, the safety cap; their scan-wide state is
+    ``shared``) and what it hands back (``output``: ``keep``, ``table``, ``notes``, ``incomplete``).
+    The fields of the three parts read as attributes of the context (``ctx.config``, ``ctx.notes``)."""
+
+    def __init__(self, inputs: ProbeInputs, shared: ScanShared | None = None,
+                 output: ProbeOutput | None = None) -> None:
+        self.inputs = inputs
+        self.shared = ScanShared() if shared is None else shared
+        self.output = ProbeOutput() if output is None else output
+        self._probe_env: gym.Env | None = None
+
+    env_id = _view("inputs", "env_id")
+    make_env = _view("inputs", "make_env")
+    config = _view("inputs", "config")
+    exploration = _view("inputs", "exploration")
+    exploration_problems = _view("inputs", "exploration_problems")
+    pipeline = _view("inputs", "pipeline")
+    name = _view("inputs", "name")
+    spec = _view("inputs", "spec")
+    deadline = _view("shared", "deadline")
+    ids = _view("shared", "ids")
+    hangs = _view("shared", "hangs")
+    lost = _view("shared", "lost")
+    tally = _view("shared", "tally")
+    executor = _view("shared", "executor")
+    tables = _view("output", "tables")
+    kept = _view("output", "kept")
+    notes = _view("output", "notes")
+    skipped = _view("output", "skipped")
 
     # -- randomness and time ------------------------------------------------------------------
     def rng(self, *names: str | int) -> np.random.Generator:

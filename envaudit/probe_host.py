@@ -44,7 +44,7 @@ from envaudit.execution.reuse import Randomness, Snapshot, watched_modules
 from envaudit.execution.slots import Slot
 from envaudit.execution.worker import rss_bytes
 from envaudit.findings import Finding
-from envaudit.probe import Probe, ProbeContext
+from envaudit.probe import Probe, ProbeContext, ProbeInputs, ScanShared
 from envaudit.probe_run import run_probe_here
 from envaudit.rollout import Problem, Runner, RunResult
 
@@ -69,7 +69,11 @@ class _Job:
     """What a host needs to run one probe: its context, less the scanning process's own objects."""
 
     probe: Probe
-    ctx: dict[str, Any]
+    inputs: ProbeInputs
+    """``make_env`` None: the host resolves ``spec`` itself."""
+    shared: dict[str, Any]
+    """The scan-wide state the probe may update (``_SHARED``)."""
+    deadline: float
     first_id: int
     where: tuple[str, list[str]]
     imports: list[str]
@@ -89,9 +93,8 @@ class _Remote:
         return self.slot.ask(request)
 
 
-_SHARED = ("hangs", "lost", "tally", "exploration_problems")
-"""Context fields a probe may update and the scan reads after it (``exploration_problems`` only travels)."""
-_PLAIN = ("env_id", "config", "exploration", "pipeline", "name", "deadline", "spec")
+_SHARED = ("hangs", "lost", "tally")
+"""The scan-wide state a probe may update and the scan reads after it."""
 
 
 class _Worker:
@@ -113,7 +116,7 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any] | bytes:
             os.chdir(cwd)
         sys.path[:] = path
         # Resolved anew for every probe, never from a cache: a factory may hold state of its own.
-        make_env = job.ctx.pop("make_env") or resolve_env(job.ctx["spec"])[1]
+        make_env = job.inputs.make_env or resolve_env(job.inputs.spec)[1]
         for module in [*job.imports, *job.probe.preload]:
             with contextlib.suppress(Exception):  # a module the scanning process had: a head start only
                 importlib.import_module(module)
@@ -121,19 +124,20 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any] | bytes:
             _Worker.randomness, _Worker.rss = Randomness(), rss_bytes() or 0
         _Worker.randomness.restore()
         before = Snapshot(watched_modules(job.imports))
-        hangs = len(job.ctx["hangs"])
+        hangs = len(job.shared["hangs"])
         slot.rebase()
     except Exception as exc:  # noqa: BLE001 - the scanning process runs the probe itself
         return {"load_error": f"{type(exc).__name__}: {exc}"}
     ids = IdCounter(job.first_id)
-    ctx = ProbeContext(make_env=make_env, ids=ids, executor=_Remote(slot), **job.ctx)
+    ctx = ProbeContext(dataclasses.replace(job.inputs, make_env=make_env),
+                       ScanShared(deadline=job.deadline, ids=ids, executor=_Remote(slot), **job.shared))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")
         status, error, produced = run_probe_here(job.probe, ctx)
         ctx.close()
     out = {"status": status, "error": error, "findings": produced, "kept": ctx.kept, "tables": ctx.tables,
            "notes": ctx.notes, "skipped": ctx.skipped, "next_id": ids.value,
-           "shared": {k: getattr(ctx, k) for k in _SHARED},
+           "shared": {k: getattr(ctx.shared, k) for k in _SHARED},
            "warnings": [(w.category, str(w.message)) for w in caught],
            "unfit": _unfit(status, len(ctx.hangs) > hangs, before, job.recycle_bytes)}
     try:  # pickled here, so a result that cannot travel is the probe's failure, not a dead worker
@@ -220,11 +224,11 @@ class ProbeHost:
     def run(self, probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]] | None:
         """Run ``probe`` in a host and bring its results into ``ctx``; None when it cannot be sent
         there (the caller runs it in this process)."""
-        fields = {k: getattr(ctx, k) for k in (*_PLAIN, *_SHARED)}
-        fields["make_env"] = None if self.spec is not None else ctx.make_env
+        inputs = dataclasses.replace(ctx.inputs, make_env=None) if self.spec is not None else ctx.inputs
+        shared = {k: getattr(ctx.shared, k) for k in _SHARED}
         assert isinstance(ctx.ids, IdCounter), "a scan that hosts probes counts episode ids with IdCounter"
         try:
-            blob = cloudpickle.dumps(_Job(probe, fields, ctx.ids.value, (os.getcwd(), list(sys.path)), self.imports,
+            blob = cloudpickle.dumps(_Job(probe, inputs, shared, ctx.deadline, ctx.ids.value, (os.getcwd(), list(sys.path)), self.imports,
                                           self.recycle_bytes))
         except Exception as exc:
             warnings.warn(f"probe {probe.name!r} cannot be sent to a worker process ({type(exc).__name__}: {exc}), "

@@ -30,6 +30,8 @@ from envaudit.findings import Finding
 from envaudit.probe import (
     Probe,
     ProbeContext,
+    ProbeInputs,
+    ScanShared,
     cap_reason,
     probe_modules,
     probe_names,
@@ -210,10 +212,11 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
         return Report(env_id, config.to_dict(), env_fingerprint, [broken_finding(broken)], [],
                       _summary(exploration), created, time.monotonic() - started, version(),
                       incomplete=incomplete, broken=broken)
+    hangs = [p for p in problems if p.kind == "hang"]
+    shared = ScanShared(deadline=deadline, ids=ids, hangs=hangs, lost=lost, tally=tally, executor=executor)
     kept: list[Records] = [exploration]
     tables: dict[str, pd.DataFrame] = {}
     statuses: list[ProbeStatus] = []
-    hangs = [p for p in problems if p.kind == "hang"]
     done_weight = 1.0
     for probe in probes:
         now = time.monotonic()
@@ -224,10 +227,8 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
                                "reason": cap_reason(config.budget_s)})
             statuses.append(ProbeStatus(probe.name, "skipped", 0.0, 0, "the wall-clock safety cap was reached"))
             continue
-        ctx = ProbeContext(env_id=env_id, make_env=make_env, config=config, exploration=exploration,
-                           exploration_problems=problems, pipeline=pipeline, name=probe.name,
-                           deadline=deadline, ids=ids, hangs=hangs, tally=tally, executor=executor, spec=spec,
-                           lost=lost)
+        ctx = ProbeContext(ProbeInputs(env_id, make_env, config, exploration, problems, pipeline, probe.name, spec),
+                           shared)
         status, error, produced = _run_probe(probe, ctx, host)
         if status == "crashed" and not produced:  # its worker process died: its checks are missing
             produced = [probe_failure(probe, status, error)]

@@ -21,7 +21,7 @@ import pandas as pd
 from envaudit.config import ScanConfig
 from envaudit.logs.schema import LoggedRun
 from envaudit.pipeline import Pipeline
-from envaudit.probe import ProbeContext
+from envaudit.probe import ProbeContext, ProbeInputs
 from envaudit.protocol import (
     END_TERMINATED,
     END_TOOL_ERROR,
@@ -225,17 +225,19 @@ def log_context(converted: Converted, config: ScanConfig, pipeline: Pipeline, na
     numeric = len(steps) and pd.api.types.is_numeric_dtype(steps["action"])
     n_actions = int(steps["action"].max()) + 1 if numeric else 0
     catalogue = LoggedActions(n_actions, converted.labels) if numeric else None
-    return LogContext(env_id="logged run", make_env=_no_env, config=config, exploration=converted.records,
-                      exploration_problems=[], pipeline=pipeline, name=name, _catalogue=catalogue)
+    return LogContext(ProbeInputs("logged run", _no_env, config, converted.records, [], pipeline, name), catalogue)
 
 
 def _no_env() -> gym.Env:
     raise NeedsEnv("a logged run has no env to make; pass --env ENV to replay it against the env")
 
 
-@dataclass
 class LogContext(ProbeContext):
-    _catalogue: LoggedActions | None = None
+    """A context over a logged run: no env to step, the logged actions as its catalogue."""
+
+    def __init__(self, inputs: ProbeInputs, catalogue: LoggedActions | None) -> None:
+        super().__init__(inputs)
+        self._catalogue = catalogue
 
     @property
     def env(self) -> gym.Env:

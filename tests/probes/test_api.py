@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from envaudit.config import ScanConfig
-from envaudit.probe import ProbeContext, registered_probes
+from envaudit.probe import ProbeContext, ProbeInputs, ScanShared, registered_probes
 from envaudit.probes.api import probe
 from envaudit.recording import Recorder
 from tests.fixtures import broken_envs as b
@@ -112,10 +112,9 @@ def test_hanging_step_is_a_fail_and_costs_one_deadline():
 
 def test_hang_the_exploration_missed_is_found_by_the_rollouts():
     cfg = ScanConfig(seed=1, episodes=4, group_size=2, step_timeout_s=0.2)
-    ctx = ProbeContext(env_id="sleeper", make_env=b.SleepsForever, config=cfg,
-                       exploration=Recorder().records(), exploration_problems=[],
-                       pipeline=cfg.rollout_pipeline(), name="api",
-                       deadline=time.monotonic() + 30, ids=itertools.count())
+    ctx = ProbeContext(ProbeInputs("sleeper", b.SleepsForever, cfg, Recorder().records(), [],
+                                   cfg.rollout_pipeline(), "api"),
+                       ScanShared(deadline=time.monotonic() + 30, ids=itertools.count()))
     start = time.monotonic()
     findings = probe.run(ctx)
     assert time.monotonic() - start < 2.0  # one deadline, then the env is left alone

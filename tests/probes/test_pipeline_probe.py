@@ -21,7 +21,7 @@ from envaudit.config import ScanConfig
 from envaudit.findings import Severity
 from envaudit.pipeline import Pipeline, timeout_handling_pipeline
 from envaudit.presets import get_preset
-from envaudit.probe import ProbeContext, registered_probes
+from envaudit.probe import ProbeContext, ProbeInputs, ScanShared, registered_probes
 from envaudit.probes.pipeline import CODE, probe
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from tests.fixtures.context import SWEEP_SEEDS, explore, finding_keys
@@ -104,9 +104,8 @@ def clean_ctx():
 
 def under(ctx: ProbeContext, pipeline: Pipeline) -> tuple[list, ProbeContext]:
     """Run the probe on the same exploration under another pipeline (a fresh context)."""
-    fresh = ProbeContext(env_id=ctx.env_id, make_env=ctx.make_env, config=ctx.config,
-                         exploration=ctx.exploration, exploration_problems=[], pipeline=pipeline,
-                         name="pipeline", deadline=time.monotonic() + 60, ids=itertools.count(10**6))
+    fresh = ProbeContext(ProbeInputs(ctx.env_id, ctx.make_env, ctx.config, ctx.exploration, [], pipeline, "pipeline"),
+                         ScanShared(deadline=time.monotonic() + 60, ids=itertools.count(10**6)))
     try:
         return list(probe.run(fresh)), fresh
     finally:
