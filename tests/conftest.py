@@ -21,9 +21,9 @@ LONG_MODULES = (
     "tests/test_suite_ray.py",
     "tests/test_grouping.py",
     "tests/families/test_detection_fast.py",
-    "tests/test_ray_exec.py",
+    "tests/execution/test_ray_exec.py",
     "tests/test_notebook.py",
-    "tests/test_isolation.py",
+    "tests/execution/test_isolation.py",
 )
 
 

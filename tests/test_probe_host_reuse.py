@@ -16,9 +16,10 @@ import envaudit.scan as scan_module
 from envaudit.execution import ExecutionConfig
 from envaudit.probe import BUILTIN
 from envaudit.probe_host import ProbeHost
+from envaudit.reporting import write_folder
 from envaudit.scan import run_scan
 from tests.fixtures.host_probes import ACTIONS, EXIT_CODE
-from tests.test_execution import _strip_timings
+from tests.execution.test_execution import _strip_timings
 
 FIXTURE = "tests.fixtures.host_probes"
 
@@ -39,7 +40,7 @@ def hosts(monkeypatch):
         report = run_scan(target, seed=3, quick=True, episodes=16, group_size=4, probes=probes,
                           execution=ExecutionConfig("processes", workers=2))
         out = tmp_path / f"{'-'.join(probes)}-{reuse}-{len(made)}"
-        report.write(out)
+        write_folder(report, out)
         return _strip_timings(json.loads((out / "report.json").read_text()))
 
     return scan, made
@@ -96,7 +97,7 @@ def test_the_replay_probes_oracle_units_run_in_a_probe_worker_as_inline(tmp_path
     for execution in (None, ExecutionConfig("processes", workers=2)):
         report = run_scan("envaudit/FlakySearch-v0", seed=0, quick=True, probes=("replay",), execution=execution)
         out = tmp_path / ("inline" if execution is None else "processes")
-        report.write(out)
+        write_folder(report, out)
         reports.append(_strip_timings(json.loads((out / "report.json").read_text())))
     assert reports[0]["probes"][0]["notes"]["oracle_units"] == ORACLE_UNITS  # FlakySearch has an oracle
     assert reports[0] == reports[1]
