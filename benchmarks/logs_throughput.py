@@ -71,6 +71,7 @@ def main() -> None:
     from envaudit.config import ScanConfig
     from envaudit.logs import generic
     from envaudit.logs.audit import run_logs
+    from envaudit.reporting import write_folder
 
     episodes, steps = synthetic(args.steps, args.iterations)
     kinds = ["parquet"] + (["jsonl"] if args.jsonl else [])
@@ -84,7 +85,7 @@ def main() -> None:
             t1 = time.perf_counter()
             report = run_logs(run, ScanConfig(timeout_handling="drop"), label="benchmark")
             t2 = time.perf_counter()
-            report.write(Path(tmp) / f"report-{kind}")
+            write_folder(report, Path(tmp) / f"report-{kind}")
             t3 = time.perf_counter()
             n = len(run.steps)
             print(f"{kind}: {n:,} steps, {len(run.episodes):,} episodes, {args.iterations} iterations")

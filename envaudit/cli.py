@@ -140,6 +140,7 @@ def _logs(args: argparse.Namespace, console: Console, err: Console) -> int:
     from envaudit.logs.audit import default_out_dir, read_log, run_logs
     from envaudit.logs.generic import parse_mapping
     from envaudit.logs.schema import LogSchemaError
+    from envaudit.reporting import write_folder
 
     config = _config(args)
     try:
@@ -160,7 +161,7 @@ def _logs(args: argparse.Namespace, console: Console, err: Console) -> int:
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
     _raise_if_interrupted()
     try:
-        folder = report.write(config.out or default_out_dir(label), replace=args.force)
+        folder = write_folder(report, config.out or default_out_dir(label), replace=args.force)
     except FileExistsError as exc:
         raise UsageError(str(exc)) from None
     console.print(report)
@@ -254,6 +255,7 @@ def _env_args(items: list[str], flag: str = "--env-arg") -> dict[str, Any]:
 
 
 def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
+    from envaudit.reporting import write_folder
     from envaudit.scan import default_out_dir, run_scan
 
     config = _config(args)
@@ -286,7 +288,7 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     _raise_if_interrupted()
     out = config.out or default_out_dir(report.env_id)
     try:
-        folder = report.write(out, replace=args.force)
+        folder = write_folder(report, out, replace=args.force)
     except FileExistsError as exc:
         raise UsageError(str(exc)) from None
     _raise_if_interrupted()

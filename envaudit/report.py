@@ -1,9 +1,10 @@
 """The scan report: findings grouped by incentive, per-probe status, the env's fingerprint and the tables.
 
-A report renders itself (rich, Markdown, JSON) and writes a folder: ``report.json``,
-``report.md``, ``report.html``, the plots (``<plot>.png``, see ``envaudit.reporting``),
-``steps.parquet``, ``episodes.parquet`` and the probes' tables. Every file is
-written to a temporary name and renamed, so no report file is ever left half-written.
+A report renders itself (rich, JSON) and writes its data files: ``report.json``,
+``steps.parquet``, ``episodes.parquet`` and the probes' tables. The files people read
+(``report.md``, ``report.html``, the plots) are rendered by ``envaudit.reporting``, which sits above
+this module, and ``envaudit.reporting.write_folder`` writes the whole folder. Every file is written
+to a temporary name and renamed, so no report file is ever left half-written.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from envaudit.atomic import atomic_folder, atomic_parquet, atomic_write
+from envaudit.atomic import atomic_parquet, atomic_write
 from envaudit.findings import CODES, Finding, Severity, rank
 from envaudit.grouping import FindingGroup, group_findings, rank_groups
 from envaudit.recording import Records
@@ -166,23 +167,18 @@ class Report:
             groups=groups,
         )
 
-    # -- folder -----------------------------------------------------------------------------
-    def write(self, folder: str | os.PathLike, *, replace: bool = False) -> Path:
-        """Write the report folder whole or not at all (``atomic.atomic_folder``): an existing report
-        folder is replaced only with ``replace=True``; anything else there is never touched."""
-        return atomic_folder(folder, self._fill, replace=replace)
-
-    def _fill(self, folder: Path) -> None:
+    # -- folder (written whole by envaudit.reporting.write_folder) ------------------------------
+    def write_tables(self, folder: Path) -> None:
+        """The step and episode tables and the probes' tables into ``folder`` (``write_folder``'s
+        staging folder, first)."""
         if self.records is not None:
             self.records.save(folder)
         for name, frame in sorted(self.tables.items()):
             atomic_parquet(folder / f"{name}.parquet", frame)
-        atomic_write(folder / "report.md", self.to_markdown())
-        # The plots (<plot>.png) and report.html; matplotlib loads only when a folder is written.
-        from envaudit.reporting.folder import write_visuals
 
-        write_visuals(self, folder)
-        # report.json last: its presence means the folder is complete.
+    def write_json(self, folder: Path) -> None:
+        """``report.json`` into ``folder``; ``write_folder`` writes it last, so its presence means
+        the folder is complete."""
         atomic_write(folder / "report.json", json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n")
 
     @classmethod
@@ -200,19 +196,12 @@ class Report:
                 report.tables[name] = pd.read_parquet(table)
         return report
 
-    # -- Markdown ---------------------------------------------------------------------------
+    # -- text (report.md itself is envaudit.reporting.render_markdown) -------------------------
     def headline_counts(self) -> str:
         """"1 fail, 0 warn, 2 info (7 findings)": groups per severity, and the findings behind them."""
         c = self.counts()
         return (f"{c['fail']} fail, {c['warn']} warn, {c['info']} info "
                 f"({len(self.findings)} finding{'s' if len(self.findings) != 1 else ''})")
-
-    def to_markdown(self) -> str:
-        """report.md: one section per incentive, evidence as small tables and one-line summaries
-        that point into report.json (``envaudit.reporting.markdown``)."""
-        from envaudit.reporting.markdown import render_markdown
-
-        return render_markdown(self)
 
     # -- rich -------------------------------------------------------------------------------
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

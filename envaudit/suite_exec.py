@@ -74,6 +74,7 @@ class Outcome:
 
 def scan_entry(job: Job, progress: Callable[[str, float], None] | None = None) -> Outcome:
     """Scan one env as ``envaudit scan`` does, render its report folder, return the files."""
+    from envaudit.reporting import write_folder
     from envaudit.resolve import resolve_env
     from envaudit.scan import run_scan
 
@@ -93,7 +94,7 @@ def scan_entry(job: Job, progress: Callable[[str, float], None] | None = None) -
         if moved:
             os.chdir(previous)
     with tempfile.TemporaryDirectory(prefix="envaudit-suite-") as tmp:
-        folder = report.write(Path(tmp) / "report")
+        folder = write_folder(report, Path(tmp) / "report")
         files = {p.relative_to(folder).as_posix(): p.read_bytes()
                  for p in sorted(folder.rglob("*")) if p.is_file()}
     return Outcome(entry.name, job.identity, files)

@@ -12,6 +12,7 @@ import envaudit.scan as scan_module
 from envaudit import Finding, Probe, ScanConfig
 from envaudit.cli import main
 from envaudit.report import Report
+from envaudit.reporting import write_folder
 from envaudit.rollout import RandomPolicy, Runner
 from envaudit.scan import run_scan
 from tests.fixtures.user_envs import CoinEnv
@@ -147,7 +148,7 @@ def test_a_probe_that_ignores_the_cap_is_cut_and_reported_incomplete_not_as_a_fi
 
 def test_incomplete_round_trips_and_renders(tmp_path):
     report = run_scan(CoinEnv, ScanConfig(seed=0, episodes=8, probes=(), budget_s=1e-3))
-    report.write(tmp_path / "r")
+    write_folder(report, tmp_path / "r")
     assert Report.load(tmp_path / "r").incomplete == report.incomplete != []
     md = (tmp_path / "r" / "report.md").read_text()
     assert "**INCOMPLETE:**" in md and "- `explore`: 8 of 8 exploration episodes" in md

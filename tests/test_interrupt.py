@@ -48,9 +48,9 @@ POINTS = {
     "a later probe": (scan_module, "_run_probe", 3),
     "Holm correction": (conclusion, "holm_correct", 1),
     "saving the step tables": (recording.Records, "save", 1),
-    "writing report.md": (report_module.Report, "to_markdown", 1),
+    "writing report.md": (folder_module, "render_markdown", 1),
     "writing the plots": (folder_module, "render_plots", 1),
-    "writing report.json": (report_module, "atomic_write", 2),
+    "writing report.json": (report_module, "atomic_write", 1),
     "renaming the folder": (atomic, "_rename_folder", 1),
 }
 

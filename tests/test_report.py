@@ -15,6 +15,7 @@ from rich.console import Console
 
 from envaudit.findings import Finding, Severity
 from envaudit.report import SCHEMA_VERSION, Report
+from envaudit.reporting import render_markdown, write_folder
 from envaudit.reporting.html import render_html
 from envaudit.reporting.load import load_report
 from tests.reporting import synthetic
@@ -53,7 +54,7 @@ def test_verdicts_go_by_group(report):
 
 
 def test_report_json_keeps_every_finding_and_lists_the_groups(report, tmp_path):
-    report.write(tmp_path / "r")
+    write_folder(report, tmp_path / "r")
     data = json.loads((tmp_path / "r" / "report.json").read_text())
     assert data["schema_version"] == SCHEMA_VERSION == 2
     assert len(data["findings"]) == 6 and data["counts"] == {"fail": 1, "warn": 0, "info": 1}
@@ -72,7 +73,7 @@ def test_report_json_keeps_every_finding_and_lists_the_groups(report, tmp_path):
 
 
 def test_a_schema_1_report_is_read_and_grouped_on_load(report, tmp_path):
-    report.write(tmp_path / "r")
+    write_folder(report, tmp_path / "r")
     path = tmp_path / "r" / "report.json"
     data = json.loads(path.read_text())
     data["schema_version"] = 1
@@ -95,7 +96,7 @@ def test_groups_that_miss_a_finding_are_refused_and_later_findings_are_regrouped
 
 
 def test_markdown_reads_one_section_per_incentive_with_its_corroboration(report):
-    text = report.to_markdown()
+    text = render_markdown(report)
     assert text.count("\n## 1. ") == 1 and text.count("\n## 3. ") == 0
     assert "## 1. [FAIL] `timeout-rewarded` — Timing out pays as much as succeeding" in text
     assert "## 2. [INFO] `length-bias` — A step cost shortens episodes" in text

@@ -6,6 +6,7 @@ import envaudit.scan as scan_module
 from envaudit import Finding, Probe, ScanConfig, Severity
 from envaudit.errors import UsageError
 from envaudit.report import Report
+from envaudit.reporting import write_folder
 from envaudit.scan import _holm, run_scan
 from tests.fixtures.user_envs import CoinEnv
 
@@ -93,7 +94,7 @@ def test_env_that_cannot_be_made_is_a_finding_not_a_crash():
 def test_report_folder_round_trips(tmp_path):
     report = run_scan(CoinEnv, ScanConfig(seed=5, episodes=16, probes=()))
     report.findings.append(_finding(0.01))
-    report.write(tmp_path / "r")
+    write_folder(report, tmp_path / "r")
     names = sorted(p.name for p in (tmp_path / "r").iterdir())
     assert {"episodes.parquet", "report.json", "report.md", "report.html", "steps.parquet"} <= set(names)
     assert not [n for n in names if n.endswith(".tmp")]

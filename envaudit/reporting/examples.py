@@ -88,6 +88,7 @@ def regenerate(out: str | Path = "reports", *, config: ScanConfig | None = None,
     Examples whose package is missing are left as they are, their folder names added to ``skipped``."""
     import dataclasses
 
+    from envaudit.reporting.folder import write_folder
     from envaudit.resolve import resolve_env
     from envaudit.scan import run_scan
 
@@ -106,7 +107,7 @@ def regenerate(out: str | Path = "reports", *, config: ScanConfig | None = None,
         env_id, make_env = resolve_env(example.env_id, example.env_args)
         base = config or ScanConfig(seed=SEED)
         report = run_scan(make_env, dataclasses.replace(base, quick=base.quick or example.quick), env_id=env_id)
-        written.append(report.write(out / example.folder, replace=True))
+        written.append(write_folder(report, out / example.folder, replace=True))
     atomic_write(out / "README.md", index(out))
     return written
 

@@ -63,6 +63,7 @@ def cached_scan(env_id: str, seed: int = 0, pipeline: str = "keep", *, cache: st
                 quick: bool = True, probes: Any = None) -> Cached:
     """The report of ``env_id`` at ``seed`` under ``pipeline``: loaded when the cache holds one for
     exactly these parameters, else scanned and written there (replacing a report of others)."""
+    from envaudit.reporting.folder import write_folder
     from envaudit.scan import run_scan
 
     config = scan_config(seed, pipeline, quick=quick, probes=probes)
@@ -72,7 +73,7 @@ def cached_scan(env_id: str, seed: int = 0, pipeline: str = "keep", *, cache: st
         if _matches(view, env_id, config):
             return Cached(view, folder, scanned=False)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    written = run_scan(env_id, config).write(folder, replace=True)
+    written = write_folder(run_scan(env_id, config), folder, replace=True)
     return Cached(load_report(written), Path(written), scanned=True)
 
 

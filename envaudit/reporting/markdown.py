@@ -6,7 +6,7 @@ a ``regression``) is summarised in one line (what it concluded, its p-value, a f
 a pointer into ``report.json`` where the whole structure is kept. Prose is wrapped and no table
 cell grows past ``CELL`` characters, so the file reads as well raw as it does rendered.
 
-This module loads nothing heavy: ``Report.to_markdown`` imports it at call time.
+This module loads nothing heavy (no matplotlib); ``envaudit.reporting.render_markdown`` is its public name.
 """
 
 from __future__ import annotations

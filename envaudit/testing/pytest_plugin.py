@@ -63,6 +63,7 @@ def scan(target: Any, *, fail_on: str = DEFAULT_FAIL_ON, **options: Any) -> Any:
     """Run the scan and return its report, without gating. Bad options raise ``pytest.UsageError``."""
     from envaudit.config import ScanConfig
     from envaudit.errors import UsageError
+    from envaudit.reporting import write_folder
     from envaudit.scan import run_scan
 
     if fail_on not in FAIL_ON:
@@ -76,7 +77,7 @@ def scan(target: Any, *, fail_on: str = DEFAULT_FAIL_ON, **options: Any) -> Any:
     except UsageError as exc:
         raise pytest.UsageError(f"{MARKER}: {exc}") from None
     if config.out:
-        report.write(config.out, replace=True)
+        write_folder(report, config.out, replace=True)
     return report
 
 

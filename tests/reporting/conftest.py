@@ -7,6 +7,7 @@ import pytest
 
 from envaudit.config import ScanConfig
 from envaudit.envs import VARIANTS
+from envaudit.reporting import write_folder
 from envaudit.scan import run_scan
 from tests.reporting import synthetic
 
@@ -18,7 +19,7 @@ PROBES = ("length",)  # the probe that owns the planted code; others are exercis
 
 def _scan(env_id: str, folder, probes=PROBES):
     report = run_scan(env_id, ScanConfig(seed=0, quick=True, probes=probes))
-    report.write(folder)
+    write_folder(report, folder)
     return report
 
 
@@ -46,5 +47,5 @@ def plain_folder(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def full_folder(tmp_path_factory):
-    """The synthetic report with every table, written by Report.write."""
-    return synthetic.full_report().write(tmp_path_factory.mktemp("full") / "report")
+    """The synthetic report with every table, written by write_folder."""
+    return write_folder(synthetic.full_report(), tmp_path_factory.mktemp("full") / "report")

@@ -4,6 +4,7 @@ import pytest
 
 from envaudit.cli import main
 from envaudit.grouping import group_findings
+from envaudit.reporting import write_folder
 from envaudit.reporting.diff import (
     FIXED,
     INFO,
@@ -136,7 +137,7 @@ def keep_and_drop(tmp_path_factory):
     folders = {}
     for handling in ("keep", "drop"):
         config = ScanConfig(seed=0, episodes=128, probes=("pipeline",), timeout_handling=handling)
-        folders[handling] = run_scan(PIPELINE_ENV, config).write(tmp_path_factory.mktemp(handling) / "report")
+        folders[handling] = write_folder(run_scan(PIPELINE_ENV, config), tmp_path_factory.mktemp(handling) / "report")
     return folders
 
 

@@ -3,7 +3,7 @@ into report.json that resolves to the whole structure."""
 
 import re
 
-from envaudit.reporting.markdown import CELL, summary_of
+from envaudit.reporting.markdown import CELL, render_markdown, summary_of
 from tests.reporting import synthetic
 
 F = synthetic._finding
@@ -43,7 +43,7 @@ def _cells(line):
 
 
 def test_every_line_is_short_and_every_cell_small():
-    text = _big_report().to_markdown()
+    text = render_markdown(_big_report())
     assert max(len(line) for line in text.splitlines()) <= LINE
     cells = [c for line in text.splitlines() if line.startswith("|") for c in _cells(line)]
     assert cells and max(len(c) for c in cells) <= CELL + 2  # + the escape of a '|'
@@ -52,7 +52,7 @@ def test_every_line_is_short_and_every_cell_small():
 
 def test_nested_evidence_is_one_line_with_its_result_and_a_pointer_that_resolves():
     report = _big_report()
-    text = report.to_markdown()
+    text = render_markdown(report)
     data = report.to_dict()
     pointers = re.findall(r"`findings\[(\d+)\]\.evidence\.(\w+)`", text)
     assert {key for _, key in pointers} == {"test", "arms", "success_sources", "ladder", "reach", "marginal",
@@ -72,7 +72,7 @@ def test_nested_evidence_is_one_line_with_its_result_and_a_pointer_that_resolves
 
 
 def test_scalar_evidence_is_a_small_table_and_long_text_is_cut():
-    text = _big_report().to_markdown()
+    text = render_markdown(_big_report())
     assert "| p_value | 6.6e-16 |" in text and "| mean_timeout | 1 |" in text and "| n_success | 33 |" in text
     policy = next(line for line in text.splitlines() if line.startswith("| policy |"))
     assert policy.endswith("… |") and len(policy) < LINE
