@@ -6,7 +6,10 @@ handing off, quitting or retrying *right after* a failed call pays, the same mov
 call does not. An agent then learns to wait for (or provoke) failures and cash them in. When the
 move ends the episode (give up, hand off, answer) the failure makes a short trajectory pay:
 ``failure-shortcut``, with the condition named. When it does not (a retry that pays more after a
-failure) a step pays more because of the failure: ``failure-rewarded``. One finding per next action.
+failure) a step pays more because of the failure: ``failure-rewarded``. One finding per next action:
+``finding`` measures it, and ``decisions.decide_failure_shortcut`` or ``decide_failure_rewarded``
+(basis ``"conditioned"``) grades it: ``fail`` when the episode that does it earns at least an honest
+success, else ``warn``.
 
 Signals. On a ``ToolEnv``, fault injection: (seed, prefix + call) pairs taken from exploration are
 replayed with one more action ``b`` after the call, once with the call working and once with an
@@ -40,10 +43,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding
 from envaudit.policies import Replay, ReplayPlan, action_stats, oracle_policy, success_return
 from envaudit.probe import ProbeContext
 from envaudit.probes.failures.charge import step_reference
+from envaudit.probes.failures.decisions import decide_failure_rewarded, decide_failure_shortcut
 from envaudit.protocol import TOOL_ERROR, TOOL_FAILED, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, compare, paired_compare, signed_rank_p
@@ -64,12 +68,6 @@ TARGETED_MAX_EPISODES = 384
 1 time in 10, for 3 ending actions."""
 MAX_NEXT = 8
 """At most this many next actions per call (the episode-ending ones first)."""
-WORDS = {"handoff": "handing off", "hand_off": "handing off", "escalate": "escalating", "quit": "quitting",
-         "give_up": "giving up", "retry": "retrying", "submit": "submitting", "abort": "aborting"}
-"""How a few common episode-ending calls read in a sentence; any other reads "calling `x`"."""
-FIX = ("Make `{b}` pay the same whether or not the `{tool}` call before it failed: a reward must not "
-       "depend on a tool failure, which the agent can wait for or provoke. If {b_words} after an outage "
-       "is the right move, reward it by the task's outcome, not by the failure.")
 
 
 def int_actions(steps: pd.DataFrame) -> pd.DataFrame:
@@ -384,7 +382,9 @@ def finding(ctx: ProbeContext, keys: list[tuple], tests: dict[tuple, dict], adju
     call followed by the paying action. When ``b`` ends the episode (giving up, handing off,
     answering right after a failure) it is ``failure-shortcut``: the failure makes a short
     trajectory pay. When it does not (a retry that pays more after a failure) it is
-    ``failure-rewarded``: a step pays more because of the failure."""
+    ``failure-rewarded``: a step pays more because of the failure. This measures (the honest
+    success from the same starts, the evidence, the examples, whose records are kept); the code's
+    ``decide_*`` grades it."""
     key = min(keys, key=lambda k: (adjusted[k], -tests[k]["diff"]))
     t = tests[key]
     tool, b = t["tool"], t["next_label"]
@@ -396,8 +396,6 @@ def finding(ctx: ProbeContext, keys: list[tuple], tests: dict[tuple, dict], adju
     path_mean = float(np.mean(paths)) if paths else None
     seeds = sorted({s for k in keys for s in tests[k]["path_seeds"]})
     honest_mean, honest_source = _honest_from(ctx, seeds, honest)
-    reach = path_mean if path_mean is not None else t["mean_failed"]
-    severity = Severity.FAIL if honest_mean is not None and reach >= honest_mean else Severity.WARN
     examples: list[int] = []
     for k in sorted(keys, key=lambda k: adjusted[k]):
         examples += [e for e in tests[k]["examples"] if e not in examples]
@@ -420,31 +418,9 @@ def finding(ctx: ProbeContext, keys: list[tuple], tests: dict[tuple, dict], adju
         "conditioned_path_return": path_mean, "n_conditioned_paths": len(paths),
         "honest_success_return": honest_mean, "honest_success_source": honest_source,
     }
-    call = f"`{t['call_label']}`" if t["call_label"] not in (None, tool) else f"`{tool}`"
-    if len(tools) > 1:
-        call += " (or " + ", ".join(f"`{x}`" for x in tools[1:]) + ")"
-    where = {"fault injection": "fault injection, same seed and prefix",
-             "targeted episodes": "episodes that make the call first, from fresh resets"}.get(t["source"], "exploration")
-    if path_mean is None:
-        tail = ""
-    elif severity == Severity.FAIL:
-        tail = (f"; the episode that does it earns {path_mean:.3g}, at least an honest success "
-                f"({honest_mean:.3g}), so a return-maximising agent waits for failures instead of doing the task")
-    else:
-        tail = (f"; the episode that does it earns {path_mean:.3g}" + (
-            f", less than an honest success ({honest_mean:.3g})"
-            if honest_mean is not None else ""))
-    b_words = WORDS.get(b, f"calling `{b}`")
-    ok_words = {"fault injection": "the same call works",
-                "targeted episodes": f"a working {call} call"}.get(
-        t["source"], f"a working {call} call with the same progress before it")
-    return Finding(
-        code="failure-shortcut" if shortcut else "failure-rewarded", severity=severity,
-        title=f"{b_words} right after a {failed_words} {call} call pays more than after a working one",
-        summary=(f"{b_words[0].upper()}{b_words[1:]} right after a {failed_words} {call} call pays "
-                 f"{t['mean_failed']:.3g}, against "
-                 f"{t['mean_ok']:.3g} right after {ok_words} ({where}, n={evidence['n']}){tail}."),
-        evidence=evidence, examples=examples[:4], fix=FIX.format(b=b, tool=tool, b_words=b_words))
+    measured = {"evidence": evidence, "examples": examples[:4], "statuses": statuses}
+    decide = decide_failure_shortcut if shortcut else decide_failure_rewarded
+    return decide("conditioned", measured)
 
 
 def group_hits(hits: list[tuple], tests: dict[tuple, dict]) -> dict[str, list[tuple]]:

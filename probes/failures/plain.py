@@ -5,6 +5,9 @@ Signal: a regression of return on success, length and failure count (a failure m
 beyond its step, the length term carrying the step cost), agreeing with ``failure_charge``'s
 step-level verdict (failed steps pay less than the cheapest ordinary step); then, after a first
 failure, the return still to come in episodes that ended within a step against those that went on.
+``shortcut_exploration`` measures; ``decisions.decide_failure_shortcut`` (basis ``"exploration"``)
+grades it: ``fail`` when ending within a step earns at least what the episodes that went on and
+succeeded earned from the failure on, else ``warn``.
 
 Known false positives: random exploration is a poor persisting policy, so "went on" episodes earn
 little; the charge gates keep mere step costs and shaping from being read as a shortcut.
@@ -15,14 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding
 from envaudit.probe import ProbeContext
+from envaudit.probes.failures.decisions import decide_failure_shortcut
 from envaudit.protocol import SUCCESS, TOOL_FAILED
 from envaudit.stats import MIN_SAMPLES, compare
-
-FIX = ("Do not make tool failures cost the agent reward beyond the time they take (the agent does "
-                "not control the backend); make giving up or answering early pay less than an honest "
-                "attempt, and keep failure rates in training close to production.")
 
 
 def natural_failure_rate(episodes: pd.DataFrame) -> float:
@@ -76,7 +76,6 @@ def shortcut_exploration(ctx: ProbeContext, fee: dict) -> list[Finding]:
         return []
     persisted_won = remaining[[i for i in persist_ids if won.get(i, False)]]
     honest = float(persisted_won.mean()) if len(persisted_won) else None
-    severity = Severity.FAIL if honest is not None and cmp["mean_short"] >= honest else Severity.WARN
     evidence = {
         "behaviour": "quit", "reward_path": "env", "failure_charge": fee,
         "p_value": cmp["p_value"], "test": "Mann-Whitney U on the return after the first failure, "
@@ -86,11 +85,5 @@ def shortcut_exploration(ctx: ProbeContext, fee: dict) -> list[Finding]:
         "failure_cost_model": "OLS of return on " + ("success, " if has_success else "") + "length, failures",
         "honest_after_failure_return": honest, "natural_failure_rate": natural_failure_rate(eps),
     }
-    return [Finding(
-        code="failure-shortcut", severity=severity,
-        title="after a tool failure, ending the episode pays more than persisting",
-        summary=(f"Each tool failure costs {-coef:.3g} reward beyond its step, and after a first failure, episodes "
-                 f"that ended within a step earned {cmp['mean_short']:.3g} from there against "
-                 f"{cmp['mean_persist']:.3g} for those that went on (exploration, n={cmp['n_short']}+"
-                 f"{cmp['n_persist']})."),
-        evidence=evidence, examples=[int(i) for i in short_ids[:3]], fix=FIX)]
+    return [decide_failure_shortcut("exploration", {"evidence": evidence,
+                                                    "examples": [int(i) for i in short_ids[:3]]})]

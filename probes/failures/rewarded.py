@@ -8,9 +8,11 @@ reward pair by pair (Wilcoxon signed-rank); on a plain Gymnasium env, where expl
 few failed calls of an action to compare, targeted episodes that repeat the call until enough
 failed and ok steps from comparable states are seen (``failure_topup``). Failure-conditioned
 rewards: ``failure_conditioned``. Holm runs within each of the two questions; the raw p of the key
-test is ``evidence["p_value"]``. Severity: ``fail`` when a failed call alone, or an agent that makes
-that call fail at will (the call repeated under an injected 100% fault rate on a ``ToolEnv``, its
-natural rate on a plain env), earns at least the honest success return; ``warn`` otherwise.
+test is ``evidence["p_value"]``. ``failure_rewarded`` measures; ``decisions.decide_failure_rewarded``
+(basis ``"failed-call"``) grades each tool whose failed calls pay: ``fail`` when a failed call
+alone, or an agent that makes that call fail at will (the call repeated under an injected 100% fault
+rate on a ``ToolEnv``, its natural rate on a plain env), earns at least the honest success return;
+``warn`` otherwise.
 
 Known false positives: step rewards that depend on state can differ between failed and ok calls
 for reasons other than the failure (exploration comparison only; the paired replay and the
@@ -26,12 +28,13 @@ import numpy as np
 import pandas as pd
 
 from envaudit.faults import FaultInjector
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding
 from envaudit.policies import RepeatPolicy, ReplayPlan, describe_call, oracle_policy, success_return
 from envaudit.probe import ProbeContext
 from envaudit.probes.failures import conditioned
 from envaudit.probes.failures.conditioned import int_actions, replay_items
-from envaudit.protocol import TOOL_ERROR, TOOL_FAILED, TOOL_OK, TOOL_TIMEOUT
+from envaudit.probes.failures.decisions import decide_failure_rewarded
+from envaudit.protocol import TOOL_FAILED, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.rollout import Policy
 from envaudit.stats import compare, holm, paired_compare
@@ -43,8 +46,7 @@ MAX_ACTIONS = 8
 """At most this many catalogue actions get the injection test (the most called in exploration)."""
 FARM_EPISODES = 8
 """Episodes of "make this call fail at will" run to judge severity."""
-FIX_REWARDED = ("Pay a failed call no more than the same call succeeding (0 or a cost): never give credit "
-                "for attempts, and do not let a timeout or error count as a pass.")
+
 
 class Runs(Protocol):
     """What ``honest_success`` needs of the failures probe's policy runs (``failures._Runs``)."""
@@ -199,23 +201,23 @@ def failure_rewarded(ctx: ProbeContext, runs: Runs | None, injected: dict, arms:
     findings = []
     for tool, tool_hits in sorted(by_tool.items()):
         key = min(tool_hits, key=lambda k: (primary[k]["p_value"], -primary[k]["diff"]))
-        findings.append(_rewarded_finding(ctx, tool, key, tool_hits, primary, adjusted, explored, arms,
-                                          honest, honest_source, labels,
-                                          n_tests=sum(k in primary for k in keys)))
+        findings.append(decide_failure_rewarded("failed-call", _failed_call(
+            ctx, tool, key, tool_hits, primary, adjusted, explored, arms, honest, honest_source, labels,
+            n_tests=sum(k in primary for k in keys))))
     for _, group in sorted(conditioned.group_hits(hits, cond).items()):
         findings.append(conditioned.finding(ctx, group, cond, adjusted, (honest, honest_source)))
     return findings
 
 
-def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, honest, honest_source,
-                      labels, *, n_tests: int) -> Finding:
+def _failed_call(ctx, tool, key, hits, primary, adjusted, explored, arms, honest, honest_source,
+                 labels, *, n_tests: int) -> dict:
+    """What ``decide_failure_rewarded`` grades for one tool whose failed calls pay: the key test's
+    numbers, the farming episodes' return (an agent that makes the call fail at will) and the
+    honest success return, as evidence; the examples, whose records are kept."""
     action, status = key
     test = primary[key]
     farm = _farm(ctx, action, tool, status)
     farm_mean = float(farm.episodes["return"].mean()) if farm is not None and len(farm.episodes) else None
-    failed_mean = test["mean_failed"]
-    as_much = honest is not None and (failed_mean >= honest or (farm_mean is not None and farm_mean >= honest))
-    severity = Severity.FAIL if as_much else Severity.WARN
     call = describe_call(action, labels)
     # Examples are episodes with the failed call that paid: the faulted replays (or exploration
     # episodes), then the farming episodes. Only those records are kept, so every id resolves.
@@ -242,7 +244,7 @@ def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, h
         "tool": tool,
         "action": labels[action] if labels and action < len(labels) else action,
         "status": status,
-        "mean_reward_failed": failed_mean,
+        "mean_reward_failed": test["mean_failed"],
         "mean_reward_ok": test["mean_ok"],
         "diff": test["diff"],
         "diff_ci": test["diff_ci"],
@@ -262,23 +264,5 @@ def _rewarded_finding(ctx, tool, key, hits, primary, adjusted, explored, arms, h
     if "topup" in test:  # a plain env: how many targeted episodes it took to see enough failures
         evidence["topup"] = test["topup"]
         evidence["n_ok_same_history"] = test["n_ok"]
-    statuses = sorted({k[1] for k in hits})
-    word = " or ".join("fails" if s == TOOL_ERROR else "times out" for s in statuses)
-    label = labels[action] if labels and action < len(labels) else None
-    subject = f"a `{label}` call" if label is not None else f"action {action!r}"
-    verb = "fail" if status == TOOL_ERROR else "time out"
-    farm_text = (f"; an agent that makes it {verb} at will earns {farm_mean:.3g} per episode"
-                 if farm_mean is not None else "")
-    if severity == Severity.FAIL and farm_mean is not None and farm_mean >= honest:
-        tail = farm_text + f", at least an honest success ({honest:.3g})"
-    elif severity == Severity.FAIL:
-        tail = f"; one failed call pays at least an honest success ({honest:.3g})"
-    else:
-        tail = farm_text + (f", less than an honest success ({honest:.3g})" if honest is not None else "")
-    return Finding(
-        code="failure-rewarded", severity=severity,
-        title=f"a failed `{tool}` call pays more than a working one",
-        summary=(f"When {subject} {word}, that step pays {failed_mean:.3g} against {test['mean_ok']:.3g} "
-                 f"when it works ({test['source']}, n={evidence['n']}){tail}."),
-        evidence=evidence, examples=examples[:4], fix=FIX_REWARDED,
-    )
+    return {"evidence": evidence, "examples": examples[:4], "statuses": sorted({k[1] for k in hits}),
+            "label": labels[action] if labels and action < len(labels) else None}

@@ -26,7 +26,8 @@ derived from exploration that retries each needed call until it works) and "quit
 (Bonferroni over the short strategies), each also with the failures' charges paid back: a win
 that survives the refund is not the charges' doing and is not claimed. Rate 0 is the env as it
 is (its own, natural failures).
-A return-maximising agent compares expected returns: if a short strategy earns at least what
+A return-maximising agent compares expected returns (``shortcut_sweep`` finds which short path
+pays, ``decisions.decide_failure_shortcut`` grades it): if a short strategy earns at least what
 persisting earns at the env's own failure rate, it never tries -> ``fail``; if only quitting
 after a failure beats persisting, it gives up whenever a call fails -> ``warn``; if short
 strategies only overtake persisting at injected rates -> ``info`` (the crossover rate is worth
@@ -49,7 +50,7 @@ import numpy as np
 import pandas as pd
 
 from envaudit.faults import FaultInjector
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding
 from envaudit.policies import (
     QuitOnFailurePolicy,
     RepeatPolicy,
@@ -62,6 +63,7 @@ from envaudit.policies import (
 from envaudit.probe import ProbeContext
 from envaudit.probes.failures import charge
 from envaudit.probes.failures.confirm import second_look
+from envaudit.probes.failures.decisions import decide_failure_shortcut
 from envaudit.probes.failures.plain import natural_failure_rate, shortcut_exploration
 from envaudit.probes.failures.rewarded import (
     failure_rewarded,
@@ -85,9 +87,6 @@ NATURAL_MIN_EPISODES = 64
 persisting policy needs about this many to clear Bonferroni over the short strategies."""
 MAX_SHORT = 6
 """At most this many short strategies (calls that end episodes, best-paying first) in the sweep."""
-FIX_SHORTCUT = ("Do not make tool failures cost the agent reward beyond the time they take (the agent does "
-                "not control the backend); make giving up or answering early pay less than an honest "
-                "attempt, and keep failure rates in training close to production.")
 
 
 # -- shared -----------------------------------------------------------------------------------------
@@ -254,7 +253,6 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
         ctx.notes["failure_shortcut"] = (f"the persisting policy ({persist.describe()}) succeeds no more often "
                                          "than ending at once, so it is no honest yardstick")
         return []
-    cost = _charge_words(fee)
     short_records = per_rate[0.0][zero["best"].name]
     if not wins(zero["short"], zero["short"]["p_bonferroni"]):
         look = second_look(ctx, persist, zero["best"], short_records, per_rate[0.0][persist.name], ref)
@@ -266,6 +264,9 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
                 short_records = look["records"]
                 evidence.update(persist_mean_return=look["short"]["mean_persist"],
                                 short_mean_return=look["short"]["mean_short"])
+    # Which short path pays, the most direct first (``decide_failure_shortcut`` grades it): a short
+    # strategy at the env's own failure rate, else quitting at the first failure there, else a short
+    # strategy once faults are injected on top. Its records are kept, so every example resolves.
     if wins(zero["short"], zero["short"]["p_bonferroni"]):
         ctx.keep(short_records)
         examples = short_records.episodes["episode_id"].head(4).tolist()
@@ -276,51 +277,23 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
                               if "second_look" in zero["short"] else
                               f"paired t-test on returns, short strategy vs persisting, same seeds, "
                               f"one-sided; Bonferroni over the {len(shorts)} short strategies"))
-        return [Finding(
-            code="failure-shortcut", severity=Severity.FAIL,
-            title="giving up pays more than persisting through tool failures",
-            summary=(f"At the env's own tool failure rate ({natural:.0%} of calls), \"{zero['best'].describe()}\" "
-                     f"earns {evidence['short_mean_return']:.3g} per episode against "
-                     f"{evidence['persist_mean_return']:.3g} for persisting ({persist.describe()}), because "
-                     f"{cost}: a return-maximising agent never tries."),
-            evidence=evidence, examples=examples, fix=FIX_SHORTCUT)]
-    if wins(zero["quit"], zero["quit"]["p_value"]):
+        pays, short = "give-up", zero["best"]
+    elif wins(zero["quit"], zero["quit"]["p_value"]):
         ctx.keep(per_rate[0.0][quitter.name])
         evidence.update(p_value=zero["quit"]["p_value"], diff=zero["quit"]["diff"], diff_ci=zero["quit"]["diff_ci"],
                         test="paired t-test on returns, quit-on-failure vs persisting, same seeds, one-sided")
-        ex = _quit_after_failure(per_rate[0.0][quitter.name], quit_action)
-        return [Finding(
-            code="failure-shortcut", severity=Severity.WARN,
-            title="giving up after a tool failure pays more than persisting",
-            summary=(f"At the env's own tool failure rate ({natural:.0%} of calls), quitting at the first failed "
-                     f"call earns {evidence['quit_mean_return']:.3g} per episode against "
-                     f"{evidence['persist_mean_return']:.3g} for persisting, because {cost}; trying at all "
-                     "still beats giving up at once, so an agent learns to quit whenever a call fails."),
-            evidence=evidence, examples=ex, fix=FIX_SHORTCUT)]
-    if crossover is not None:
+        examples = _quit_after_failure(per_rate[0.0][quitter.name], quit_action)
+        pays, short = "quit-on-failure", zero["best"]
+    elif crossover is not None:
         c = results[crossover]["short"]
         evidence.update(diff_at_crossover=c["diff"], p_at_crossover=c["p_bonferroni"])
         ctx.keep(per_rate[crossover][results[crossover]["best"].name])
         examples = per_rate[crossover][results[crossover]["best"].name].episodes["episode_id"].head(3).tolist()
-        return [Finding(
-            code="failure-shortcut", severity=Severity.INFO,
-            title=f"giving up overtakes persisting at an injected failure rate of {crossover:.0%}",
-            summary=(f"With {crossover:.0%} of tool calls failing on top of the env's own {natural:.0%}, "
-                     f"\"{results[crossover]['best'].describe()}\" earns more than persisting; if production "
-                     f"tools fail that often, agents trained there will learn to give up ({cost})."),
-            evidence=evidence, examples=examples, fix=FIX_SHORTCUT)]
-    return []
-
-
-def _charge_words(fee: dict) -> str:
-    """The failure charge in words: "each failed `search` call costs 0.5 beyond the step it takes"."""
-    by_call: dict[str, float] = {}
-    for which, amount in fee["charge_per_failure"].items():
-        call = which.rpartition(" (")[0]
-        by_call[call] = max(amount, by_call.get(call, 0.0))
-    calls = sorted(by_call, key=lambda c: (-by_call[c], c))
-    names = ", ".join(f"`{c}`" for c in calls[:3]) + (" and others" if len(calls) > 3 else "")
-    return f"each failed {names} call costs up to {by_call[calls[0]]:.3g} beyond the step it takes"
+        pays, short = "give-up-at-injected-rate", results[crossover]["best"]
+    else:
+        return []
+    return [decide_failure_shortcut("sweep", {"pays": pays, "short_policy": short.describe(),
+                                              "evidence": evidence, "examples": examples})]
 
 
 def _quit_after_failure(records: Records, quit_action: int, n: int = 3) -> list[int]:

@@ -23,6 +23,7 @@ from envaudit.config import ScanConfig
 from envaudit.faults import FaultInjector
 from envaudit.findings import Severity
 from envaudit.probes.failures import conditioned as FC
+from envaudit.probes.failures import text as FT
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
@@ -495,7 +496,7 @@ def test_a_finding_asks_the_oracle_on_the_paths_seeds():
     f = FC.finding(ctx, ["k"], tests, {"k": 0.01}, (5.0, "x"))
     assert ctx.runs[0][1] == [3, 4] and f.severity == Severity.FAIL  # 0.8 >= the oracle's 0.7
     assert f.evidence["honest_success_source"] == "the env's oracle, from the same starts"
-    assert f.fix == FC.FIX.format(b="handoff", tool="search", b_words="handing off")
+    assert f.fix == FT.FIX_CONDITIONED.format(b="handoff", tool="search", b_words="handing off")
 
 
 def test_the_summary_reports_the_means_the_sample_and_the_path_against_the_yardstick():

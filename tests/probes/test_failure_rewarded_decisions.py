@@ -23,6 +23,7 @@ from envaudit.findings import Severity
 from envaudit.policies import RepeatPolicy
 from envaudit.probes.failures import conditioned as FC
 from envaudit.probes.failures import rewarded as R
+from envaudit.probes.failures import text as FT
 from envaudit.protocol import FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from tests.fixtures.frames import FakeContext, episode, many, records, replayed
 
@@ -230,7 +231,7 @@ def test_a_failed_call_that_pays_is_flagged_with_its_farm(no_conditioned):
     assert f.severity == Severity.FAIL
     assert f.summary == ("When a `search` call fails, that step pays 0.5 against 0 when it works (fault injection, "
                          "n=11); an agent that makes it fail at will earns 2 per episode, at least an honest success (1).")
-    assert f.title == "a failed `search` call pays more than a working one" and f.fix == R.FIX_REWARDED
+    assert f.title == "a failed `search` call pays more than a working one" and f.fix == FT.FIX_REWARDED
     # examples: the faulted replays whose failed search paid, then the farm's first episodes
     assert list(f.examples) == [2000, 2002, 2003, 4000]
     assert ctx.kept[0] is arms[TOOL_ERROR] and ctx.kept[1].episodes["episode_id"].tolist() == list(range(4000, 4008))

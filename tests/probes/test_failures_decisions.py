@@ -24,8 +24,9 @@ from envaudit.probes.failures import charge as C
 from envaudit.probes.failures import confirm as F
 from envaudit.probes.failures import rewarded as R
 from envaudit.probes.failures import sweep as P
-from envaudit.probes.failures.plain import FIX as FIX_PLAIN
+from envaudit.probes.failures import text as FT
 from envaudit.probes.failures.plain import natural_failure_rate, shortcut_exploration
+from envaudit.probes.failures.text import FIX_SHORTCUT as FIX_PLAIN
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES
@@ -214,10 +215,10 @@ def test_exploration_tests_compare_failed_and_ok_steps_of_one_action():
 def test_charge_words_name_the_costliest_calls():
     fee = {"charge_per_failure": {"search (error)": 0.5, "search (timeout)": 0.9, "fetch (error)": 0.9,
                                   "a (error)": 0.1, "b (error)": 0.2}}
-    assert P._charge_words(fee) == ("each failed `fetch`, `search`, `b` and others call costs up to 0.9 beyond the "
+    assert FT.charge_words(fee) == ("each failed `fetch`, `search`, `b` and others call costs up to 0.9 beyond the "
                                     "step it takes")
     fee = {"charge_per_failure": {"run (x) (error)": 0.25}}
-    assert P._charge_words(fee) == "each failed `run (x)` call costs up to 0.25 beyond the step it takes"
+    assert FT.charge_words(fee) == "each failed `run (x)` call costs up to 0.25 beyond the step it takes"
 
 
 def test_the_examples_of_quitting_are_episodes_that_quit_right_after_a_failure():

@@ -22,6 +22,7 @@ from envaudit.config import ScanConfig
 from envaudit.findings import Severity
 from envaudit.policies import QuitOnFailurePolicy, RepeatPolicy
 from envaudit.probes.failures import sweep as P
+from envaudit.probes.failures import text as FT
 from envaudit.probes.failures.plain import natural_failure_rate
 from envaudit.protocol import FAILURE, SUCCESS, TOOL_ERROR, TOOL_OK
 from envaudit.seeding import child_seed
@@ -185,7 +186,7 @@ def test_giving_up_beats_persisting_at_the_envs_own_rate():
     short_ids = [r for p, _, r in _runs_of(ctx) if p == "short:giveup@0"]
     assert f.examples == short_ids[0][:4] and ctx.kept[-1].episodes["episode_id"].tolist() == short_ids[0]
     assert "because each failed `search` call costs up to 2 beyond the step it takes" in f.summary
-    assert f.fix == P.FIX_SHORTCUT
+    assert f.fix == FT.FIX_SHORTCUT
 
 
 def _runs_of(ctx):
@@ -317,7 +318,7 @@ def test_charge_words_take_each_calls_largest_charge_and_name_three():
     # the timeout's 0.9 comes first: a later, smaller charge of the same call must not replace it
     fee = {"charge_per_failure": {"search (timeout)": 0.9, "search (error)": 0.5, "fetch (error)": 0.7,
                                   "rank (error)": 0.1}}
-    assert P._charge_words(fee) == "each failed `search`, `fetch`, `rank` call costs up to 0.9 beyond the step it takes"
+    assert FT.charge_words(fee) == "each failed `search`, `fetch`, `rank` call costs up to 0.9 beyond the step it takes"
 
 
 def test_quitting_examples_read_each_episodes_last_step_only():
