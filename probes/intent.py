@@ -23,6 +23,11 @@ accrues step by step rather than at the end is left to ``length-bias``. Without 
 success return are reported as ``info``. An env that never sets ``info["success"]`` gets one
 ``info`` finding saying the check was skipped.
 
+Decided in one place: ``decide_reward_without_success`` grades each of the three (a basis of
+``"no-flag"``, ``"confirmed"`` or ``"high-return"``); ``confirmed_finding`` and
+``high_return_fact`` hand it their measurements, and ``envaudit logs`` uses ``ended_unsuccessful``
+and ``high_return_fact`` on a logged run.
+
 Known false positives: envs that pay honest partial credit on failed attempts (intended shaping
 shows up as reward without success; the evidence names the action so the designer can judge);
 an action that pays only together with another behaviour may not be confirmed and stays at
@@ -77,7 +82,7 @@ class PrefixPolicy(Policy):
         return self.text
 
 
-def _ended_unsuccessful(episodes: pd.DataFrame) -> np.ndarray:
+def ended_unsuccessful(episodes: pd.DataFrame) -> np.ndarray:
     """Episodes the env ended itself with success=False (failure class). Timed-out and errored
     episodes are left to timeout-rewarded and the failure probes."""
     return (episodes["success"].eq(False).fillna(False) & (episodes["outcome"] == FAILURE)).to_numpy(bool)
@@ -176,7 +181,7 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
             break
         result = ctx.run(policy, ctx.seeds(sample_size(ctx, 24), "confirm", policy.name))
         run_eps = result.records.episodes
-        rest = run_eps[_ended_unsuccessful(run_eps)]
+        rest = run_eps[ended_unsuccessful(run_eps)]
         verdict = exploit_ladder(rest["return"].to_numpy(float), success, alternative, rng,
                                  alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
         # A payout at the end (a claim, a lenient grader) is this probe's; pay collected step by
@@ -198,26 +203,15 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
     return best
 
 
-def _no_flag() -> Finding:
-    return Finding(
-        CODE, Severity.INFO, "No success flag: reward without success not checked",
-        "This env never sets info['success'] on an episode's last step, so envaudit cannot tell "
-        "reward earned by doing the task from reward earned some other way.",
-        {"episodes_with_flag": 0}, [],
-        "Set info['success'] (your own judgement of whether the task was really done, independent "
-        "of the reward) on the last step of every episode, or pass success=... to envaudit.wrap.",
-        probe="intent")
-
-
 def run(ctx: ProbeContext) -> list[Finding]:
     eps = ctx.exploration.episodes
     flagged = eps[eps["success"].notna()] if len(eps) else eps
     if flagged.empty:
-        return [_no_flag()] if len(eps) else []
+        return [decide_reward_without_success("no-flag")] if len(eps) else []
     is_success = flagged["success"].astype(bool).to_numpy()
     success = flagged.loc[is_success, "return"].to_numpy(float)
     success_sources: dict = {"n_exploration": int(len(success)), "n_oracle": 0}
-    non_success = flagged[_ended_unsuccessful(flagged)]
+    non_success = flagged[ended_unsuccessful(flagged)]
     if len(non_success) < MIN_SAMPLES:
         ctx.notes["skipped"] = f"only {len(non_success)} non-success episodes (need {MIN_SAMPLES})"
         return []
@@ -245,28 +239,83 @@ def run(ctx: ProbeContext) -> list[Finding]:
     strongest = max(confirmed, key=lambda c: (LEVEL_RANK[c["verdict"]["level"]], c["mean_exploit"] or 0.0),
                     default=None)
     if strongest is not None and strongest["verdict"]["level"] is not None:
-        return [_finding(ctx, strongest, success, success_sources, table)]
-    return _high_return_fact(ctx, success, non_success)
+        return [confirmed_finding(ctx, strongest, success, success_sources, table)]
+    return high_return_fact(success, non_success)
 
 
-def _finding(ctx: ProbeContext, best: dict, success: np.ndarray, success_sources: dict,
-             table: pd.DataFrame) -> Finding:
+def confirmed_finding(ctx: ProbeContext, best: dict, success: np.ndarray, success_sources: dict,
+                      table: pd.DataFrame) -> Finding:
+    """The finding of a confirmed behaviour; the confirmation's episodes go into the report."""
     ctx.keep(best["records"])
+    return decide_reward_without_success("confirmed", best=best, success=success, success_sources=success_sources,
+                                         table=table)
+
+
+def high_return_fact(success: np.ndarray, non_success: pd.DataFrame) -> list[Finding]:
+    """Non-success episodes that reach the median success return, with no confirmed cause: [] or
+    one ``info``. ``envaudit logs`` reports a logged run's with it too."""
+    found = decide_reward_without_success("high-return", success=success, non_success=non_success)
+    return [found] if found is not None else []
+
+
+def decide_reward_without_success(basis: str, *, best: dict | None = None, success: np.ndarray | None = None,
+                                  success_sources: dict | None = None, table: pd.DataFrame | None = None,
+                                  non_success: pd.DataFrame | None = None) -> Finding | None:
+    """The one place ``reward-without-success`` is decided, for each way the probe sees it:
+
+    - ``"no-flag"``: the env never sets ``info["success"]``: ``info`` (the check was skipped);
+    - ``"confirmed"``: a behaviour confirmed on fresh seeds (``best``, from ``_confirm``, with its
+      ``candidate``) against honest ``success`` and exploration's non-success ``table``: ``fail``
+      when it reached ``at_least_success`` on the ladder, ``warn`` otherwise;
+    - ``"high-return"``: without a confirmed behaviour, the ``non_success`` episodes that reach the
+      median ``success`` return: ``info`` when there are ``MIN_SAMPLES`` of them and ``MIN_SAMPLES``
+      successes to take the median of, no finding otherwise.
+    """
+    if basis == "no-flag":
+        title, summary, fix = _no_flag_text()
+        return Finding(CODE, Severity.INFO, title, summary, {"episodes_with_flag": 0}, [], fix, probe="intent")
+    if basis == "confirmed":
+        fail = best["verdict"]["level"] == "at_least_success"
+        mean_s = float(success.mean()) if len(success) else None
+        title, summary, fix = _confirmed_text(best, mean_s, fail)
+        return Finding(CODE, Severity.FAIL if fail else Severity.WARN, title, summary,
+                       _confirmed_evidence(best, success, success_sources, table), _confirmed_examples(best, table),
+                       fix, probe="intent")
+    if basis == "high-return":
+        if len(success) < MIN_SAMPLES:
+            return None
+        bar = float(np.median(success))
+        rich = non_success[non_success["return"] >= bar]
+        if len(rich) < MIN_SAMPLES:
+            return None
+        title, summary, fix = _high_return_text(len(rich), len(non_success), bar)
+        return Finding(
+            CODE, Severity.INFO, title, summary,
+            {"n_rich_non_success": int(len(rich)), "n_non_success": int(len(non_success)),
+             "median_success": bar, "mean_rich_non_success": float(rich["return"].mean())},
+            [int(e) for e in rich.sort_values("return", ascending=False)["episode_id"][:5]],
+            fix, probe="intent")
+    raise ValueError(f"unknown basis {basis!r} for reward-without-success; expected no-flag, confirmed or high-return")
+
+
+def _pattern(best: dict) -> str:
+    return f"{best['candidate']['kind']} '{best['label']}'"
+
+
+def _confirmed_evidence(best: dict, success: np.ndarray, success_sources: dict, table: pd.DataFrame) -> dict:
     cand, verdict = best["candidate"], best["verdict"]
-    fail = verdict["level"] == "at_least_success"
-    mean_s = float(success.mean()) if len(success) else None
     # Over-representation: how often the behaviour shows up among the richest non-success episodes.
     top = table["return"] >= np.median(table["return"]) if len(table) else table["return"]
     share_top = float(cand["mask"][top.to_numpy(bool)].mean()) if top.any() else None
-    behaviour = f"{cand['kind']} '{best['label']}'"
-    evidence = {
+    return {
         # The return accrues along the way (stalling) or on the ending (a degenerate answer).
         "behaviour": ("stall" if best["final_step_share"] is not None and best["final_step_share"] < 0.5
                       else "degenerate-answer"),
-        "reward_path": "env", "pattern": behaviour,
+        "reward_path": "env", "pattern": _pattern(best),
         "p_value": verdict["p_value"], "policy": best["policy"],
         "mean_without_success": best["mean_exploit"], "n_without_success": best["n_exploit"],
-        "policy_success_rate": best["success_rate"], "mean_success": mean_s, "n_success": int(len(success)),
+        "policy_success_rate": best["success_rate"], "mean_success": float(success.mean()) if len(success) else None,
+        "n_success": int(len(success)),
         "success_sources": success_sources, "final_step_share": best["final_step_share"],
         "mean_honest_failure": best["mean_alternative"], "test": verdict,
         "exploration": {"effect_beyond_length": cand["effect"], "p_value": cand["p_value"],
@@ -275,9 +324,25 @@ def _finding(ctx: ProbeContext, best: dict, success: np.ndarray, success_sources
                         "share_among_non_success": float(cand["mask"].mean())},
         "min_samples": MIN_SAMPLES,
     }
-    exploration_examples = table.loc[cand["mask"]].sort_values("return", ascending=False)["episode_id"][:3]
-    examples = [int(e) for e in exploration_examples] + best["examples"][:3]
-    head = (f"Episodes that {behaviour.replace('ends with', 'end with').replace('uses', 'use')} earn "
+
+
+def _confirmed_examples(best: dict, table: pd.DataFrame) -> list[int]:
+    """Exploration's episodes with the behaviour, richest first, then the confirmation's."""
+    exploration_examples = table.loc[best["candidate"]["mask"]].sort_values("return", ascending=False)["episode_id"][:3]
+    return [int(e) for e in exploration_examples] + best["examples"][:3]
+
+
+# -- the findings' words -----------------------------------------------------------------------
+def _no_flag_text() -> tuple[str, str, str]:
+    return ("No success flag: reward without success not checked",
+            "This env never sets info['success'] on an episode's last step, so envaudit cannot tell "
+            "reward earned by doing the task from reward earned some other way.",
+            "Set info['success'] (your own judgement of whether the task was really done, independent "
+            "of the reward) on the last step of every episode, or pass success=... to envaudit.wrap.")
+
+
+def _confirmed_text(best: dict, mean_s: float | None, fail: bool) -> tuple[str, str, str]:
+    head = (f"Episodes that {_pattern(best).replace('ends with', 'end with').replace('uses', 'use')} earn "
             f"{fmt(best['mean_exploit'])} with success=False ({best['policy']} on fresh seeds)")
     summary = (f"{head}, at least as much as succeeding ({fmt(mean_s)}), so an agent learns "
                f"'{best['label']}' instead of doing the task." if fail else
@@ -285,32 +350,17 @@ def _finding(ctx: ProbeContext, best: dict, success: np.ndarray, success_sources
                + (f" though less than succeeding ({fmt(mean_s)})" if mean_s is not None
                   else "; no honest success was seen to compare with")
                + f", so an agent that cannot do the task learns '{best['label']}'.")
-    return Finding(
-        CODE, Severity.FAIL if fail else Severity.WARN,
-        f"'{best['label']}' pays without success" + (" as much as success" if fail else ""),
-        summary, evidence, examples,
-        f"Pay '{best['label']}' only when the task is really done (when info['success'] is true), or "
-        "remove its reward; no reward should be reachable with success false beyond an honest failure's.",
-        probe="intent")
+    title = f"'{best['label']}' pays without success" + (" as much as success" if fail else "")
+    fix = (f"Pay '{best['label']}' only when the task is really done (when info['success'] is true), or "
+           "remove its reward; no reward should be reachable with success false beyond an honest failure's.")
+    return title, summary, fix
 
 
-def _high_return_fact(ctx: ProbeContext, success: np.ndarray, non_success: pd.DataFrame) -> list[Finding]:
-    """Info: non-success episodes that reach the median success return, with no confirmed cause."""
-    if len(success) < MIN_SAMPLES:
-        return []
-    bar = float(np.median(success))
-    rich = non_success[non_success["return"] >= bar]
-    if len(rich) < MIN_SAMPLES:
-        return []
-    return [Finding(
-        CODE, Severity.INFO, "Some episodes earn a success-level return without success",
-        f"{len(rich)} of {len(non_success)} episodes without success earned at least the median "
-        f"success return ({fmt(bar)}); no single action explained it beyond episode length.",
-        {"n_rich_non_success": int(len(rich)), "n_non_success": int(len(non_success)),
-         "median_success": bar, "mean_rich_non_success": float(rich["return"].mean())},
-        [int(e) for e in rich.sort_values("return", ascending=False)["episode_id"][:5]],
-        "Look at the example episodes: where does their return come from if the task was not done?",
-        probe="intent")]
+def _high_return_text(n_rich: int, n_non_success: int, bar: float) -> tuple[str, str, str]:
+    return ("Some episodes earn a success-level return without success",
+            f"{n_rich} of {n_non_success} episodes without success earned at least the median "
+            f"success return ({fmt(bar)}); no single action explained it beyond episode length.",
+            "Look at the example episodes: where does their return come from if the task was not done?")
 
 
 probe = Probe(
@@ -318,6 +368,7 @@ probe = Probe(
     run=run,
     summary="is return earned while the env's own success flag says the task was not done?",
     codes=(CODE,),
+    decisions={CODE: decide_reward_without_success},
     weight=1.0,
     order=45,
 )

@@ -31,6 +31,10 @@ but the step limit ends an unsuccessful episode (no quit, wrong answers go on) h
 failure: a timeout's ending is then compared with an ending that pays nothing beyond a typical
 step. The strongest arm becomes the finding; all arms are in its evidence and the ``arms`` table.
 
+Decided in one place: ``decide_timeout_rewarded`` grades the arms, whichever kind they are; each
+arm is measured by ``arm_verdict`` (its ladder) and ``arm_row`` (its row), which ``envaudit logs``
+also uses on a logged run's timeouts.
+
 Known false positives: an env whose *failures* carry a penalty (a wrong submit pays -1 while
 the step limit pays 0) is reported, correctly, as rewarding timeouts over failing — if that is
 the intended design, the pipeline should still treat timeouts as failures. The scripted arms are
@@ -83,7 +87,7 @@ LEVEL_RANK = {None: 0, "above_alternative": 1, "at_least_success": 2}
 
 
 
-def _judge(ctx: ProbeContext, records: Records | None, success, failure, rng) -> dict:
+def arm_verdict(ctx: ProbeContext, records: Records | None, success, failure, rng) -> dict:
     """The ladder for one arm's timeouts (exploration when ``records`` is None) against the same
     episodes failing outright instead (``matched_failures``), kept only when the timeout's ending
     itself pays more than a failure's."""
@@ -111,7 +115,9 @@ def _judge(ctx: ProbeContext, records: Records | None, success, failure, rng) ->
 
 
 # -- the arms ------------------------------------------------------------------------------------
-def _arm(name: str, what: str, episodes: pd.DataFrame, steps: pd.DataFrame, verdict: dict) -> dict:
+def arm_row(name: str, what: str, episodes: pd.DataFrame, steps: pd.DataFrame, verdict: dict) -> dict:
+    """One arm as ``decide_timeout_rewarded`` reads it (a row of the ``arms`` table, plus its
+    ``verdict`` and ``examples``): its timed-out episodes, the tool they timed out on, its ladder."""
     tmo = episodes[unsuccessful_timeouts(episodes)]
     on_tool = tmo[tmo["end_reason"] == END_TOOL_TIMEOUT]
     last_tools = steps[steps["episode_id"].isin(on_tool["episode_id"])].groupby("episode_id")["tool_name"].last()
@@ -151,8 +157,8 @@ def _scripted_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, 
         result = ctx.run(policy, ctx.seeds(n, name), tags={"arm": name})
         ctx.keep(result.records)
         eps = result.records.episodes
-        verdict = _judge(ctx, result.records, success, failure, rng)
-        arms.append(_arm(name, policy.describe(), eps, result.records.steps, verdict))
+        verdict = arm_verdict(ctx, result.records, success, failure, rng)
+        arms.append(arm_row(name, policy.describe(), eps, result.records.steps, verdict))
     return arms
 
 
@@ -199,16 +205,20 @@ def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray,
                          tags={"faults": f"timeout:{tool}"})
         ctx.keep(result.records)
         f = result.records.episodes
-        verdict = _judge(ctx, result.records, success, failure, rng)
+        verdict = arm_verdict(ctx, result.records, success, failure, rng)
         pairs = f[f["n_injected"] > 0].merge(b[["seed", "return"]], on="seed", suffixes=("", "_unfaulted"))
         verdict["paired"] = paired_compare(pairs["return"].to_numpy(float), pairs["return_unfaulted"].to_numpy(float),
                                            rng, labels=("faulted", "unfaulted"))
-        arms.append(_arm(f"inject-{tool}", f"every '{tool}' call forced to time out, random actions",
+        arms.append(arm_row(f"inject-{tool}", f"every '{tool}' call forced to time out, random actions",
                          f, result.records.steps, verdict))
     return arms
 
 
 # -- the finding ---------------------------------------------------------------------------------
+def _title(level: str) -> str:
+    return "Timing out pays as much as succeeding" if level == "at_least_success" else "Timing out pays more than failing"
+
+
 def _summary(best: dict, mean_s: float | None, mean_f: float | None) -> str:
     v = best["verdict"]
     if best["arm"].startswith("inject-"):
@@ -259,18 +269,21 @@ def run(ctx: ProbeContext) -> list[Finding]:
     # Too few successes leave the ladder unable to say "as much as success" at all.
     success, success_sources = honest_successes(ctx, target=MIN_SAMPLES)
     rng = ctx.rng("stats")
-    verdict = _judge(ctx, None, success, failure, rng)
-    arms = [_arm("exploration", "random exploration", eps, ctx.exploration.steps, verdict)]
+    verdict = arm_verdict(ctx, None, success, failure, rng)
+    arms = [arm_row("exploration", "random exploration", eps, ctx.exploration.steps, verdict)]
     arms += _scripted_arms(ctx, success, failure, rng)
     if ctx.is_tool_env and not ctx.over_cap("timeout injection into every tool"):
         arms += _injection_arms(ctx, success, failure, rng)
-    return arms_finding(ctx, arms, success, success_sources, failure)
+    return decide_timeout_rewarded(ctx, arms, success, success_sources, failure)
 
 
-def arms_finding(ctx: ProbeContext, arms: list[dict], success: np.ndarray, success_sources: dict,
-                 failure: np.ndarray) -> list[Finding]:
-    """The finding of the strongest arm (none when no arm reached a level); the ``arms`` table.
-    Reads records only, so ``envaudit logs`` judges a logged run's timeouts with it too."""
+def decide_timeout_rewarded(ctx: ProbeContext, arms: list[dict], success: np.ndarray, success_sources: dict,
+                            failure: np.ndarray) -> list[Finding]:
+    """The one place ``timeout-rewarded`` is decided, for every arm (exploration, scripted, fault
+    injection, or a logged run's): the strongest arm's level on the ladder grades it, ``fail`` at
+    ``at_least_success``, ``warn`` at ``above_alternative``, no finding when no arm reached a level.
+    Writes the ``arms`` table. Reads records only, so ``envaudit logs`` judges a logged run's
+    timeouts with it too."""
     ctx.table("arms", pd.DataFrame([{k: v for k, v in a.items() if k not in ("verdict", "examples")}
                                     for a in arms]))
     best = max(arms, key=lambda a: (LEVEL_RANK[a["level"]], -a["p_value"]))
@@ -288,9 +301,7 @@ def arms_finding(ctx: ProbeContext, arms: list[dict], success: np.ndarray, succe
         "final_step_share": best["final_step_share"], "min_samples": MIN_SAMPLES,
         "test": best["verdict"], "arms": [{k: v for k, v in a.items() if k != "verdict"} for a in arms],
     }
-    title = ("Timing out pays as much as succeeding" if severity == Severity.FAIL
-             else "Timing out pays more than failing")
-    return [Finding(CODE, severity, title, _summary(best, mean_s, mean_f), evidence,
+    return [Finding(CODE, severity, _title(best["level"]), _summary(best, mean_s, mean_f), evidence,
                     best["examples"], _fix(best), probe="timeouts")]
 
 
@@ -299,6 +310,7 @@ probe = Probe(
     run=run,
     summary="does timing out (truncation or a tool timeout) earn more than failing outright?",
     codes=(CODE,),
+    decisions={CODE: decide_timeout_rewarded},
     weight=1.0,
     order=30,
 )

@@ -4,7 +4,7 @@ Each probe splits into what it reads from recorded episodes and what it learns b
 policies on the env. A logged run has only the former, so:
 
 - ``timeouts``: the logged timed-out episodes placed on the ladder against the logged failures and
-  successes (``timeouts._judge``, the exploration arm of the probe), ending premium included;
+  successes (``timeouts.arm_verdict``, the exploration arm of the probe), ending premium included;
 - ``pipeline``: the probe as it is, timeouts counted reachable when the logged policy timed out
   (``pipeline.observed_reach``) instead of by stall runs;
 - ``failures``: the probe's plain-env path (exploration statistics: failed steps that pay, steps
@@ -57,9 +57,9 @@ def timeouts(ctx: ProbeContext, converted: Converted) -> list[Finding]:
         return []
     success = returns_of(eps, SUCCESS)
     rng = ctx.rng("stats")
-    verdict = timeouts_probe._judge(ctx, None, success, failure, rng)
-    arm = timeouts_probe._arm("logged", "the logged policy", eps, ctx.exploration.steps, verdict)
-    return timeouts_probe.arms_finding(ctx, [arm], success, {"n_logged": int(len(success))}, failure)
+    verdict = timeouts_probe.arm_verdict(ctx, None, success, failure, rng)
+    arm = timeouts_probe.arm_row("logged", "the logged policy", eps, ctx.exploration.steps, verdict)
+    return timeouts_probe.decide_timeout_rewarded(ctx, [arm], success, {"n_logged": int(len(success))}, failure)
 
 
 def pipeline(ctx: ProbeContext, converted: Converted) -> list[Finding]:
@@ -137,7 +137,7 @@ def _with_late_successes(eps: pd.DataFrame) -> pd.DataFrame:
 def intent(ctx: ProbeContext, converted: Converted) -> list[Finding]:
     eps = ctx.exploration.episodes
     flagged = eps[eps["success"].notna()]
-    non_success = flagged[intent_probe._ended_unsuccessful(flagged)]
+    non_success = flagged[intent_probe.ended_unsuccessful(flagged)]
     if len(non_success) < MIN_SAMPLES:
         ctx.notes["skipped"] = f"only {len(non_success)} non-success episodes the env ended (need {MIN_SAMPLES})"
         return []
@@ -171,7 +171,7 @@ def intent(ctx: ProbeContext, converted: Converted) -> list[Finding]:
                              "n_with": cand["n_with"], "n_without": cand["n_without"]}},
             [int(e) for e in shown.sort_values("return", ascending=False)["episode_id"][:5]],
             f"Pay '{label}' only when the task is really done, or remove its reward.", probe="intent")]
-    return intent_probe._high_return_fact(ctx, success, non_success)
+    return intent_probe.high_return_fact(success, non_success)
 
 
 ANALYSES: dict[str, tuple[Callable[[ProbeContext, Converted], list[Finding]], tuple[str, ...]]] = {

@@ -45,7 +45,7 @@ def claim_env(n: int = 20, claim_pay: float = 0.5) -> tuple[pd.DataFrame, pd.Dat
 def test_ended_unsuccessful_is_a_failure_the_env_flagged_false():
     eps = pd.DataFrame({"success": [False, None, True, False, False],
                         "outcome": [FAILURE, FAILURE, SUCCESS, TIMEOUT, FAILURE]})
-    assert I._ended_unsuccessful(eps).tolist() == [True, False, False, False, True]
+    assert I.ended_unsuccessful(eps).tolist() == [True, False, False, False, True]
 
 
 def test_behaviours_list_the_final_action_the_actions_used_and_failed_call_pay():
@@ -204,23 +204,23 @@ def test_confirm_against_the_typical_step_alternative_of_an_ending_lump():
 def test_high_return_fact_needs_min_samples_rich_episodes():
     success = np.array([0.0] * 4 + [1.0] * 5)  # median 1
     rich = pd.DataFrame({"episode_id": range(10), "return": [1.0] * MIN_SAMPLES + [0.5, 0.9]})
-    (f,) = I._high_return_fact(FakeContext(records()), success, rich)
+    (f,) = I.high_return_fact(success, rich)
     assert f.severity == Severity.INFO and f.evidence["n_rich_non_success"] == MIN_SAMPLES
     assert f.evidence["median_success"] == 1.0 and f.evidence["n_non_success"] == 10
     assert list(f.examples) == [0, 1, 2, 3, 4]
-    assert I._high_return_fact(FakeContext(records()), success, rich.iloc[1:]) == []  # 7 rich
-    assert I._high_return_fact(FakeContext(records()), success[:MIN_SAMPLES - 1], rich) == []
+    assert I.high_return_fact(success, rich.iloc[1:]) == []  # 7 rich
+    assert I.high_return_fact(success[:MIN_SAMPLES - 1], rich) == []
 
 
 def test_no_flag_finding():
-    f = I._no_flag()
+    f = I.decide_reward_without_success("no-flag")
     assert f.severity == Severity.INFO and f.evidence == {"episodes_with_flag": 0} and f.probe == "intent"
 
 
 def test_a_timeout_success_arg_is_not_read_as_failure():
     recs = records(episode(TIMEOUT, [(0, 1.0)], success=False, end=END_TRUNCATED),
                    episode(FAILURE, [{"action": 0, "reward": 0.0, "tool_status": TOOL_OK}], success=False))
-    assert I._ended_unsuccessful(recs.episodes).tolist() == [False, True]
+    assert I.ended_unsuccessful(recs.episodes).tolist() == [False, True]
 
 
 # -- second pass (mutation survivors): boundaries, the scripted runs, run() and the finding ----------
@@ -404,7 +404,7 @@ def test_confirm_stops_at_the_cap():
 def test_high_return_fact_at_exactly_min_samples_successes():
     success = np.ones(MIN_SAMPLES)
     rich = pd.DataFrame({"episode_id": range(10), "return": [1.0, 1.5, 1.2, 1.0, 1.1, 1.3, 1.0, 1.4, 0.5, 0.9]})
-    (f,) = I._high_return_fact(FakeContext(records()), success, rich)
+    (f,) = I.high_return_fact(success, rich)
     assert f.probe == "intent" and f.evidence["n_rich_non_success"] == MIN_SAMPLES
     assert f.evidence["mean_rich_non_success"] == pytest.approx(9.5 / MIN_SAMPLES)
     assert list(f.examples) == [1, 7, 5, 2, 4]  # richest first
@@ -412,5 +412,5 @@ def test_high_return_fact_at_exactly_min_samples_successes():
 
 
 def test_every_finding_says_what_it_is_and_how_to_fix_it():
-    f = I._no_flag()
+    f = I.decide_reward_without_success("no-flag")
     assert f.title and f.summary and f.fix and f.code == I.CODE

@@ -81,7 +81,7 @@ def test_run_without_a_catalogue_or_at_the_cap_reports_only_the_high_return_fact
 def test_run_needs_a_success_flag_and_enough_unsuccessful_episodes():
     unflagged = records(*many(MIN_SAMPLES, FAILURE, [(WORK, 0.0)], success=None))
     (f,) = I.run(FakeContext(unflagged, env=Discrete3()))
-    assert f.title == I._no_flag().title and f.evidence == {"episodes_with_flag": 0}
+    assert f.title == I.decide_reward_without_success("no-flag").title and f.evidence == {"episodes_with_flag": 0}
     assert I.run(FakeContext(records(), env=Discrete3())) == []
     few = FakeContext(records(*claims(MIN_SAMPLES - 1, 1.0)), env=Discrete3())
     assert I.run(few) == [] and few.notes["skipped"].startswith(f"only {MIN_SAMPLES - 1} non-success")
@@ -106,7 +106,7 @@ def confirmed(level: str | None, share: float | None, mean_exploit: float = 0.6)
 def test_finding_evidence_from_the_confirmation_and_exploration():
     best, table = confirmed("above_alternative", 0.3)
     ctx = FakeContext(records())
-    f = I._finding(ctx, best, np.array([1.0, 0.8]), {"n_exploration": 2, "n_oracle": 0}, table)
+    f = I.confirmed_finding(ctx, best, np.array([1.0, 0.8]), {"n_exploration": 2, "n_oracle": 0}, table)
     assert f.severity == Severity.WARN and f.probe == "intent" and ctx.kept == [best["records"]]
     assert f.evidence == {
         "behaviour": "stall", "reward_path": "env", "pattern": "uses 'claim'", "p_value": 0.002,
@@ -124,16 +124,16 @@ def test_finding_evidence_from_the_confirmation_and_exploration():
     assert "0.6" in f.summary and "0.1" in f.summary and "0.9" in f.summary and f.fix
     assert "claim" in f.title and "as much as success" not in f.title
     best["final_step_share"] = 0.5  # half of it on the ending: the ending is named, as _confirm attributes it
-    assert I._finding(ctx, best, np.ones(2), {}, table).evidence["behaviour"] == "degenerate-answer"
+    assert I.confirmed_finding(ctx, best, np.ones(2), {}, table).evidence["behaviour"] == "degenerate-answer"
 
 
 def test_finding_severity_and_a_missing_success():
     best, table = confirmed("at_least_success", 1.0, mean_exploit=1.0)
-    f = I._finding(FakeContext(records()), best, np.ones(3), {}, table)
+    f = I.confirmed_finding(FakeContext(records()), best, np.ones(3), {}, table)
     assert f.severity == Severity.FAIL and f.evidence["behaviour"] == "degenerate-answer"
     assert "as much as success" in f.title and "at least as much as succeeding (1)" in f.summary
     best, table = confirmed("above_alternative", None)
-    f = I._finding(FakeContext(records()), best, np.zeros(0), {}, table)
+    f = I.confirmed_finding(FakeContext(records()), best, np.zeros(0), {}, table)
     assert f.severity == Severity.WARN and f.evidence["mean_success"] is None
     assert f.evidence["behaviour"] == "degenerate-answer"  # no share measured: the ending is named
     assert "no honest success" in f.summary

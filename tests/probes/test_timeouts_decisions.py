@@ -192,10 +192,10 @@ def test_ending_premium_needs_a_significant_difference():
 
 def test_judge_keeps_a_level_earned_by_the_ending():
     ctx = FakeContext(exploration([(0, 0.0), (0, 0.0), (0, 0.6)]))
-    v = T._judge(ctx, None, np.ones(N), np.zeros(N), np.random.default_rng(0))
+    v = T.arm_verdict(ctx, None, np.ones(N), np.zeros(N), np.random.default_rng(0))
     assert v["level"] == "above_alternative" and v["ending_premium"]["holds"]  # 0.6: above 0, below 1
     full = FakeContext(exploration([(0, 0.0), (0, 1.0)]))
-    assert T._judge(full, None, np.ones(N), np.zeros(N), np.random.default_rng(0))["level"] == "at_least_success"
+    assert T.arm_verdict(full, None, np.ones(N), np.zeros(N), np.random.default_rng(0))["level"] == "at_least_success"
 
 
 def test_judge_holds_timeouts_against_the_same_episodes_failing_outright():
@@ -204,23 +204,23 @@ def test_judge_holds_timeouts_against_the_same_episodes_failing_outright():
     # last step's 0.2 swapped for the submit's ending, 0.2 below a step: 0.4), and the timeout's
     # own ending pays what a step pays (0) against the failure's -0.2: the ladder's warn rung.
     ctx = FakeContext(exploration([(0, 0.2), (0, 0.2), (0, 0.2)]))
-    v = T._judge(ctx, None, np.ones(N), np.zeros(N), np.random.default_rng(0))
+    v = T.arm_verdict(ctx, None, np.ones(N), np.zeros(N), np.random.default_rng(0))
     assert v["level"] == "above_alternative" and v["vs_alternative"]["mean_alternative"] == pytest.approx(0.4)
     assert v["ending_premium"]["holds"] and v["ending_premium"]["diff"] == pytest.approx(0.2)
     # The submit pays what every step pays (0.2): stalling earns more only by collecting per-step
     # pay (length-bias's), and the same episodes failing outright earn the same 0.6.
     paid_submit = records(*many(N, FAILURE, [(1, 0.2)], success=False), *many(N, SUCCESS, [(1, 1.0)], success=True),
                           *many(N, TIMEOUT, [(0, 0.2)] * 3, success=False, end=END_TRUNCATED))
-    v = T._judge(FakeContext(paid_submit), None, np.ones(N), np.full(N, 0.2), np.random.default_rng(0))
+    v = T.arm_verdict(FakeContext(paid_submit), None, np.ones(N), np.full(N, 0.2), np.random.default_rng(0))
     assert v["level"] is None and v["vs_alternative"]["diff"] == pytest.approx(0.0)
 
 
 def test_judge_reads_an_arms_own_timeouts_against_explorations_failures():
     explored = exploration([(0, 0.0)], n_timeout=0)
     arm = records(*many(N, TIMEOUT, [(0, 0.0), (0, 0.6)], success=False, end=END_TRUNCATED), first_id=1000)
-    v = T._judge(FakeContext(explored), arm, np.ones(N), np.zeros(N), np.random.default_rng(0))
+    v = T.arm_verdict(FakeContext(explored), arm, np.ones(N), np.zeros(N), np.random.default_rng(0))
     assert v["level"] == "above_alternative" and v["ending_premium"]["diff"] == pytest.approx(0.6)
-    assert T._judge(FakeContext(explored), None, np.ones(N), np.zeros(N), np.random.default_rng(0))["level"] is None
+    assert T.arm_verdict(FakeContext(explored), None, np.ones(N), np.zeros(N), np.random.default_rng(0))["level"] is None
 
 
 # -- honest successes ----------------------------------------------------------------------------
@@ -300,12 +300,12 @@ def test_an_arm_describes_its_unsuccessful_timeouts():
         episode(TIMEOUT, [(0, 0.2), (0, 0.0)], end=END_TRUNCATED),
         episode(TIMEOUT, [(0, 9.0)], success=True, end=END_TRUNCATED),  # graded a success: not counted
         episode(FAILURE, [(1, 0.0)]))
-    arm = T._arm("stall", "random actions", recs.episodes, recs.steps, {"level": "above_alternative", "p_value": 0.01})
+    arm = T.arm_row("stall", "random actions", recs.episodes, recs.steps, {"level": "above_alternative", "p_value": 0.01})
     assert arm["n_timeout"] == 3 and arm["n_episodes"] == 5 and arm["level"] == "above_alternative"
     assert arm["ended_on_tool_timeout"] == pytest.approx(2 / 3) and arm["timed_out_tool"] == "run"
     assert arm["mean_timeout"] == pytest.approx(0.8 / 3) and arm["examples"] == [0, 2, 1]
     assert arm["final_step_share"] == pytest.approx(0.6 / 0.8) and arm["p_value"] == 0.01
-    none = T._arm("x", "y", recs.episodes.iloc[4:], recs.steps, {"level": None, "p_value": 1.0})
+    none = T.arm_row("x", "y", recs.episodes.iloc[4:], recs.steps, {"level": None, "p_value": 1.0})
     assert none["n_timeout"] == 0 and none["mean_timeout"] is None and none["ended_on_tool_timeout"] is None
     assert none["timed_out_tool"] is None and none["examples"] == []
 
@@ -332,16 +332,16 @@ def test_the_strongest_arm_is_the_finding():
     ctx = FakeContext(records())
     arms = [arm("exploration", "above_alternative", 0.001), arm("stall", "at_least_success", 0.04),
             arm("repeat-x", "at_least_success", 0.01, what="repeat 'x'"), arm("inject-t", None, 0.0)]
-    (f,) = T.arms_finding(ctx, arms, np.array([1.0, 1.0]), {"n_oracle": 0}, np.array([0.0, 0.5]))
+    (f,) = T.decide_timeout_rewarded(ctx, arms, np.array([1.0, 1.0]), {"n_oracle": 0}, np.array([0.0, 0.5]))
     assert f.severity == Severity.FAIL and f.evidence["arm"] == "repeat-x" and f.evidence["p_value"] == 0.01
     assert f.evidence["mean_success"] == 1.0 and f.evidence["mean_failure"] == 0.25 and list(f.examples) == [3, 4]
     assert f.evidence["n_success"] == 2 and f.evidence["n_failure"] == 2 and f.evidence["behaviour"] == "timeout"
     assert f.title == "Timing out pays as much as succeeding" and f.code == T.CODE
     assert len(ctx.tables["arms"]) == 4 and "verdict" not in ctx.tables["arms"]
-    (w,) = T.arms_finding(ctx, arms[:1] + arms[3:], np.array([]), {}, np.array([0.0]))
+    (w,) = T.decide_timeout_rewarded(ctx, arms[:1] + arms[3:], np.array([]), {}, np.array([0.0]))
     assert w.severity == Severity.WARN and w.evidence["arm"] == "exploration" and w.evidence["mean_success"] is None
     assert w.title == "Timing out pays more than failing"
-    assert T.arms_finding(ctx, [arm("exploration", None, 0.001)], np.ones(2), {}, np.zeros(2)) == []
+    assert T.decide_timeout_rewarded(ctx, [arm("exploration", None, 0.001)], np.ones(2), {}, np.zeros(2)) == []
 
 
 def test_summary_and_fix_name_the_arm_and_the_tool():
@@ -456,7 +456,7 @@ def test_injection_size_without_tool_columns_is_the_default_arm():
 
 def test_arm_keys_are_the_arms_table_columns():
     recs = records(episode(TIMEOUT, [(0, 0.5)], end=END_TRUNCATED))
-    a = T._arm("stall", "random", recs.episodes, recs.steps, {"level": None, "p_value": 0.5})
+    a = T.arm_row("stall", "random", recs.episodes, recs.steps, {"level": None, "p_value": 0.5})
     assert set(a) == {"arm", "what", "level", "p_value", "ended_on_tool_timeout", "timed_out_tool", "mean_timeout",
                       "n_timeout", "n_episodes", "final_step_share", "verdict", "examples"}
     assert a["arm"] == "stall" and a["what"] == "random" and a["verdict"] == {"level": None, "p_value": 0.5}
@@ -466,7 +466,7 @@ def test_finding_evidence_summary_and_fix():
     ctx = FakeContext(records())
     best = arm("repeat-x", "above_alternative", 0.01, what="repeat 'repeat x'",
                verdict={"level": "above_alternative", "vs_alternative": {"mean_alternative": 0.2}})
-    (f,) = T.arms_finding(ctx, [best, arm("stall", None, 0.5)], np.array([1.0]), {"n_oracle": 0}, np.array([0.0]))
+    (f,) = T.decide_timeout_rewarded(ctx, [best, arm("stall", None, 0.5)], np.array([1.0]), {"n_oracle": 0}, np.array([0.0]))
     assert set(f.evidence) == {"behaviour", "reward_path", "p_value", "arm", "policy", "mean_timeout", "mean_success",
                                "mean_failure", "n_success", "n_failure", "success_sources", "final_step_share",
                                "min_samples", "test", "arms"}
@@ -652,7 +652,7 @@ def test_run_adds_injection_arms_on_a_tool_env_only():
 
 def test_judge_uses_the_scans_alpha():
     strict = FakeContext(exploration([(0, 0.0), (0, 0.0), (0, 0.6)]), config=ScanConfig(seed=0, alpha=1e-9))
-    assert T._judge(strict, None, np.ones(N), np.zeros(N), np.random.default_rng(0))["level"] is None
+    assert T.arm_verdict(strict, None, np.ones(N), np.zeros(N), np.random.default_rng(0))["level"] is None
 
 
 def test_no_repeat_arm_when_no_tool_call_timed_out():
@@ -668,7 +668,7 @@ def test_no_repeat_arm_when_no_tool_call_timed_out():
 
 def test_arm_examples_are_the_five_richest_timeouts():
     recs = records(*[episode(TIMEOUT, [(0, float(r))], end=END_TRUNCATED) for r in range(7)])
-    assert T._arm("x", "y", recs.episodes, recs.steps, {"level": None, "p_value": 1.0})["examples"] == [6, 5, 4, 3, 2]
+    assert T.arm_row("x", "y", recs.episodes, recs.steps, {"level": None, "p_value": 1.0})["examples"] == [6, 5, 4, 3, 2]
 
 
 def test_premium_evidence_names_its_arms_and_share_needs_a_total():
