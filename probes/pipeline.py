@@ -29,7 +29,8 @@ or no exploration rollout succeeded (timing out is then the best advantage on of
 it beats failing but not success; ``info`` when the agent could not be shown to cause timeouts or
 fewer than ``MIN_SAMPLES`` groups could be tested. A pipeline that keeps timed-out rollouts gets
 no finding here: a timeout that out-earns a failure in the env's own rewards is the
-``timeout-rewarded`` probe's business.
+``timeout-rewarded`` probe's business. That ladder is decided in one place,
+``decide_timeout_drop_incentive``, from the sign test and the reachability the probe measured.
 
 Errors: a pipeline that drops errored rollouts (prime-rl, rLLM ``mask_error``, SkyRL) creates the
 same escape for an agent that can make a call fail. The probe runs the same analysis for the
@@ -289,8 +290,13 @@ def _escape(pipeline: Pipeline, adv: float, cls: str = TIMEOUT) -> str:
     return f"is trained on reward {reward:g} (advantage {adv:+.2f})"
 
 
-def _finding(ctx: ProbeContext, test: dict, keep_test: dict, reachable: dict, source: str,
-             per_group: pd.DataFrame) -> Finding | None:
+def decide_timeout_drop_incentive(ctx: ProbeContext, test: dict, keep_test: dict, reachable: dict, source: str,
+                                  per_group: pd.DataFrame) -> Finding | None:
+    """The one place ``timeout-drop-incentive`` is decided, from the timeout switch's sign test
+    under the configured pipeline (``test``; ``keep_test`` under ``keep``, for the evidence) and
+    whether the agent can cause a timeout (``reachable``): no finding without a significant positive
+    gap; ``info`` when no timeout is reachable or too few groups were tested; ``fail`` when timing
+    out earns as much as succeeding would, or nothing succeeded; ``warn`` otherwise."""
     pipeline = ctx.pipeline
     if test["gap"] is None or test["gap"] <= TOL:
         return None
@@ -299,6 +305,39 @@ def _finding(ctx: ProbeContext, test: dict, keep_test: dict, reachable: dict, so
     at_least_success = test["switched_minus_success"] is not None and test["switched_minus_success"] >= -TOL
     if not significant:
         return None
+    if not reachable["reachable"]:
+        severity, case = Severity.INFO, "latent"
+    elif test["underpowered"]:
+        severity, case = Severity.INFO, "underpowered"
+    else:
+        severity = Severity.FAIL if (at_least_success or no_success) else Severity.WARN
+        case = "no_success" if no_success else "at_least_success" if at_least_success else "beats_failing"
+    examples = reachable["stall_examples"] + [
+        int(i) for i in per_group.sort_values("as_failure")["episode_id"].head(3)]
+    return Finding(
+        code=CODE, severity=severity, probe="pipeline",
+        title=_title(pipeline, test),
+        summary=_summary(pipeline, test, reachable, case),
+        evidence={**test, "behaviour": "timeout", "reward_path": "pipeline",
+                  "pipeline": pipeline.to_dict(), "timeout_return_source": source,
+                  "gap_under_keep": keep_test["gap"], "mean_as_failure_under_keep": keep_test["mean_as_failure"],
+                  "mean_switched_under_keep": keep_test["mean_switched"],
+                  "reachable": reachable["reachable"], "stall_action": reachable["stall_action"],
+                  "stall_timeout_rate": reachable["stall_rate"], "stall_episodes": reachable["stall_episodes"],
+                  "exploration_timeout_rate": reachable["exploration_rate"], "alpha": ctx.config.alpha,
+                  "min_groups": MIN_SAMPLES},
+        examples=examples, fix=_fix(pipeline, reachable),
+    )
+
+
+def _title(pipeline: Pipeline, test: dict) -> str:
+    return (f"{pipeline.name}: timing out beats failing ({test['mean_switched']:+.2f} vs "
+            f"{test['mean_as_failure']:+.2f} advantage)")
+
+
+def _summary(pipeline: Pipeline, test: dict, reachable: dict, case: str) -> str:
+    """``case``: ``latent`` (no timeout reachable), ``underpowered``, ``no_success``,
+    ``at_least_success`` or ``beats_failing``."""
     handling = ("masks the whole group" if TIMEOUT in pipeline.mask_group_on
                 else pipeline.handling_of(TIMEOUT))
     fail_adv, switched = test["mean_as_failure"], test["mean_switched"]
@@ -310,43 +349,26 @@ def _finding(ctx: ProbeContext, test: dict, keep_test: dict, reachable: dict, so
         how = "stalling"
     summary = (f"Under {pipeline.name} (timed-out rollouts: {handling}), a failing rollout that times out "
                f"{_escape(pipeline, switched)} instead of receiving {fail_adv:+.2f}")
-    if not reachable["reachable"]:
-        severity = Severity.INFO
-        summary += (": a latent incentive, since no exploration rollout timed out and repeating no single "
-                    "action reached a timeout.")
-    elif test["underpowered"]:
-        severity = Severity.INFO
-        summary += f": forcing a timeout by {how} avoids the penalty of failing (only {test['n_groups']} groups tested)."
-    else:
-        severity = Severity.FAIL if (at_least_success or no_success) else Severity.WARN
-        summary += f": forcing a timeout by {how} avoids the penalty of failing"
-        if no_success:
-            summary += "; no exploration rollout succeeded, so timing out is the best advantage on offer."
-        elif at_least_success:
-            summary += f", and earns as much as succeeding would ({test['mean_as_success']:+.2f})."
-        else:
-            summary += "."
+    if case == "latent":
+        return summary + (": a latent incentive, since no exploration rollout timed out and repeating no single "
+                          "action reached a timeout.")
+    if case == "underpowered":
+        return summary + (f": forcing a timeout by {how} avoids the penalty of failing (only {test['n_groups']} "
+                          "groups tested).")
+    summary += f": forcing a timeout by {how} avoids the penalty of failing"
+    if case == "no_success":
+        return summary + "; no exploration rollout succeeded, so timing out is the best advantage on offer."
+    if case == "at_least_success":
+        return summary + f", and earns as much as succeeding would ({test['mean_as_success']:+.2f})."
+    return summary + "."
+
+
+def _fix(pipeline: Pipeline, reachable: dict) -> str:
     fix = ("Keep timed-out rollouts in the loss with a reward no higher than a failure's "
            "(`--timeout-handling penalty --timeout-penalty <failure return>` models that), or stop the "
            "agent from causing them" + (f" (bound what `{reachable['stall_action']}` can cost)"
                                         if reachable["by_stall"] else "") + ".")
-    hint = timeout_fix(pipeline)
-    examples = reachable["stall_examples"] + [
-        int(i) for i in per_group.sort_values("as_failure")["episode_id"].head(3)]
-    return Finding(
-        code=CODE, severity=severity, probe="pipeline",
-        title=f"{pipeline.name}: timing out beats failing ({switched:+.2f} vs {fail_adv:+.2f} advantage)",
-        summary=summary,
-        evidence={**test, "behaviour": "timeout", "reward_path": "pipeline",
-                  "pipeline": pipeline.to_dict(), "timeout_return_source": source,
-                  "gap_under_keep": keep_test["gap"], "mean_as_failure_under_keep": keep_test["mean_as_failure"],
-                  "mean_switched_under_keep": keep_test["mean_switched"],
-                  "reachable": reachable["reachable"], "stall_action": reachable["stall_action"],
-                  "stall_timeout_rate": reachable["stall_rate"], "stall_episodes": reachable["stall_episodes"],
-                  "exploration_timeout_rate": reachable["exploration_rate"], "alpha": ctx.config.alpha,
-                  "min_groups": MIN_SAMPLES},
-        examples=examples, fix=f"{fix} {hint}".strip(),
-    )
+    return f"{fix} {timeout_fix(pipeline)}".strip()
 
 
 def _analyse(eps: pd.DataFrame, pipeline: Pipeline, cls: str, target: dict[str, float],
@@ -466,7 +488,8 @@ def run(ctx: ProbeContext, *, reach_of=reach) -> list[Finding]:
         return []
     ctx.notes["reachability"] = {k: v for k, v in reachable.items() if k != "stall_returns"}
     keep_test = tests.get("keep", tests["configured"])
-    finding = _finding(ctx, tests["configured"], keep_test, reachable, source, per_groups["configured"])
+    finding = decide_timeout_drop_incentive(ctx, tests["configured"], keep_test, reachable, source,
+                                            per_groups["configured"])
     if finding is None:
         ctx.notes["timeouts"] = {"gap": tests["configured"]["gap"], "p_value": tests["configured"]["p_value"],
                                  "verdict": "timing out does not beat failing under this pipeline"}
@@ -480,6 +503,7 @@ probe = Probe(
     summary="effective advantage per outcome class under the training pipeline; flags pipelines under "
             "which timing out beats failing",
     codes=(CODE,),
+    decisions={CODE: decide_timeout_drop_incentive},
     weight=1.0,
     order=40,
 )

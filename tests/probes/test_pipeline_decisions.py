@@ -210,7 +210,7 @@ REACHED = {"reachable": True, "by_stall": True, "stall_action": "wait", "explora
 def finding(test, reachable=REACHED, pipeline=DROP):
     ctx = SimpleNamespace(pipeline=pipeline, config=ScanConfig(seed=0))
     switched = pd.DataFrame({"episode_id": [5, 6, 7, 8], "as_failure": [-0.1, -0.4, -0.2, -0.3]})
-    return P._finding(ctx, test, gap(gap=0.0), reachable, "observed timeout rollouts", switched)
+    return P.decide_timeout_drop_incentive(ctx, test, gap(gap=0.0), reachable, "observed timeout rollouts", switched)
 
 
 def test_finding_severity_follows_the_ladder():
