@@ -5,6 +5,8 @@ training run or poisons its loss, and a broken contract makes every other probe'
 suspect, so this probe runs first and its defects are ``env-error`` findings. One exception:
 when ``check_env`` stops because the same seed and action gave another result, that is the
 ``non-replayable`` incentive (the replay probe's), filed under that code so both read as one.
+Each code is decided in one place: ``decide_env_error`` (every defect, whether seen in
+exploration, in the probe's rollouts or by ``check_env``) and ``decide_non_replayable``.
 
 Signal it reads: Gymnasium's own ``check_env`` (on a fresh instance, under a deadline; its warnings
 become ``info``, its assertion failures ``warn`` or ``fail``), plus what ``check_env`` does not
@@ -25,7 +27,7 @@ from __future__ import annotations
 import copy
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +37,7 @@ from gymnasium.utils.env_checker import check_env
 
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.execution.slots import note
-from envaudit.findings import Finding
+from envaudit.findings import Finding, Severity
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import TOOL_KEY, TOOL_STATUSES
 from envaudit.rollout import Problem, limit_steps
@@ -461,74 +463,131 @@ def _checker(ctx: ProbeContext, known: set[str], non_finite: bool = False) -> li
         if text and text not in notes and not any(p in text for p in CHECKER_IGNORED):
             notes.append(text)
     if notes:
-        findings.append(Finding(
-            code="env-error", severity="info", title="Gymnasium's env checker warns",
-            summary=f"check_env raised {len(notes)} warning(s); the first: {notes[0]}",
-            evidence={"warnings": notes, "behaviour": "env-error"},
-            fix="Each warning names what Gymnasium expects; none of them stops training by itself.",
-        ))
+        findings.append(decide_env_error("checker-warnings", checker_warnings=notes))
     if error is None:
         return findings
     message = str(error) if hung else f"{type(error).__name__}: {error}"
     if hung:
         ctx.hangs.append(Problem("hang", "check_env", message, None))
-        findings.append(Finding(
-            code="env-error", severity="fail", title="The env hangs under Gymnasium's env checker",
-            summary=f"{message}; a rollout worker calling the env the same way blocks for good.",
-            evidence={"deadline_s": deadline, "message": message, "behaviour": "env-error"},
-            fix="Put a deadline on every blocking call in reset() and step(); most likely a call "
-                "waits for a backend that never answers.",
-        ))
+        findings.append(decide_env_error("checker-hang", message=message, deadline_s=deadline))
         return findings
     if message in known:
         return findings  # the same exception was already reported from the rollouts
-    soft = next((rule for rule in CHECKER_SOFT if rule[0] in str(error).lower()), None)
-    code, behaviour = "env-error", "env-error"
-    if isinstance(error, AssertionError) and soft is not None:
-        _, severity, fix = soft
-        title = "Gymnasium's env checker reports a defect"
-        # NaN equals nothing, itself included: where the env returns NaN/inf (its own env-error),
-        # two equal runs compare unequal, and that says nothing about replaying.
-        if not non_finite and any(p.lower() in str(error).lower() for p in CHECKER_NON_REPLAYABLE):
-            code, behaviour = "non-replayable", "non-replayable"
-            title = "Same seed and action, another result under Gymnasium's env checker"
+    if _replay_mismatch(error, non_finite):
+        findings.append(decide_non_replayable(error, message))
     else:
-        severity, title = "fail", "Gymnasium's env checker rejects the env"
-        fix = ("Fix what the message says; training code calls the env the same way check_env "
-               "does and will fail on it.")
-    findings.append(Finding(
-        code=code, severity=severity, title=title,
-        summary=f"gymnasium.utils.env_checker.check_env stopped with {message}",
-        evidence={"message": message, "exception": type(error).__name__, "behaviour": behaviour},
-        fix=fix,
-    ))
+        findings.append(decide_env_error("checker-error", error=error, message=message))
     return findings
 
 
+def _soft_rule(error: Exception) -> tuple[str, str, str] | None:
+    """The ``CHECKER_SOFT`` rule (phrase, severity, fix) that ``check_env``'s failure matches first."""
+    return next((rule for rule in CHECKER_SOFT if rule[0] in str(error).lower()), None)
+
+
+def _replay_mismatch(error: Exception, non_finite: bool) -> bool:
+    """Whether ``check_env`` stopped because the same seed and action gave another result (one of
+    ``CHECKER_NON_REPLAYABLE``, a soft assertion). NaN equals nothing, itself included: where the
+    env returns NaN/inf (its own env-error), two equal runs compare unequal, and that says nothing
+    about replaying."""
+    return (isinstance(error, AssertionError) and _soft_rule(error) is not None and not non_finite
+            and any(p.lower() in str(error).lower() for p in CHECKER_NON_REPLAYABLE))
+
+
 # -- findings ---------------------------------------------------------------------------------
-def _finding(key: str, seen: list[Seen], tally: Tally, ctx: ProbeContext) -> Finding:
-    d = DEFECTS[key]
+def decide_env_error(basis: str, *, key: str = "", seen: Sequence[Seen] = (), tally: Tally | None = None,
+                     step_timeout_s: float = 0.0, checker_warnings: Sequence[str] = (), message: str = "",
+                     deadline_s: float = 0.0, error: Exception | None = None) -> Finding:
+    """The one place this probe decides ``env-error``, for each way it sees a defect:
+
+    - ``"defect"``: a ``DEFECTS`` entry (``key``) seen in exploration or the probe's own rollouts
+      (``seen``, counted in ``tally``): the entry's severity (``fail`` for what crashes or poisons
+      training, ``warn`` for what misleads it);
+    - ``"checker-warnings"``: ``check_env``'s warnings (``checker_warnings``): ``info``;
+    - ``"checker-hang"``: ``check_env`` did not return within ``deadline_s``: ``fail``;
+    - ``"checker-error"``: ``check_env`` stopped with ``error`` (``message``): the severity of the
+      first ``CHECKER_SOFT`` rule it matches when it is an assertion, ``fail`` otherwise.
+    """
+    if basis == "defect":
+        d = DEFECTS[key]
+        title, summary, fix = _defect_text(d, key, seen, step_timeout_s)
+        first = seen[0]
+        by_source: dict[str, int] = {}
+        for s in seen:
+            by_source[s.source] = by_source.get(s.source, 0) + 1
+        return Finding(
+            code="env-error", severity=Severity.parse(d.severity), title=title, summary=summary,
+            evidence={
+                "count": len(seen), "first_seed": first.seed, "first_step": first.step,
+                "first_message": first.message, "messages": list(dict.fromkeys(s.message for s in seen))[:3],
+                "by_source": by_source, "episodes_checked": tally.episodes, "steps_checked": tally.steps,
+                "behaviour": "env-error",
+            },
+            examples=list(dict.fromkeys(s.episode_id for s in seen if s.episode_id is not None))[:5], fix=fix,
+        )
+    if basis == "checker-warnings":
+        title, summary, fix = _checker_warnings_text(checker_warnings)
+        return Finding(code="env-error", severity=Severity.INFO, title=title, summary=summary,
+                       evidence={"warnings": list(checker_warnings), "behaviour": "env-error"}, fix=fix)
+    if basis == "checker-hang":
+        title, summary, fix = _checker_hang_text(message)
+        return Finding(code="env-error", severity=Severity.FAIL, title=title, summary=summary,
+                       evidence={"deadline_s": deadline_s, "message": message, "behaviour": "env-error"}, fix=fix)
+    if basis == "checker-error":
+        soft = _soft_rule(error)
+        if isinstance(error, AssertionError) and soft is not None:
+            _, severity, fix = soft
+            title = "Gymnasium's env checker reports a defect"
+        else:
+            severity, title = "fail", "Gymnasium's env checker rejects the env"
+            fix = ("Fix what the message says; training code calls the env the same way check_env "
+                   "does and will fail on it.")
+        return Finding(code="env-error", severity=Severity.parse(severity), title=title,
+                       summary=_checker_stopped(message),
+                       evidence={"message": message, "exception": type(error).__name__, "behaviour": "env-error"},
+                       fix=fix)
+    raise ValueError(f"unknown basis {basis!r} for env-error; expected defect, checker-warnings, checker-hang "
+                     "or checker-error")
+
+
+def decide_non_replayable(error: Exception, message: str) -> Finding:
+    """The one place this probe decides ``non-replayable``: ``check_env``'s own two-reset replay
+    gave another observation, reward, ending or generator state (``_replay_mismatch``), graded as
+    the first ``CHECKER_SOFT`` rule it matches (``warn``; grouped with the replay probe's ``fail``)."""
+    _, severity, fix = _soft_rule(error)
+    return Finding(code="non-replayable", severity=Severity.parse(severity),
+                   title="Same seed and action, another result under Gymnasium's env checker",
+                   summary=_checker_stopped(message),
+                   evidence={"message": message, "exception": type(error).__name__, "behaviour": "non-replayable"},
+                   fix=fix)
+
+
+# -- the findings' words -----------------------------------------------------------------------
+def _defect_text(d: Defect, key: str, seen: Sequence[Seen], step_timeout_s: float) -> tuple[str, str, str]:
     first = seen[0]
     where = (f"reset(seed={first.seed})" if first.step is None else f"seed {first.seed}, step {first.step}")
-    messages = list(dict.fromkeys(s.message for s in seen))
     if key.endswith("_hang"):
-        detail = f"{d.what} ({ctx.config.step_timeout_s:g} s deadline) at {where}"
+        detail = f"{d.what} ({step_timeout_s:g} s deadline) at {where}"
     else:
         detail = f"{d.what} {len(seen)} time(s), first at {where}: {first.message}"
-    by_source: dict[str, int] = {}
-    for s in seen:
-        by_source[s.source] = by_source.get(s.source, 0) + 1
-    examples = list(dict.fromkeys(s.episode_id for s in seen if s.episode_id is not None))[:5]
-    return Finding(
-        code="env-error", severity=d.severity, title=d.title,
-        summary=f"{detail}; {d.why}.",
-        evidence={
-            "count": len(seen), "first_seed": first.seed, "first_step": first.step,
-            "first_message": first.message, "messages": messages[:3], "by_source": by_source,
-            "episodes_checked": tally.episodes, "steps_checked": tally.steps, "behaviour": "env-error",
-        },
-        examples=examples, fix=d.fix,
-    )
+    return d.title, f"{detail}; {d.why}.", d.fix
+
+
+def _checker_warnings_text(notes: Sequence[str]) -> tuple[str, str, str]:
+    return ("Gymnasium's env checker warns",
+            f"check_env raised {len(notes)} warning(s); the first: {notes[0]}",
+            "Each warning names what Gymnasium expects; none of them stops training by itself.")
+
+
+def _checker_hang_text(message: str) -> tuple[str, str, str]:
+    return ("The env hangs under Gymnasium's env checker",
+            f"{message}; a rollout worker calling the env the same way blocks for good.",
+            "Put a deadline on every blocking call in reset() and step(); most likely a call "
+            "waits for a backend that never answers.")
+
+
+def _checker_stopped(message: str) -> str:
+    return f"gymnasium.utils.env_checker.check_env stopped with {message}"
 
 
 def run(ctx: ProbeContext) -> list[Finding]:
@@ -539,7 +598,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
         ctx.notes["skipped"] = "own rollouts and check_env skipped: the env already hung"
     else:
         hung = not _rollouts(ctx, tally)
-    findings = [_finding(key, seen, tally, ctx) for key, seen in tally.seen.items()]
+    findings = [decide_env_error("defect", key=key, seen=seen, tally=tally,
+                                 step_timeout_s=ctx.config.step_timeout_s)
+                for key, seen in tally.seen.items()]
     if not hung:
         findings += _checker(ctx, tally.messages(), non_finite=bool({"nan_reward", "nonfinite_obs"} & set(tally.seen)))
     return findings
@@ -550,5 +611,6 @@ probe = Probe(
     run=run,
     summary="Gymnasium API conformance: check_env, hangs, exceptions, NaN/inf and the info protocol",
     codes=("env-error", "non-replayable"),
+    decisions={"env-error": decide_env_error, "non-replayable": decide_non_replayable},
     order=10,
 )

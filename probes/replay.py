@@ -29,7 +29,8 @@ Integers, bools and text compare exactly, floats with ``rtol=1e-9, atol=1e-12``;
 part by part. A divergence is a ``fail`` naming the first differing step and field.
 
 A hang during the replays (one exploration never hit) is reported as ``env-error``, since the api
-probe has already run.
+probe has already run. Each code is decided in one place: ``decide_non_replayable`` (from the
+tally of replays) and ``decide_env_error`` (from the hang, if any).
 
 Known false positives: tools whose real latency sits near their deadline, so a status flips
 between ``ok`` and ``timeout`` with machine load (the fix names it when only statuses diverge);
@@ -48,7 +49,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from envaudit.findings import Finding
+from envaudit.findings import Finding, Severity
 from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import TOOL_KEY
@@ -419,7 +420,32 @@ def _fix(tally: Tally) -> str:
             "to super().reset(seed=seed) and draw every random choice from self.np_random.")
 
 
-def _finding(tally: Tally) -> Finding:
+def decide_non_replayable(tally: Tally) -> Finding | None:
+    """The one place ``non-replayable`` is decided: ``fail`` as soon as any replay diverged from its
+    first play (beyond ``RTOL``/``ATOL``), no finding when none did."""
+    if not tally.divergences:
+        return None
+    n, d = sum(tally.replays.values()), sum(tally.diverged.values())
+    by_field: dict[str, int] = {}
+    for div in tally.divergences:
+        by_field[div.field] = by_field.get(div.field, 0) + 1
+    return Finding(
+        code="non-replayable", severity=Severity.FAIL, title="Same seed and actions give a different episode",
+        summary=_summary(tally),
+        evidence={
+            "behaviour": "non-replayable",
+            "replays": n, "diverged": d, "fraction_diverged": d / n,
+            "by_check": {c: {"replays": tally.replays[c], "diverged": tally.diverged[c]}
+                         for c in CHECKS if tally.replays[c]},
+            "first_divergence": tally.divergences[0].to_dict(), "first_field_counts": by_field,
+            "tolerance": {"rtol": RTOL, "atol": ATOL},
+        },
+        examples=list(dict.fromkeys(tally.examples))[:6],
+        fix=_fix(tally),
+    )
+
+
+def _summary(tally: Tally) -> str:
     n, d = sum(tally.replays.values()), sum(tally.diverged.values())
     first = tally.divergences[0]
     if first.step is None:
@@ -428,24 +454,8 @@ def _finding(tally: Tally) -> Finding:
     else:
         where = (f"replaying seed {first.seed} with the same actions, the {first.field} at step "
                  f"{first.step} was {first.first} once and {first.second} the other time ({first.check})")
-    by_field: dict[str, int] = {}
-    for div in tally.divergences:
-        by_field[div.field] = by_field.get(div.field, 0) + 1
-    return Finding(
-        code="non-replayable", severity="fail", title="Same seed and actions give a different episode",
-        summary=f"{d} of {n} replays ({d / n:.0%}) diverged: {where}; GRPO groups that share a "
-                "reset seed are then not comparable.",
-        evidence={
-            "behaviour": "non-replayable",
-            "replays": n, "diverged": d, "fraction_diverged": d / n,
-            "by_check": {c: {"replays": tally.replays[c], "diverged": tally.diverged[c]}
-                         for c in CHECKS if tally.replays[c]},
-            "first_divergence": first.to_dict(), "first_field_counts": by_field,
-            "tolerance": {"rtol": RTOL, "atol": ATOL},
-        },
-        examples=list(dict.fromkeys(tally.examples))[:6],
-        fix=_fix(tally),
-    )
+    return (f"{d} of {n} replays ({d / n:.0%}) diverged: {where}; GRPO groups that share a "
+            "reset seed are then not comparable.")
 
 
 def run(ctx: ProbeContext) -> list[Finding]:
@@ -489,24 +499,32 @@ def run(ctx: ProbeContext) -> list[Finding]:
         _branch(ctx, tally, first + 2 * ORACLE_UNITS + i, reference, cut, branch_seeds[i])
     ctx.notes.update({"replays": sum(tally.replays.values()), "skipped_units": tally.skipped,
                       "oracle_units": oracle_units, "stopped_early": tally.stopped})
-    findings = [_finding(tally)] if tally.divergences else []
-    if tally.hang is not None:
-        findings.append(_hang_finding(tally.hang, cfg.step_timeout_s))
-    return findings
+    decided = [decide_non_replayable(tally), decide_env_error(tally.hang, cfg.step_timeout_s)]
+    return [f for f in decided if f is not None]
 
 
-def _hang_finding(hang: Problem, timeout: float) -> Finding:
-    """A hang that exploration never hit: the api probe ran before it and could not report it."""
-    where = f"reset(seed={hang.seed})" if hang.step is None else f"seed {hang.seed}, step {hang.step}"
+def decide_env_error(hang: Problem | None, timeout: float) -> Finding | None:
+    """The one place this probe decides ``env-error``: ``fail`` for a hang during the replays, one
+    that exploration never hit (the api probe ran before it and could not report it); no finding
+    without one."""
+    if hang is None:
+        return None
+    title, summary, fix = _hang_text(hang, timeout)
     return Finding(
-        code="env-error", severity="fail", title=f"{hang.where}() hangs during replays",
-        summary=f"{hang.where}() did not return within {timeout:g} s at {where} while replaying "
-                "recorded actions; a rollout worker calling it blocks for good.",
+        code="env-error", severity=Severity.FAIL, title=title, summary=summary,
         evidence={"seed": hang.seed, "step": hang.step, "message": hang.message, "behaviour": "env-error"},
         examples=[hang.episode_id] if hang.episode_id is not None else [],
-        fix=f"Put a deadline on every blocking call inside {hang.where}(); most likely a tool call "
-            "or a backend sometimes never answers.",
+        fix=fix,
     )
+
+
+def _hang_text(hang: Problem, timeout: float) -> tuple[str, str, str]:
+    where = f"reset(seed={hang.seed})" if hang.step is None else f"seed {hang.seed}, step {hang.step}"
+    return (f"{hang.where}() hangs during replays",
+            f"{hang.where}() did not return within {timeout:g} s at {where} while replaying "
+            "recorded actions; a rollout worker calling it blocks for good.",
+            f"Put a deadline on every blocking call inside {hang.where}(); most likely a tool call "
+            "or a backend sometimes never answers.")
 
 
 probe = Probe(
@@ -514,5 +532,6 @@ probe = Probe(
     run=run,
     summary="same seed and same actions must give the same episode, as GRPO groups assume",
     codes=("non-replayable", "env-error"),
+    decisions={"non-replayable": decide_non_replayable, "env-error": decide_env_error},
     order=20,
 )

@@ -130,7 +130,8 @@ def test_finding_says_where_it_first_showed_up():
     t = A.Tally(episodes=8, steps=100)
     for seed, step, msg, eid in ((3, 2, "KeyError: 'x'", 11), (4, 0, "KeyError: 'x'", 11), (5, 1, "IndexError", 12)):
         t.add("step_exception", "exploration" if seed < 5 else "api rollouts", seed, step, msg, eid)
-    f = A._finding("step_exception", t.seen["step_exception"], t, ctx_with())
+    f = A.decide_env_error("defect", key="step_exception", seen=t.seen["step_exception"], tally=t,
+                           step_timeout_s=ctx_with().config.step_timeout_s)
     assert f.severity == Severity.FAIL and f.title == "step() raises an exception"
     assert f.summary == ("step() raised 3 time(s), first at seed 3, step 2: KeyError: 'x'; a training run crashes "
                          "or silently loses those rollouts.")
@@ -138,7 +139,8 @@ def test_finding_says_where_it_first_showed_up():
     assert f.evidence["by_source"] == {"exploration": 2, "api rollouts": 1} and list(f.examples) == [11, 12]
     assert f.evidence["episodes_checked"] == 8 and f.evidence["steps_checked"] == 100
     t.add("reset_hang", "exploration", 9, None, "timed out")
-    hang = A._finding("reset_hang", t.seen["reset_hang"], t, ctx_with())
+    hang = A.decide_env_error("defect", key="reset_hang", seen=t.seen["reset_hang"], tally=t,
+                              step_timeout_s=ctx_with().config.step_timeout_s)
     assert hang.summary.startswith("reset() did not return in time (2.5 s deadline) at reset(seed=9)")
     assert list(hang.examples) == []
 

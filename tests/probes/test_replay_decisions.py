@@ -166,7 +166,7 @@ def test_finding_counts_and_describes_the_first_divergence():
     t = tally(div(R.EPISODE_FRESH), div(R.BRANCH, "observation"), div(R.BRANCH), replays=0)
     t.replays[R.EPISODE_FRESH], t.replays[R.BRANCH] = 4, 4
     t.examples = [3, 3, 4, 5, 6, 7, 8, 9]
-    f = R._finding(t)
+    f = R.decide_non_replayable(t)
     assert f.evidence["replays"] == 8 and f.evidence["diverged"] == 3 and f.evidence["fraction_diverged"] == 3 / 8
     assert f.evidence["by_check"] == {R.EPISODE_FRESH: {"replays": 4, "diverged": 1},
                                       R.BRANCH: {"replays": 4, "diverged": 2}}
@@ -174,16 +174,16 @@ def test_finding_counts_and_describes_the_first_divergence():
     assert f.evidence["tolerance"] == {"rtol": 1e-9, "atol": 1e-12} and list(f.examples) == [3, 4, 5, 6, 7, 8]
     assert f.summary.startswith("3 of 8 replays (38%) diverged: replaying seed 9 with the same actions, the reward "
                                 "at step 3 was a once and b the other time (episode, fresh instance)")
-    reset = R._finding(tally(div(R.RESET_SAME, "reset")))
+    reset = R.decide_non_replayable(tally(div(R.RESET_SAME, "reset")))
     assert "the observation of reset(seed=9) was a once and b on the same instance" in reset.summary
-    assert "on a fresh instance" in R._finding(tally(div(R.RESET_FRESH, "reset"))).summary
+    assert "on a fresh instance" in R.decide_non_replayable(tally(div(R.RESET_FRESH, "reset"))).summary
 
 
 def test_hang_finding_names_the_call_and_where():
-    f = R._hang_finding(Problem(kind="hang", where="step", seed=4, step=2, message="no answer", episode_id=12), 5.0)
+    f = R.decide_env_error(Problem(kind="hang", where="step", seed=4, step=2, message="no answer", episode_id=12), 5.0)
     assert f.title == "step() hangs during replays" and "at seed 4, step 2" in f.summary and "within 5 s" in f.summary
     assert list(f.examples) == [12] and f.evidence["behaviour"] == "env-error"
-    f = R._hang_finding(Problem(kind="hang", where="reset", seed=4, step=None, message="x", episode_id=None), 2.5)
+    f = R.decide_env_error(Problem(kind="hang", where="reset", seed=4, step=None, message="x", episode_id=None), 2.5)
     assert "at reset(seed=4)" in f.summary and list(f.examples) == []
 
 
@@ -205,11 +205,11 @@ def test_fix_and_finding_texts_in_full():
     # one divergence in a fresh and one in a branch check: not "same instance only"
     assert R._fix(tally(div(R.EPISODE_SAME), div(R.BRANCH))).startswith("Most likely step() draws")
     assert R._fix(tally(div(R.EPISODE_SAME), div(R.RESET_FRESH, "reset"))).startswith("Most likely reset() draws")
-    f = R._finding(tally(div(R.EPISODE_FRESH)))
+    f = R.decide_non_replayable(tally(div(R.EPISODE_FRESH)))
     assert f.title == "Same seed and actions give a different episode" and f.fix == R._fix(tally(div(R.EPISODE_FRESH)))
     assert f.summary.endswith("; GRPO groups that share a reset seed are then not comparable.")
     assert f.evidence["behaviour"] == "non-replayable" and f.code == "non-replayable"
-    h = R._hang_finding(Problem(kind="hang", where="step", seed=4, step=2, message="m", episode_id=1), 5.0)
+    h = R.decide_env_error(Problem(kind="hang", where="step", seed=4, step=2, message="m", episode_id=1), 5.0)
     assert h.fix == ("Put a deadline on every blocking call inside step(); most likely a tool call or a backend "
                      "sometimes never answers.")
     assert h.summary == ("step() did not return within 5 s at seed 4, step 2 while replaying recorded actions; a "
