@@ -187,7 +187,7 @@ def analyse(ctx: ProbeContext, converted: Converted, table: pd.DataFrame, notes:
     verdicts = [v for m in exploits if (v := judge(ctx, result, m, before, before_steps, honest, reference, labels))]
     if not verdicts:
         return []
-    main = max(verdicts, key=lambda v: v.severity)
+    main = max(verdicts, key=lambda v: v.rung)
     column, rising = _series(main.move.key, table, main.move.evidence)
     start = None
     if column is not None and table[column].notna().sum() >= 3:
@@ -233,10 +233,10 @@ def _finding(ctx, d: dict, v, moves, start: int | None, column: str | None, summ
                                              or TIMEOUT in ctx.pipeline.mask_group_on)
     fav = v.move.evidence.get("timeout_favoured") or {}
     supporting = fav.get("p_value", 1.0) if v.kind == "timeout" else (d["beyond_outcome"] or {}).get("p_value", 1.0)
-    from envaudit.probes.grpo.lessons import _fix
+    from envaudit.probes.grpo.text import learned_fix
 
     return Finding(
-        "learned-exploit", v.severity, title, summary_text,
+        "learned-exploit", (Severity.INFO, Severity.WARN, Severity.FAIL)[v.rung], title, summary_text,
         {"source": "logs", "p_value": v.move.p_value, "attribution_p": supporting, "behaviour": v.behaviour,
          "reward_path": "pipeline" if pipeline_pays else "env", "verdict": v.kind,
          "learned": v.move.behaviour, "start_iteration": start, "series": column,
@@ -246,7 +246,7 @@ def _finding(ctx, d: dict, v, moves, start: int | None, column: str | None, summ
          "beyond_outcome": d["beyond_outcome"], "advantage_by_outcome": d["advantage_by_outcome"],
          **v.evidence, "typical_trajectory": trajectory, "pipeline": ctx.pipeline.to_dict(),
          "n_before": d["n_before"], "n_after": d["n_after"]},
-        examples=v.shown["episode_id"].astype(int).drop_duplicates().tolist()[:5], fix=_fix(v), probe="drift")
+        examples=v.shown["episode_id"].astype(int).drop_duplicates().tolist()[:5], fix=learned_fix(v), probe="drift")
 
 
 def _unjudged(d: dict, summary: dict) -> Finding:

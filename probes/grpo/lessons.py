@@ -1,18 +1,23 @@
-"""What a trained GRPO run teaches, as findings: ``learned-exploit`` and the specific codes it feeds.
+"""What a trained GRPO run teaches, measured: ``learned-exploit`` and the specific codes it feeds.
 
-``drift`` says which behaviours training moved; ``judge`` puts each moved behaviour on DESIGN.md's
+``drift`` says which behaviours training moved; ``judge`` places each moved behaviour on DESIGN.md's
 ladder from the episodes that show it (the trained policy's *non-success* episodes of that
-behaviour, never its honest successes):
+behaviour, never its honest successes), as a ``Verdict`` with its rung:
 
-- ``fail``: the behaviour earns at least as much as honest success from the same starts;
-- ``warn``: the pipeline or the infrastructure makes it pay: timing out earns a better advantage
+- 2: the behaviour earns at least as much as honest success from the same starts (``fail``);
+- 1: the pipeline or the infrastructure makes it pay: timing out earns a better advantage
   than failing (``timeout-drop-incentive`` / ``timeout-rewarded``); ending right after a failed tool
   call pays more than the same ending otherwise (a failure-conditioned reward); failed calls are
   charged beyond the step they take and, at the env's own failure rates, ending early beats
-  persisting (``failure-shortcut``); failed calls themselves pay;
-- ``info``: anything else. A collapse to ending early where honest success pays more (random play
-  rarely found success, a step cost made every failed attempt cost a little) is an
+  persisting (``failure-shortcut``); failed calls themselves pay (``warn``);
+- 0: anything else (``info``). A collapse to ending early where honest success pays more (random
+  play rarely found success, a step cost made every failed attempt cost a little) is an
   *exploration collapse*: a fact about training, not an incentive of the env.
+
+``run_findings`` measures one trained run and hands each result to its deciding function in
+``decisions``: ``decide_learned_exploit`` (the ``"trained"`` and ``"no-success-signal"`` bases),
+``decide_timeout_drop_incentive``, ``decide_timeout_rewarded`` (the ``"learned"`` basis) and
+``decide_failure_shortcut``; they grade the verdict's rung and word the finding (``text``).
 """
 
 from __future__ import annotations
@@ -24,15 +29,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding
 from envaudit.grpo.search import Reference, SearchResult
 from envaudit.grpo.trainer import action_keys
-from envaudit.probes.grpo.drift import MATERIAL_RATE, Move, drift, failure_cost
+from envaudit.probes.grpo.decisions import (
+    NAME,
+    decide_failure_shortcut,
+    decide_learned_exploit,
+    decide_timeout_drop_incentive,
+    decide_timeout_rewarded,
+)
+from envaudit.probes.grpo.drift import Move, drift, failure_cost
+from envaudit.probes.grpo.text import money
 from envaudit.probes.grpo.verdicts import failure_conditioned_endings, quitting_beats_persisting
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from envaudit.stats import compare, exploit_ladder, reward_scale
 
-NAME = "grpo"
 MIN_EFFECT = 0.1
 """Smallest difference that counts, as a share of the success-minus-failure reward gap."""
 
@@ -50,12 +62,17 @@ class Honest:
     evaluations): persisting at the env's own failure rates."""
 
 
+MECHANISMS = ("timeout", "failure-conditioned", "failure-shortcut", "failures-pay")
+"""Verdict kinds that name why a behaviour pays: the pipeline or the infrastructure, not the task."""
+
+
 @dataclass
 class Verdict:
     """Where one moved behaviour sits on the ladder, and the episodes that show it."""
 
     move: Move
-    severity: Severity
+    at_least: bool
+    """Its non-success episodes earn at least as much as honest success from the same starts."""
     kind: str
     """at-least-success | timeout | failure-conditioned | failure-shortcut | failures-pay |
     exploration-collapse | unexplained"""
@@ -64,6 +81,13 @@ class Verdict:
     reason: str
     shown: pd.DataFrame
     evidence: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rung(self) -> int:
+        """How high on DESIGN.md's ladder the behaviour reached: 2 when it earns as much as honest
+        success, 1 when a named mechanism (``MECHANISMS``) pays it, 0 when neither. The severity is
+        ``decisions.decide_learned_exploit``'s."""
+        return 2 if self.at_least else 1 if self.kind in MECHANISMS else 0
 
 
 def typical_trajectory(steps: pd.DataFrame, episode_ids: Any, labels: list[str] | None, limit: int = 12) -> str:
@@ -130,12 +154,11 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
                                             float(show["length"].mean() if len(show) else 0) <= reference.short_length)
     behaviour = {"timeout": "timeout", "failure": "tool-failure"}.get(move.key, "quit" if ended_early else
                                                                        "degenerate-answer")
-    success_text = _money(honest.success)
-    # A mechanism below names *why* the behaviour pays (warn); when it also earns as much as honest
-    # success, the same verdict is a fail.
+    success_text = money(honest.success)
+    # A mechanism below names *why* the behaviour pays (rung 1); when it also earns as much as honest
+    # success, the same verdict reaches rung 2.
     at_least = ladder["level"] == "at_least_success"
-    top = Severity.FAIL if at_least else Severity.WARN
-    as_much = (f"; its episodes that do not succeed earn {_money(returns)}, as much as honest success "
+    as_much = (f"; its episodes that do not succeed earn {money(returns)}, as much as honest success "
                f"({success_text})") if at_least else ""
     fav = move.evidence.get("timeout_favoured") or {}
     timeout_favoured = (move.key == "timeout" and fav.get("n_groups", 0) >= 4 and fav.get("p_value", 1.0) < alpha
@@ -147,7 +170,7 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
         ev["ending_premium"] = _timeout_ending_pays(ctx, result)
         timeout_favoured = ev["ending_premium"]["holds"]
     if timeout_favoured:
-        return Verdict(move, top, "timeout", "timeout",
+        return Verdict(move, at_least, "timeout", "timeout",
                        "in the same groups a failing rollout got a better advantage by timing out than by failing"
                        + as_much, show, ev)
     if move.key != "timeout":
@@ -157,7 +180,7 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
         trained_after_failure = [i for i in endings.get("episode_ids", []) if i in set(show["episode_id"])]
         if endings["holds"] and trained_after_failure:
             what = ", ".join(endings["actions"][:2])
-            return Verdict(move, top, "failure-conditioned", "tool-failure",
+            return Verdict(move, at_least, "failure-conditioned", "tool-failure",
                            f"ending with {what} right after a failed tool call pays "
                            f"{endings['ending_after_failure']:.2f}, the same ending otherwise "
                            f"{endings['ending_otherwise']:.2f}: the reward is conditioned on the failure" + as_much,
@@ -169,7 +192,7 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
     material = abs(cost["cost_per_failure"]) >= MIN_EFFECT * margin
     p_cost = cost["p_value"] if np.isfinite(cost["p_value"]) else 1.0
     if move.key == "failure" and material and cost["cost_per_failure"] < 0 and 1 - p_cost < alpha:
-        return Verdict(move, top, "failures-pay", "tool-failure",
+        return Verdict(move, at_least, "failures-pay", "tool-failure",
                        f"a failed tool call pays about {-cost['cost_per_failure']:.2f} beyond the step it takes"
                        + as_much, show, ev)
     if move.key in ("length", "takeover") and material and cost["cost_per_failure"] > 0 and p_cost < alpha:
@@ -177,30 +200,30 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
                                           ctx.rng("persist", result.mode), margin=margin, alpha=alpha)
         ev["quit_vs_persist"] = beats
         if beats["holds"]:
-            return Verdict(move, top, "failure-shortcut", "quit",
+            return Verdict(move, at_least, "failure-shortcut", "quit",
                            f"failed tool calls cost about {cost['cost_per_failure']:.2f} each beyond their step, so "
-                           f"ending early ({_money(returns)}) beats persisting through failures at the env's own "
-                           f"rates ({_money(honest.persist['return'])}), and would not without that charge"
+                           f"ending early ({money(returns)}) beats persisting through failures at the env's own "
+                           f"rates ({money(honest.persist['return'])}), and would not without that charge"
                            + as_much, show, ev)
     if at_least:
         # Ending at once with as much as success is the degenerate answer, not giving up.
-        return Verdict(move, Severity.FAIL, "at-least-success", "degenerate-answer" if ended_early else behaviour,
-                       f"its episodes that do not succeed earn {_money(returns)}, as much as honest success "
+        return Verdict(move, True, "at-least-success", "degenerate-answer" if ended_early else behaviour,
+                       f"its episodes that do not succeed earn {money(returns)}, as much as honest success "
                        f"({success_text})", show, ev)
     below = compare(honest.success, returns, ctx.rng("below", result.mode, move.key), labels=("success", "learned"))
     ev["success_vs_learned"] = below
     clearly_below = bool(below["p_value"] < alpha and (below["diff"] or 0) >= margin)
     if ended_early and clearly_below:
-        return Verdict(move, Severity.INFO, "exploration-collapse", "exploration",
-                       f"honest success pays more ({success_text}) than what it settled on ({_money(returns)}); "
+        return Verdict(move, False, "exploration-collapse", "exploration",
+                       f"honest success pays more ({success_text}) than what it settled on ({money(returns)}); "
                        "training found success too rarely and collapsed to the cheapest ending, which is a "
                        "training-dynamics fact, not an incentive of the env", show, ev)
     if clearly_below:
-        return Verdict(move, Severity.INFO, "unexplained", behaviour,
-                       f"what it learned earns {_money(returns)}, less than honest success ({success_text}), and "
+        return Verdict(move, False, "unexplained", behaviour,
+                       f"what it learned earns {money(returns)}, less than honest success ({success_text}), and "
                        "nothing in the pipeline or the failure costs pays for it", show, ev)
-    return Verdict(move, Severity.INFO, "unexplained", behaviour,
-                   f"what it learned earns {_money(returns)} against honest success {success_text}: too few "
+    return Verdict(move, False, "unexplained", behaviour,
+                   f"what it learned earns {money(returns)} against honest success {success_text}: too few "
                    "episodes to place it on the ladder (the other probes and a larger scan can)", show, ev)
 
 
@@ -212,11 +235,6 @@ def _pipeline_keeps_timeouts(ctx) -> bool:
 def _concat(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     parts = [x for x in (a, b) if len(x)]
     return pd.concat(parts, ignore_index=True) if parts else a
-
-
-def _money(returns: np.ndarray) -> str:
-    returns = np.asarray(returns, float)
-    return f"{returns.mean():.2f} (n={len(returns)})" if len(returns) else "nothing seen"
 
 
 def run_findings(ctx, result: SearchResult, before: pd.DataFrame, before_steps: pd.DataFrame, honest: Honest,
@@ -235,7 +253,7 @@ def run_findings(ctx, result: SearchResult, before: pd.DataFrame, before_steps: 
                 if (v := judge(ctx, result, m, before, before_steps, honest, reference, labels)) is not None]
     if not verdicts:
         return []
-    main = max(verdicts, key=lambda v: v.severity)  # the first of the most severe (drift's order)
+    main = max(verdicts, key=lambda v: v.rung)  # the first of those highest on the ladder (drift's order)
     findings: list[Finding] = []
     if not where:
         findings.append(_learned_exploit(ctx, result, d, main, [v.move for v in verdicts]))
@@ -249,48 +267,22 @@ def run_findings(ctx, result: SearchResult, before: pd.DataFrame, before_steps: 
     return findings
 
 
-def _success_sentence(d: dict, v: Verdict) -> str:
-    before, after = d["success_before"], d["success_after"]
-    if after >= before + MATERIAL_RATE:
-        # A learned exploit whose success rose: say why it still counts (or that it does not).
-        if v.severity >= Severity.WARN:
-            return (f" Success rose ({before:.2f} → {after:.2f}): it learned the task where it could, and this "
-                    "behaviour in the episodes where it did not.")
-        return f" Success rose ({before:.2f} → {after:.2f})."
-    return f" Success went {before:.2f} → {after:.2f}."
-
-
 def _learned_exploit(ctx, result: SearchResult, d: dict, v: Verdict, moves: list[Move]) -> Finding:
     trajectory = typical_trajectory(result.evaluation.steps, v.shown["episode_id"], ctx.action_labels)
-    names = ", ".join(f"{m.behaviour} ({m.before:.2f} → {m.after:.2f})" for m in moves)
-    pipeline = ctx.pipeline.name
-    if v.severity == Severity.INFO:
-        title = ("GRPO collapsed to ending early: an exploration hint, not an exploit" if v.kind ==
-                 "exploration-collapse" else f"GRPO learned {v.move.behaviour}, which pays less than success")
-    else:
-        title = {"at-least-success": f"GRPO learned {v.move.behaviour}, which pays as much as success",
-                 "timeout": "GRPO learned to time out",
-                 "failure-conditioned": "GRPO learned to end right after a failed tool call, which pays",
-                 "failure-shortcut": "GRPO learned to stop early because failed tool calls cost reward",
-                 "failures-pay": "GRPO learned to hit tool failures, which pay"}[v.kind]
-    summary = (f"Trained with GRPO under the {pipeline!r} pipeline, the policy learned {names}: {v.reason}."
-               f"{_success_sentence(d, v)}")
-    if trajectory:
-        summary += f" Typical trajectory of these episodes: {trajectory}."
     fav = v.move.evidence.get("timeout_favoured") or {}
     supporting = fav.get("p_value", 1.0) if v.kind == "timeout" else (d["beyond_outcome"] or {}).get("p_value", 1.0)
-    return Finding(
-        "learned-exploit", v.severity, title, summary,
-        # The key test is the behaviour's move; the test that training paid for it (``attribution_p``)
-        # gated it at alpha, and an exploit needs both.
-        {"source": NAME, "run": result.mode, "p_value": v.move.p_value, "attribution_p": supporting,
-         "behaviour": v.behaviour, "reward_path": "pipeline" if _pipeline_pays(ctx, v) else "env",
-         "verdict": v.kind, "moves": [_move_dict(m) for m in d["moves"]], "success_before": d["success_before"],
-         "success_after": d["success_after"], "success_fell": d["success_fell"], "return": d["return"],
-         "beyond_outcome": d["beyond_outcome"], "advantage_by_outcome": d["advantage_by_outcome"],
-         **v.evidence, "typical_trajectory": trajectory, "pipeline": ctx.pipeline.to_dict(),
-         "n_before": d["n_before"], "n_after": d["n_after"]},
-        examples=_ids(v.shown), fix=_fix(v), probe=NAME)
+    # The key test is the behaviour's move; the test that training paid for it (``attribution_p``)
+    # gated it at alpha, and an exploit needs both.
+    evidence = {"source": NAME, "run": result.mode, "p_value": v.move.p_value, "attribution_p": supporting,
+                "behaviour": v.behaviour, "reward_path": "pipeline" if _pipeline_pays(ctx, v) else "env",
+                "verdict": v.kind, "moves": [_move_dict(m) for m in d["moves"]], "success_before": d["success_before"],
+                "success_after": d["success_after"], "success_fell": d["success_fell"], "return": d["return"],
+                "beyond_outcome": d["beyond_outcome"], "advantage_by_outcome": d["advantage_by_outcome"],
+                **v.evidence, "typical_trajectory": trajectory, "pipeline": ctx.pipeline.to_dict(),
+                "n_before": d["n_before"], "n_after": d["n_after"]}
+    return decide_learned_exploit("trained", {
+        "evidence": evidence, "examples": _ids(v.shown), "verdict": v, "moves": moves, "drift": d,
+        "trajectory": trajectory, "pipeline": ctx.pipeline.name})
 
 
 def _pipeline_pays(ctx, v: Verdict) -> bool:
@@ -298,36 +290,15 @@ def _pipeline_pays(ctx, v: Verdict) -> bool:
 
 
 def _unjudged(result: SearchResult, d: dict) -> Finding:
-    names = ", ".join(f"{m.behaviour} ({m.before:.2f} → {m.after:.2f})" for m in d["moves"])
-    return Finding(
-        "learned-exploit", Severity.INFO, "GRPO changed behaviour; the env reports no success to judge it",
-        f"GRPO training moved {names}. The env gives no info['success'] (and no --success-threshold), so "
-        "envaudit cannot tell learning the task from exploiting it; if that behaviour is the goal (as "
-        "lasting to the step limit is in CartPole), ignore this.",
-        {"source": NAME, "run": result.mode, "moves": [_move_dict(m) for m in d["moves"]], "return": d["return"],
-         "behaviour": "exploration"},
-        fix="Report info['success'] on the last step, or pass --success-threshold.", probe=NAME)
+    return decide_learned_exploit("no-success-signal", {
+        "evidence": {"source": NAME, "run": result.mode, "moves": [_move_dict(m) for m in d["moves"]],
+                     "return": d["return"], "behaviour": "exploration"},
+        "moves": d["moves"]})
 
 
 def _move_dict(m: Move) -> dict:
     return {"behaviour": m.behaviour, "before": m.before, "after": m.after, "p_value": m.p_value,
             "exploit": m.exploit, "why": m.why}
-
-
-def _fix(v: Verdict) -> str:
-    return {
-        "at-least-success": "Pay for what the success flag checks: this behaviour must earn less than doing the task.",
-        "timeout": "Make a timed-out rollout no better than a failed one: train on it as a failure (handling "
-                   "keep or penalty, not drop), and make truncation pay no more than failing.",
-        "failure-conditioned": "Do not pay for ending (handing off, quitting) because a tool call failed; pay "
-                               "that ending the same whether or not a failure preceded it.",
-        "failure-shortcut": "Make a failed tool call cost no more than the step it takes (or nothing), so "
-                            "persisting through failures pays more than stopping early.",
-        "failures-pay": "Do not pay for failed tool calls; a failed call should earn no more than a successful one.",
-        "exploration-collapse": "Nothing to fix in the env. For training: more exploration (entropy bonus, "
-                                "larger groups), a curriculum, or demonstrations of success.",
-        "unexplained": "Check what the learned behaviour earns without doing the task.",
-    }[v.kind]
 
 
 def _learned_timeouts(ctx, result: SearchResult, d: dict, v: Verdict) -> list[Finding]:
@@ -337,30 +308,13 @@ def _learned_timeouts(ctx, result: SearchResult, d: dict, v: Verdict) -> list[Fi
                 "timeout_rise_p": move.p_value, "timeout_favoured": fav, "behaviour": "timeout",
                 "advantage_by_outcome": d["advantage_by_outcome"], "pipeline": pipeline.to_dict(),
                 "p_value": move.p_value}
-    examples = _ids(v.shown)
+    measured = {"examples": _ids(v.shown), "move": move, "pipeline": pipeline.name}
     if pipeline.handling_of(TIMEOUT) == "drop" or TIMEOUT in pipeline.mask_group_on:
-        return [Finding(
-            "timeout-drop-incentive", Severity.WARN,
-            f"GRPO learned to time out because the {pipeline.name!r} pipeline drops timeouts",
-            f"Under the {pipeline.name!r} pipeline timed-out rollouts leave the loss, so a failing attempt that "
-            f"times out escapes its negative advantage; GRPO learned it: timeout rate {move.before:.2f} → "
-            f"{move.after:.2f}.", {**evidence, "reward_path": "pipeline"}, examples,
-            fix="Train on timed-out rollouts as failures (keep them with the failure reward, or a penalty) "
-                "instead of dropping them.", probe=NAME)]
+        return [decide_timeout_drop_incentive({**measured, "evidence": {**evidence, "reward_path": "pipeline"}})]
     if pipeline.handling_of(TIMEOUT) == "keep" and fav.get("p_value", 1.0) < ctx.config.alpha:
-        premium = _timeout_ending_pays(ctx, result)
-        evidence["ending_premium"] = premium
-        if not premium["holds"]:
-            # Timed-out episodes earned more only by what they collected on the way (per-step pay,
-            # pay for failed calls): that incentive is length-bias's or failure-rewarded's, and the
-            # learned-exploit finding beside this one names the behaviour; timing out itself pays nothing.
-            return []
-        return [Finding(
-            "timeout-rewarded", Severity.WARN, "GRPO learned to time out: timing out pays more than failing",
-            f"In the same groups, a failed rollout would have earned a higher advantage by timing out, and GRPO "
-            f"learned to time out: timeout rate {move.before:.2f} → {move.after:.2f}.",
-            {**evidence, "reward_path": "env"}, examples,
-            fix="Make truncation and tool timeouts pay no more than an honest failure.", probe=NAME)]
+        evidence["ending_premium"] = _timeout_ending_pays(ctx, result)
+        found = decide_timeout_rewarded("learned", {**measured, "evidence": {**evidence, "reward_path": "env"}})
+        return [] if found is None else [found]
     return []
 
 
@@ -396,26 +350,13 @@ def _failure_shortcut(ctx, result: SearchResult, d: dict, v: Verdict, before: pd
     fails_a = float((after["n_tool_errors"] + after["n_tool_timeouts"]).mean())
     cost, beats, ladder = v.evidence["failure_cost"], v.evidence.get("quit_vs_persist", {}), v.evidence["ladder"]
     trajectory = typical_trajectory(result.evaluation.steps, early["episode_id"], labels)
-    severity = Severity.FAIL if v.severity == Severity.FAIL else Severity.WARN
-    summary = (
-        f"Failed tool calls cost about {cost['cost_per_failure']:.2f} each here beyond the step they take, and "
-        f"GRPO{where} learned to stop early: mean length {before['length'].mean():.1f} → "
-        f"{after['length'].mean():.1f}, failed calls per episode {fails_b:.2f} → {fails_a:.2f}. Ending early "
-        f"without success earned {_money(early['return'].to_numpy(float))}, persisting through failures at the "
-        f"env's own rates {_money(honest.persist['return'])} (honest success {_money(honest.success)}); with "
-        "failed calls charged only their step, ending early would not pay more.")
-    if trajectory:
-        summary += f" Typical trajectory: {trajectory}."
     p = max(v.move.p_value, cost["p_value"], beats.get("p_value", ladder["p_value"]))
-    return Finding(
-        "failure-shortcut", severity, f"GRPO learned to stop early because tool failures cost reward{where}",
-        summary,
-        {"source": NAME, "run": result.mode, "p_value": p, "behaviour": "quit", "reward_path": "env",
-         "move": v.move.behaviour, "length_before": float(before["length"].mean()),
-         "length_after": float(after["length"].mean()), "failed_calls_before": fails_b,
-         "failed_calls_after": fails_a, "failure_cost": cost, "quit_vs_persist": beats, "ladder": ladder,
-         "beyond_outcome": d["beyond_outcome"], "typical_trajectory": trajectory},
-        examples=_ids(early),
-        fix="Make a failed tool call cost no more than the step it takes (or nothing), so persisting "
-            "through failures pays more than stopping early.", probe=NAME)
-
+    evidence = {"source": NAME, "run": result.mode, "p_value": p, "behaviour": "quit", "reward_path": "env",
+                "move": v.move.behaviour, "length_before": float(before["length"].mean()),
+                "length_after": float(after["length"].mean()), "failed_calls_before": fails_b,
+                "failed_calls_after": fails_a, "failure_cost": cost, "quit_vs_persist": beats, "ladder": ladder,
+                "beyond_outcome": d["beyond_outcome"], "typical_trajectory": trajectory}
+    return decide_failure_shortcut({
+        "evidence": evidence, "examples": _ids(early), "verdict": v, "where": where,
+        "early_returns": early["return"].to_numpy(float), "persist_returns": honest.persist["return"],
+        "success_returns": honest.success})

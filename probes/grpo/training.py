@@ -37,7 +37,11 @@ Severity follows DESIGN.md's ladder: ``fail`` when the behaviour earns at least 
 success; ``warn`` when the pipeline or the infrastructure makes it pay (timeouts escape a negative
 advantage, failed calls charged beyond their step so that quitting beats persisting, an ending
 paid only after a failure); a collapse to ending early where honest success pays more is an
-``info`` exploration-collapse hint. Per-iteration behaviour of every run is the ``curves`` table,
+``info`` exploration-collapse hint. Each code is graded, and its finding made, in one function of
+``envaudit.probes.grpo.decisions`` (words in ``text``): ``decide_learned_exploit``,
+``decide_timeout_drop_incentive``, ``decide_failure_shortcut``, ``decide_timeout_rewarded``,
+``decide_reward_without_success`` and ``decide_length_bias``; this module and ``lessons`` measure and
+hand over what they found. Per-iteration behaviour of every run is the ``curves`` table,
 what each target reached the ``targets`` table; evidence carries ``source="grpo"``, the run it
 comes from and ``behaviour`` (the grouping word).
 
@@ -50,13 +54,13 @@ so a missing finding is weak evidence.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from envaudit.faults import FaultInjector
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding
 from envaudit.grouping import episodes_behaviour
 from envaudit.grpo.config import GRPOConfig
 from envaudit.grpo.search import (
@@ -72,6 +76,14 @@ from envaudit.grpo.search import (
 from envaudit.grpo.trainer import RICHEST_KEPT, Met, with_advantages
 from envaudit.policies import oracle_policy
 from envaudit.probe import ProbeContext, cap_reason
+from envaudit.probes.grpo import text
+from envaudit.probes.grpo.decisions import (
+    NAME,
+    decide_learned_exploit,
+    decide_length_bias,
+    decide_reward_without_success,
+    decide_timeout_rewarded,
+)
 from envaudit.probes.grpo.lessons import (
     MIN_EFFECT,
     Honest,
@@ -87,7 +99,6 @@ from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
 
 __all__ = ["run", "typical_trajectory"]
 
-NAME = "grpo"
 FAULT_ERROR_RATE = 0.3
 """Injected error rate on every tool in the faulted run: a backend failing ten times as often as a
 merely flaky one, yet low enough that an honest path of a few calls fits most step limits."""
@@ -101,7 +112,6 @@ EVAL_GROUPS, QUICK_EVAL_GROUPS = 8, 4
 """Evaluation groups (reset seeds, G rollouts each) of every run's trained policy."""
 LEARNING_RATE = 1e-2
 """Higher than a careful run's: the probe trains briefly, and it looks for what training *tends* to."""
-LEVELS = {"at_least_success": Severity.FAIL, "above_alternative": Severity.WARN}
 KEEP_COLUMNS = [*EPISODE_COLUMNS, "probe", "policy", "mode", "group", "target", "phase"]
 FAULTS_WHERE = f" under injected tool failures ({FAULT_ERROR_RATE:.0%} of calls)"
 
@@ -210,7 +220,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         "runs": {name: {"iterations": len(r.training.curves), "eval_episodes": len(r.episodes),
                         "env_steps": r.training.env_steps, "stopped": r.stopped} for name, r in results.items()},
         "skipped": skipped,
-        "reach": {b: _sentence(b, r) for b, r in reach.items()},
+        "reach": {b: text.reach_sentence(b, r) for b, r in reach.items()},
         "replayed": {k: v for k, v in replayed.items() if k not in ("records", "oracle", "reach")} if replayed else None,
         "config": {k: v for k, v in config.to_dict().items() if k not in ("pipeline", "iterations")},
         "iterations": {p.name: p.iterations for p in plans},
@@ -326,12 +336,9 @@ def _cannot_drive(ctx: ProbeContext) -> Finding | None:
             action_count(env.action_space)
             Featurizer(env.observation_space)
     except UnsupportedSpace as exc:
-        return Finding(
-            "learned-exploit", Severity.INFO, "GRPO probe skipped: it cannot drive this env",
-            f"The GRPO probe did not train a policy: {exc}.",
-            {"source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space),
-             "behaviour": "exploration"},
-            fix="Nothing to fix in the env; the other probes still ran.", probe=NAME)
+        return decide_learned_exploit("unsupported", {"evidence": {
+            "source": NAME, "reason": str(exc), "action_space": repr(ctx.env.action_space),
+            "behaviour": "exploration"}})
     return None
 
 
@@ -388,15 +395,9 @@ def _targets_table(reach: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _sentence(behaviour: str, r: dict) -> str:
-    if not r["n"]:
-        return f"not reached by {BEHAVIOURS[behaviour].words}"
-    via = f", {r['via']}" if r.get("via") else ""
-    return f"best return reachable by {BEHAVIOURS[behaviour].words}: {r['mean_return']:.2f} (n={r['n']}{via})"
-
-
 def _merge(findings: list[Finding]) -> list[Finding]:
-    """One finding per feeding code (the most severe, the others' evidence attached)."""
+    """One finding per feeding code (the most severe as its decide function graded it, the others'
+    evidence attached)."""
     out: list[Finding] = []
     by_code: dict[str, int] = {}
     for f in findings:
@@ -408,8 +409,7 @@ def _merge(findings: list[Finding]) -> list[Finding]:
         keep, other = (out[i], f) if out[i].severity >= f.severity else (f, out[i])
         evidence = {**keep.evidence, "also": [*keep.evidence.get("also", []), {"title": other.title,
                                                                                **other.evidence}]}
-        out[i] = Finding(keep.code, keep.severity, keep.title, keep.summary, evidence, keep.examples,
-                         keep.fix, keep.probe)
+        out[i] = replace(keep, evidence=evidence)
     return out
 
 
@@ -444,22 +444,11 @@ def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str
     if len(wins):
         top = wins.loc[wins["return"].idxmax()]
         best = {"return": float(top["return"]), "length": int(top["length"]), "episode_id": int(top["episode_id"])}
-    searched_text = (f" Trained to earn the most by succeeding, a policy's best success took {best['length']} steps "
-                     f"and earned {best['return']:.2f}." if best else "")
-    summary = (
-        f"From the same start, succeeding after about {d['extra_steps']:.1f} extra steps earned "
-        f"{test['mean_delayed']:.2f} on average against {test['mean_fastest']:.2f} for the fastest success "
-        f"({d['n_sets']} groups with both); the fastest success seen takes {fast['length']} steps and earns "
-        f"{fast['return']:.2f}.{searched_text} A return maximiser delays a success it could reach at once.")
-    return Finding(
-        "length-bias", Severity.FAIL, "Delaying success pays: succeeding later earns more than succeeding at once",
-        summary,
-        {"source": NAME, "behaviour": "delay-success", "reward_path": "env", "p_value": test["p_value"],
-         "delayed_vs_fastest": test, "n_groups": d["n_sets"], "extra_steps": d["extra_steps"],
-         "margin": d["margin"], "best_searched_success": best, "fastest_success": fast},
-        examples=kept[:5],
-        fix="Pay for the outcome once: no per-attempt or per-step credit (format scores, partial scores) that "
-            "a successful episode keeps collecting before it succeeds.", probe=NAME)
+    return decide_length_bias({
+        "evidence": {"source": NAME, "behaviour": "delay-success", "reward_path": "env", "p_value": test["p_value"],
+                     "delayed_vs_fastest": test, "n_groups": d["n_sets"], "extra_steps": d["extra_steps"],
+                     "margin": d["margin"], "best_searched_success": best, "fastest_success": fast},
+        "examples": kept[:5]})
 
 
 def _kept_ids(ctx: ProbeContext) -> set[int]:
@@ -473,59 +462,40 @@ def _kept_ids(ctx: ProbeContext) -> set[int]:
 # -- targeted runs ------------------------------------------------------------------------------
 def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
                      results: dict[str, SearchResult], replayed: dict | None = None) -> list[Finding]:
-    findings = []
+    """What timing out and ending without success reached, on the ladder against honest success and
+    honest failure, each handed to its deciding function (``decide_timeout_rewarded``'s
+    ``"targeted"`` basis, ``decide_reward_without_success``)."""
+    findings: list[Finding] = []
     if len(honest.failure) < MIN_SAMPLES:
         return findings
-    parts = [_sentence(b, reach[b]) for b in ("timeout", "no_success") if b in reach]
-    success_run = reach.get("success")
-    if success_run and success_run["n"]:
-        parts.append(_sentence("success", success_run))
-    elif len(honest.success):
-        # The targeted success run found none; exploration and the natural run did.
-        parts.append(f"by honest success: {np.max(honest.success):.2f} (best seen, n={len(honest.success)})")
-    sentences = "; ".join(parts)
-    sentences = sentences[:1].upper() + sentences[1:]
-    for behaviour, code, fix in (
-        ("timeout", "timeout-rewarded", "Make truncation and tool timeouts pay no more than an honest failure."),
-        ("no_success", "reward-without-success",
-         "Pay reward only for what the success flag checks; grade the outcome, not its form."),
-    ):
+    sentences = text.reach_sentences(reach, honest.success)
+    for behaviour, code in (("timeout", "timeout-rewarded"), ("no_success", "reward-without-success")):
         r = reach.get(behaviour)
         if not r or r["n"] < MIN_SAMPLES:
             continue
         ladder = exploit_ladder(r["returns"], honest.success, honest.failure, ctx.rng("target", behaviour),
                                 alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
-        severity = LEVELS.get(ladder["level"])
-        if severity is None or (code == "reward-without-success" and severity < Severity.FAIL):
-            # Ending without success above an honest failure is what failure-shortcut and
-            # timeout-rewarded name; "reward without success" is the case where it pays like success.
-            continue
-        premium = _timeout_ending(ctx, results.get("target-timeout"), r, ladder) if code == "timeout-rewarded" else None
-        if premium is not None and not premium["holds"]:
-            # As the timeouts probe judges it: stalling that earns more only by skipping failed
-            # calls that cost reward (failure-shortcut) or by per-step pay is no reward for timing out.
-            continue
-        than = "as much as honest success" if severity == Severity.FAIL else "more than failing outright"
+        # The timed-out ending is measured only where the ladder put timing out on a rung: nowhere
+        # else does the decision read it.
+        premium = (_timeout_ending(ctx, results.get("target-timeout"), r, ladder)
+                   if code == "timeout-rewarded" and ladder["level"] is not None else None)
         target = results.get(f"target-{behaviour}")
         replay = replayed is not None and r is replayed["reach"]
         reached = replayed["records"].episodes if replay else target.episodes if target is not None else None
-        met_by = "exploration" if replayed and replayed["run"] == "exploration" else \
-            f"GRPO's {replayed['run'] if replayed else ''} search"
-        how = (f"Replaying a sequence of calls that {met_by} met ({replayed['actions']}) "
-               f"ended without success and earned {r['mean_return']:.2f}" if replay else
-               f"Trained to earn the most by {BEHAVIOURS[behaviour].words}, a policy reached {r['mean_return']:.2f}")
-        findings.append(Finding(
-            code, severity, f"GRPO reached {than} by {BEHAVIOURS[behaviour].words}",
-            f"{how}, "
-            f"{than} (honest success {np.mean(honest.success) if len(honest.success) else float('nan'):.2f}, "
-            f"failing outright {np.mean(honest.failure):.2f}). {sentences}.",
-            {"source": NAME, "run": REPLAY if replay else f"target-{behaviour}", "p_value": ladder["p_value"],
-             "ladder": ladder, "behaviour": _reached_behaviour(behaviour, reached, r),
-             "reward_path": "env",
-             "ending_premium": premium,
-             "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
-                       for b, x in reach.items()}},
-            examples=r["episode_ids"][:5], fix=fix, probe=NAME))
+        measured = {
+            "evidence": {"source": NAME, "run": REPLAY if replay else f"target-{behaviour}",
+                         "p_value": ladder["p_value"], "ladder": ladder,
+                         "behaviour": _reached_behaviour(behaviour, reached, r), "reward_path": "env",
+                         "ending_premium": premium,
+                         "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
+                                   for b, x in reach.items()}},
+            "examples": r["episode_ids"][:5], "mean_return": r["mean_return"],
+            "replayed": {"run": replayed["run"], "actions": replayed["actions"]} if replay else None,
+            "honest": honest, "sentences": sentences}
+        found = (decide_timeout_rewarded("targeted", measured) if code == "timeout-rewarded"
+                 else decide_reward_without_success(measured))
+        if found is not None:
+            findings.append(found)
     return findings
 
 
