@@ -6,11 +6,13 @@ surviving mutant with its diff. Target (issue 15): at least 85% killed on stats 
 
     python benchmarks/mutation.py                         # envaudit/stats.py and envaudit/findings.py
     python benchmarks/mutation.py stats                   # one module
-    python benchmarks/mutation.py probes/length.py        # a probe (minutes: its tests scan envs)
+    python benchmarks/mutation.py probes/length/bias.py   # a probe's module (minutes: its tests scan envs)
+    python benchmarks/mutation.py failures                # every module of a probe
+    python benchmarks/mutation.py adapters logs           # every module of envaudit/adapters, envaudit/logs
     python benchmarks/mutation.py --all-probes            # every probe as well (long: a weekly job)
     python benchmarks/mutation.py stats --tests-ref main  # the tests as they are on a git ref
     python benchmarks/mutation.py length --only _farming  # only the mutants of some functions
-    python benchmarks/mutation.py timeouts --tests 'tests/probes/test_timeouts_decisions.py'
+    python benchmarks/mutation.py timeouts --tests 'tests/probes/timeouts/test_timeouts_decisions.py'
                                    # only these tests: minutes instead of hours, a lower bound
     python benchmarks/mutation.py timeouts --two-stage    # decision tests, then every test on survivors
     python benchmarks/mutation.py length --report-only --show-text  # the last run again, text survivors listed
@@ -24,9 +26,9 @@ string (a column, a stream, a contract value such as ``"stall"``) wherever it st
 survivor is a decision no selected test pins, listed with its diff; text survivors are counted
 (``--show-text`` lists them).
 
-A probe's tests are ``tests/probes/test_<stem>.py`` and ``test_<stem>_*.py``: the scans of
-planted envs and ``test_<stem>_decisions.py``, the direct tests of the probe's decision functions
-on hand-built tables. A mutant the decision tests kill costs milliseconds; one they miss is run
+A probe's tests are ``tests/probes/<probe>/test_*.py``: the scans of planted envs and the
+``test_*decisions*.py`` files, the direct tests of the probe's decision functions on hand-built
+tables; a core module's are ``tests/<folder>/test_<stem>.py`` and ``test_<stem>_*.py``. A mutant the decision tests kill costs milliseconds; one they miss is run
 through every scan test that reaches its function, so a whole probe with every test takes an hour
 or more on two shared cores. ``--tests`` scores a probe against a chosen subset (its decision
 tests): every mutant those miss is counted a survivor, so the score is a lower bound of the
@@ -59,44 +61,67 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STAGING = ROOT / "build" / "mutation"
 CAUGHT = ("killed", "timeout")  # a mutant that hangs the tests is caught by their timeout
-PROBE_TESTS = {  # probes whose tests do not mirror their name (besides tests/probes/test_<stem>*.py)
-    "pipeline": ("tests/probes/test_pipeline_probe.py",),
-    # the failure probe's parts are exercised through the probe (and decided in its decision tests)
-    "failure_plain": ("tests/probes/test_failures*.py",),
-    "failure_charge": ("tests/probes/test_failures*.py",),
-    "failure_confirm": ("tests/probes/test_failures*.py",),
-    "failure_rewarded": ("tests/probes/test_failures*.py",),
-    "failure_topup": ("tests/probes/test_failures*.py",),
-    "failure_conditioned": ("tests/probes/test_failures*.py", "tests/probes/test_failure_conditioned*.py"),
+PROBE_TESTS = {  # shared modules whose tests are those of the probes that use them
+    "_shared": ("tests/probes/test_stall_decisions.py", "tests/probes/timeouts/test_*.py",
+                "tests/probes/length/test_*.py", "tests/probes/intent/test_*.py"),
 }
 
 
 @dataclass(frozen=True)
 class Target:
-    source: str        # path in the repository, e.g. probes/length.py
-    staged: str        # path in the import layout, e.g. envaudit/probes/length.py
+    source: str        # path in the repository, e.g. probes/length/bias.py
+    staged: str        # path in the import layout, e.g. envaudit/probes/length/bias.py
     tests: tuple[str, ...]  # glob patterns, relative to the repository root
     keyword: str | None = None  # pytest -k expression: leave a test file's scans out of a decision run
 
 
-def target(name: str) -> Target:
-    """A module by short name (``stats``, ``findings``, ``length``) or path."""
-    path = name if name.endswith(".py") else None
-    if path is None:
-        path = f"envaudit/{name}.py" if (ROOT / "envaudit" / f"{name}.py").exists() else f"probes/{name}.py"
+def _probe_tests(path: Path) -> tuple[str, ...]:
+    """A probe module's tests: every test of its probe (``tests/probes/<probe>/``, the scans of
+    planted envs and the direct tests of its decision functions), or of a single-module probe
+    whose tests have not moved into a folder yet, ``tests/probes/test_<stem>*.py``."""
+    probe = path.parts[1] if len(path.parts) > 2 else path.stem
+    if probe in PROBE_TESTS:
+        return PROBE_TESTS[probe]
+    if (ROOT / "tests" / "probes" / probe).is_dir():
+        return (f"tests/probes/{probe}/test_*.py",)
+    return (f"tests/probes/test_{probe}.py", f"tests/probes/test_{probe}_*.py")
+
+
+def targets(name: str) -> list[Target]:
+    """Modules by short name (``stats``, ``findings``, a probe: ``timeouts``, ``failures``, an
+    envaudit package: ``adapters``, ``logs``) or path (``probes/length/bias.py``,
+    ``envaudit/adapters/textarena.py``); a folder is every module in it."""
+    path = Path(name)
+    if not name.endswith(".py"):
+        found = [p for p in (Path(f"envaudit/{name}.py"), Path(f"probes/{name}.py"), Path(f"envaudit/{name}"),
+                             Path(f"probes/{name}"), path) if (ROOT / p).exists()]
+        if not found:
+            raise SystemExit(f"mutation: no module {name!r}; expected a short name like stats, findings, "
+                             "timeouts, failures, adapters or a path like probes/length/bias.py")
+        path = found[0]
+    if (ROOT / path).is_dir():
+        return [target(str(p.relative_to(ROOT))) for p in sorted((ROOT / path).rglob("*.py"))
+                if p.name != "__init__.py" or p.stat().st_size > 2000]
+    return [target(str(path))]
+
+
+def target(path: str) -> Target:
+    """One module by its path in the repository, with the tests that mirror it."""
     if not (ROOT / path).exists():
-        raise SystemExit(f"mutation: no module {name!r} (looked for {path}); expected a short name like "
-                         "stats, findings, length or a path like probes/length.py")
-    stem = Path(path).stem
-    if path.startswith("probes/"):
-        # tests/probes/test_<stem>.py and its companions (test_<stem>_decisions.py: the direct tests
-        # of the probe's decision functions, which kill most mutants in milliseconds)
-        return Target(path, f"envaudit/probes/{stem}.py", (f"tests/probes/test_{stem}.py",
-                                                           f"tests/probes/test_{stem}_*.py", *PROBE_TESTS.get(stem, ())))
-    if path.startswith("envs/"):
-        return Target(path, f"envaudit/envs/{stem}.py", (f"tests/envs/test_{stem}*.py",))
-    # envaudit/stats.py is tested by tests/test_stats.py, tests/test_stats_paired.py, ...
-    return Target(path, path, (f"tests/test_{stem}.py", f"tests/test_{stem}_*.py"))
+        raise SystemExit(f"mutation: no module {path}")
+    source = Path(path)
+    stem = source.stem
+    if source.parts[0] == "probes":
+        return Target(path, f"envaudit/{path}", _probe_tests(source))
+    if source.parts[0] == "envs":
+        return Target(path, f"envaudit/{path}", (f"tests/envs/test_{stem}*.py",))
+    # envaudit/stats.py is tested by tests/test_stats.py, tests/test_stats_paired.py, ...;
+    # envaudit/adapters/textarena.py by tests/adapters/test_textarena.py, test_textarena_*.py
+    folder = "/".join(("tests", *source.parts[1:-1]))
+    mirrored = (f"{folder}/test_{stem}.py", f"{folder}/test_{stem}_*.py")
+    if not any(ROOT.glob(p) for p in mirrored):  # a helper module (adapters/base.py): its folder's tests
+        mirrored = (f"{folder}/test_*.py",)
+    return Target(path, path, mirrored)
 
 
 def stage(t: Target, folder: Path, tests_ref: str | None) -> list[str]:
@@ -300,7 +325,8 @@ def score(t: Target, tests_ref: str | None, max_children: int, show_diffs: bool,
     patterns = [f"*.x_{f}__mutmut_*" for f in only] + [f"*.x\u01c1*\u01c1{f}__mutmut_*" for f in only]
     folder = _folder(t, tests_ref, "subset" if tests or keyword else "worktree")
     if two_stage:
-        first = Target(t.source, t.staged, (f"tests/probes/test_{Path(t.source).stem}_decisions.py",), t.keyword)
+        first = Target(t.source, t.staged, tuple(p.replace("test_*", "test_*decisions*").replace(
+            "_*.py", "_*decisions*.py") for p in t.tests), t.keyword)
         statuses = _statuses(first, _folder(t, tests_ref, "decisions"), tests_ref, max_children, rerun, patterns)
         left = [k for k, v in statuses.items() if v not in CAUGHT]
         if left:
@@ -380,10 +406,10 @@ def main() -> None:
     args = parser.parse_args()
     names = args.modules or ([] if args.all_probes else ["stats", "findings"])
     if args.all_probes:
-        names += [p.stem for p in sorted((ROOT / "probes").glob("*.py")) if p.stem != "__init__"]
-    rows = [score(target(n), args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
+        names.append("probes")
+    rows = [score(t, args.tests_ref, args.max_children, not args.no_diffs, not args.report_only,
                   args.only, args.tests, args.two_stage, args.survivors_only, args.keyword, args.show_text)
-            for n in names]
+            for n in names for t in targets(n)]
     for r in rows:
         print(f"\n== {r['module']}  (tests: {' '.join(r['tests'])})")
         for function, n in r["untested"].items():
