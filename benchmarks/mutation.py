@@ -119,7 +119,7 @@ def target(path: str) -> Target:
     # envaudit/adapters/textarena.py by tests/adapters/test_textarena.py, test_textarena_*.py
     folder = "/".join(("tests", *source.parts[1:-1]))
     mirrored = (f"{folder}/test_{stem}.py", f"{folder}/test_{stem}_*.py")
-    if not any(ROOT.glob(p) for p in mirrored):  # a helper module (adapters/base.py): its folder's tests
+    if not any(next(ROOT.glob(p), None) for p in mirrored):  # a helper module (adapters/base.py): its folder's tests
         mirrored = (f"{folder}/test_*.py",)
     return Target(path, path, mirrored)
 
