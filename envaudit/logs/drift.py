@@ -28,8 +28,10 @@ from envaudit.grpo.search import Reference, SearchResult
 from envaudit.grpo.trainer import with_advantages
 from envaudit.logs.records import Converted
 from envaudit.probe import ProbeContext
+from envaudit.probes.grpo import decide_learned_exploit
 from envaudit.probes.grpo.drift import drift
 from envaudit.probes.grpo.lessons import Honest, judge, typical_trajectory
+from envaudit.probes.grpo.text import learned_fix
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from envaudit.recording import Records
 from envaudit.stats import MIN_SAMPLES
@@ -233,20 +235,18 @@ def _finding(ctx, d: dict, v, moves, start: int | None, column: str | None, summ
                                              or TIMEOUT in ctx.pipeline.mask_group_on)
     fav = v.move.evidence.get("timeout_favoured") or {}
     supporting = fav.get("p_value", 1.0) if v.kind == "timeout" else (d["beyond_outcome"] or {}).get("p_value", 1.0)
-    from envaudit.probes.grpo.text import learned_fix
-
-    return Finding(
-        "learned-exploit", (Severity.INFO, Severity.WARN, Severity.FAIL)[v.rung], title, summary_text,
-        {"source": "logs", "p_value": v.move.p_value, "attribution_p": supporting, "behaviour": v.behaviour,
-         "reward_path": "pipeline" if pipeline_pays else "env", "verdict": v.kind,
-         "learned": v.move.behaviour, "start_iteration": start, "series": column,
-         "moves": summary["moves"], "before_iterations": summary["before_iterations"],
-         "after_iterations": summary["after_iterations"], "success_before": d["success_before"],
-         "success_after": d["success_after"], "success_fell": d["success_fell"], "return": d["return"],
-         "beyond_outcome": d["beyond_outcome"], "advantage_by_outcome": d["advantage_by_outcome"],
-         **v.evidence, "typical_trajectory": trajectory, "pipeline": ctx.pipeline.to_dict(),
-         "n_before": d["n_before"], "n_after": d["n_after"]},
-        examples=v.shown["episode_id"].astype(int).drop_duplicates().tolist()[:5], fix=learned_fix(v), probe="drift")
+    evidence = {"source": "logs", "p_value": v.move.p_value, "attribution_p": supporting, "behaviour": v.behaviour,
+                "reward_path": "pipeline" if pipeline_pays else "env", "verdict": v.kind,
+                "learned": v.move.behaviour, "start_iteration": start, "series": column,
+                "moves": summary["moves"], "before_iterations": summary["before_iterations"],
+                "after_iterations": summary["after_iterations"], "success_before": d["success_before"],
+                "success_after": d["success_after"], "success_fell": d["success_fell"], "return": d["return"],
+                "beyond_outcome": d["beyond_outcome"], "advantage_by_outcome": d["advantage_by_outcome"],
+                **v.evidence, "typical_trajectory": trajectory, "pipeline": ctx.pipeline.to_dict(),
+                "n_before": d["n_before"], "n_after": d["n_after"]}
+    return decide_learned_exploit("logged", {
+        "verdict": v, "evidence": evidence, "text": (title, summary_text, learned_fix(v)), "probe": "drift",
+        "examples": v.shown["episode_id"].astype(int).drop_duplicates().tolist()[:5]})
 
 
 def _unjudged(d: dict, summary: dict) -> Finding:

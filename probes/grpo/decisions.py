@@ -19,7 +19,7 @@ from envaudit.findings import Finding, Severity
 from envaudit.probes.grpo import text
 
 NAME = "grpo"
-LEARNED_BASES = ("unsupported", "no-success-signal", "trained")
+LEARNED_BASES = ("unsupported", "no-success-signal", "trained", "logged")
 TIMEOUT_BASES = ("learned", "targeted")
 
 
@@ -37,6 +37,9 @@ def decide_learned_exploit(basis: str, measured: Mapping[str, Any]) -> Finding:
       exploration collapse, an unexplained drift) -> ``info``. ``measured["moves"]``: every judged
       move, ``measured["drift"]``: the run's drift, ``measured["trajectory"]``: the typical
       trajectory of the verdict's episodes, ``measured["pipeline"]``: the pipeline's name.
+    - ``"logged"`` (``envaudit.logs.drift``): the same verdict of a logged training run, graded by
+      the same rungs; ``measured["text"]`` is its title, summary and fix in the logs' words and
+      ``measured["probe"]`` the analysis that found it.
     """
     evidence = measured["evidence"]
     if basis == "unsupported":
@@ -45,18 +48,21 @@ def decide_learned_exploit(basis: str, measured: Mapping[str, Any]) -> Finding:
     elif basis == "no-success-signal":
         severity = Severity.INFO
         title, summary, fix = text.UNJUDGED_TITLE, text.unjudged_summary(measured["moves"]), text.UNJUDGED_FIX
-    elif basis == "trained":
+    elif basis in ("trained", "logged"):
         v = measured["verdict"]
         severity = {2: Severity.FAIL, 1: Severity.WARN, 0: Severity.INFO}[v.rung]
-        exploit = severity >= Severity.WARN
-        title = text.learned_title(v, exploit=exploit)
-        summary = text.learned_summary(measured["pipeline"], measured["moves"], v, measured["drift"],
-                                       measured["trajectory"], exploit=exploit)
-        fix = text.learned_fix(v)
+        if basis == "logged":
+            title, summary, fix = measured["text"]
+        else:
+            exploit = severity >= Severity.WARN
+            title = text.learned_title(v, exploit=exploit)
+            summary = text.learned_summary(measured["pipeline"], measured["moves"], v, measured["drift"],
+                                           measured["trajectory"], exploit=exploit)
+            fix = text.learned_fix(v)
     else:
         raise ValueError(f"learned-exploit has no basis {basis!r}; expected one of {LEARNED_BASES}")
     return Finding("learned-exploit", severity, title, summary, evidence, measured.get("examples", ()),
-                   fix=fix, probe=NAME)
+                   fix=fix, probe=measured.get("probe", NAME))
 
 
 def decide_timeout_drop_incentive(measured: Mapping[str, Any]) -> Finding:
