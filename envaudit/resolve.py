@@ -138,7 +138,8 @@ def _factory_from(obj: Any, where: str, env_args: dict[str, Any] | None = None) 
 
 def resolve_env(spec: str, env_args: dict[str, Any] | None = None) -> tuple[str, EnvFactory]:
     """Return ``(env_id, factory)`` for a user's ENV argument, or raise ``UsageError``."""
-    import envaudit.envs  # noqa: F401 - registers the bundled envs
+    # The bundled envs are registered by envaudit/__init__.py, which Python runs before this module
+    # (importing envaudit.envs here would close a circle: envs -> rollout -> resolve -> envs).
     from envaudit.adapters import prefix_of, resolve_adapter
 
     spec = spec.strip()

@@ -10,27 +10,18 @@ worker that died or had to be killed into a ``Lost`` outcome for that item; the 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from envaudit.execution.local import InlineExecutor, ThreadExecutor
-from envaudit.execution.pool import ProcessExecutor, WorkerError
+from envaudit.execution.pool import ProcessExecutor, WorkerError, default_workers
 from envaudit.execution.slots import Lost, Slot
 
 if TYPE_CHECKING:
     from envaudit.execution.ray_exec import RayExecutor
 
 EXECUTORS = ("processes", "threads", "inline", "ray")
-
-
-def default_workers() -> int:
-    """The cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _opt(default: Any, help: str) -> Any:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import multiprocessing as mp
+import os
 import signal
 import sys
 import threading
@@ -46,6 +47,14 @@ GRACE_S = 0.25
 """Slack past a call's deadline before its worker is killed (the message has to cross a pipe)."""
 POLL_S = 0.05
 """How often busy workers are checked for overrun calls and memory, when no result arrives sooner."""
+
+
+def default_workers() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
 
 
 PRELOAD = ("envaudit.execution.worker", "envaudit.rollout", "envaudit.resolve", "envaudit.policies",

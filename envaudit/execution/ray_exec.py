@@ -30,7 +30,7 @@ from typing import Any
 import cloudpickle
 
 from envaudit.errors import UsageError
-from envaudit.execution.pool import WorkerError, describe_exit
+from envaudit.execution.pool import WorkerError, default_workers, describe_exit
 from envaudit.execution.ray_actor import CELLS, GRACE_S, KILLED, KIND, POS, VALUE, EnvActor
 from envaudit.execution.slots import CALLS, Lost
 from envaudit.execution.worker import CALL, DEADLINE, STARTED, STEP
@@ -137,7 +137,6 @@ class RayExecutor:
     def __init__(self, workers: int = 0, *, address: str | None = None, memory_cap_bytes: int | None = None,
                  recycle_items: int | None = None, recycle_rss_bytes: int | None = None,
                  max_batch: int = MAX_BATCH) -> None:
-        from envaudit.execution import default_workers
 
         self._ray = ray = ray_module()
         self._started_ray = start_ray(address, workers or default_workers())
