@@ -71,6 +71,12 @@ class Probe:
     preload: tuple[str, ...] = ()
     """Modules the probe's run imports that hold much memory (torch): a probe run in a worker
     process imports them first, and the memory cap counts what the env adds from there."""
+    analyse: Callable[[ProbeContext], Iterable[Finding]] | None = None
+    """The half of the probe that judges from recorded episodes alone (``ctx.exploration``, with no
+    env to step): ``envaudit logs`` runs it on a training run's logged rollouts."""
+    analyse_needs: tuple[str, ...] = ()
+    """The record columns ``analyse`` cannot do without (``success``, ``end_reason``, ``group_id``,
+    ``length``, ``steps``, ``steps.<column>``): a log without one of them is not analysed."""
     decisions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Finding code → the one function that decides it (``decide_<code>``, dashes as
     underscores): the only place where a finding of that code is created and its severity set."""

@@ -258,6 +258,35 @@ def high_return_fact(success: np.ndarray, non_success: pd.DataFrame) -> list[Fin
     return [found] if found is not None else []
 
 
+def analyse(ctx: ProbeContext) -> list[Finding]:
+    """The verdict on recorded episodes alone (a logged run): the same candidate behaviours, each
+    judged on the ladder against the run's own successes and its other failures (no fresh seeds to
+    confirm on); without one, the high-return fact."""
+    eps = ctx.exploration.episodes
+    flagged = eps[eps["success"].notna()]
+    non_success = flagged[ended_unsuccessful(flagged)]
+    if len(non_success) < MIN_SAMPLES:
+        ctx.notes["skipped"] = f"only {len(non_success)} non-success episodes the env ended (need {MIN_SAMPLES})"
+        return []
+    success = flagged.loc[flagged["success"].astype(bool), "return"].to_numpy(float)
+    rng = ctx.rng("stats")
+    actions = [int(a) for a in range(int(ctx.env.action_space.n))]
+    table = behaviours(non_success, ctx.exploration.steps)
+    found = candidates(table, actions, ctx.config.alpha, rng)
+    ctx.notes["candidates"] = [{k: v for k, v in c.items() if k != "mask"} for c in found]
+    for cand in found[:MAX_CONFIRM]:
+        honest = table[~cand["mask"] & (table["outcome"] == FAILURE).to_numpy(bool)]
+        shown = table[cand["mask"]]
+        verdict = exploit_ladder(shown["return"].to_numpy(float), success, honest["return"].to_numpy(float),
+                                 rng, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        if verdict["level"] is None:
+            continue
+        logged = {"candidate": cand, "verdict": verdict, "label": ctx.describe_action(cand["action"]),
+                  "shown": shown, "honest": honest}
+        return [decide_reward_without_success("logged", best=logged, success=success)]
+    return high_return_fact(success, non_success)
+
+
 def decide_reward_without_success(basis: str, *, best: dict | None = None, success: np.ndarray | None = None,
                                   success_sources: dict | None = None, table: pd.DataFrame | None = None,
                                   non_success: pd.DataFrame | None = None) -> Finding | None:
@@ -269,7 +298,10 @@ def decide_reward_without_success(basis: str, *, best: dict | None = None, succe
       when it reached ``at_least_success`` on the ladder, ``warn`` otherwise;
     - ``"high-return"``: without a confirmed behaviour, the ``non_success`` episodes that reach the
       median ``success`` return: ``info`` when there are ``MIN_SAMPLES`` of them and ``MIN_SAMPLES``
-      successes to take the median of, no finding otherwise.
+      successes to take the median of, no finding otherwise;
+    - ``"logged"``: a behaviour of a logged run (``best``, from ``analyse``: its candidate, verdict,
+      the episodes that show it and the other failures) against the run's ``success``: ``fail`` at
+      ``at_least_success``, ``warn`` otherwise.
     """
     if basis == "no-flag":
         title, summary, fix = _no_flag_text()
@@ -295,7 +327,19 @@ def decide_reward_without_success(basis: str, *, best: dict | None = None, succe
              "median_success": bar, "mean_rich_non_success": float(rich["return"].mean())},
             [int(e) for e in rich.sort_values("return", ascending=False)["episode_id"][:5]],
             fix, probe="intent")
-    raise ValueError(f"unknown basis {basis!r} for reward-without-success; expected no-flag, confirmed or high-return")
+    if basis == "logged":
+        fail = best["verdict"]["level"] == "at_least_success"
+        title, summary, fix = _logged_text(best, float(success.mean()) if len(success) else None, fail)
+        cand, shown = best["candidate"], best["shown"]
+        return Finding(
+            CODE, Severity.FAIL if fail else Severity.WARN, title, summary,
+            {"source": "logs", "behaviour": "degenerate-answer", "reward_path": "env",
+             "p_value": best["verdict"]["p_value"], "pattern": _pattern(best), "test": best["verdict"],
+             "exploration": {"effect_beyond_length": cand["effect"], "p_value": cand["p_value"],
+                             "n_with": cand["n_with"], "n_without": cand["n_without"]}},
+            [int(e) for e in shown.sort_values("return", ascending=False)["episode_id"][:5]], fix, probe="intent")
+    raise ValueError(f"unknown basis {basis!r} for reward-without-success; expected no-flag, confirmed, "
+                     "high-return or logged")
 
 
 def _pattern(best: dict) -> str:
@@ -363,9 +407,22 @@ def _high_return_text(n_rich: int, n_non_success: int, bar: float) -> tuple[str,
             "Look at the example episodes: where does their return come from if the task was not done?")
 
 
+
+def _logged_text(best: dict, mean_s: float | None, fail: bool) -> tuple[str, str, str]:
+    cand, label, shown, honest = best["candidate"], best["label"], best["shown"], best["honest"]
+    what = f"{cand['kind'].replace('ends with', 'end with').replace('uses', 'use')} '{label}'"
+    title = f"'{label}' pays without success in the logged run" + (" as much as success" if fail else "")
+    summary = (f"Logged episodes that {what} earn {shown['return'].mean():.2f} with success=False, "
+               + (f"at least as much as succeeding ({mean_s:.2f})" if fail else
+                  f"more than the other failures ({honest['return'].mean():.2f})")
+               + f", beyond what their length and tool failures explain: the trainer paid '{label}' without the task.")
+    return title, summary, f"Pay '{label}' only when the task is really done, or remove its reward."
+
 probe = Probe(
     name="intent",
     run=run,
+    analyse=analyse,
+    analyse_needs=("success", "steps", "steps.action"),
     summary="is return earned while the env's own success flag says the task was not done?",
     codes=(CODE,),
     decisions={CODE: decide_reward_without_success},

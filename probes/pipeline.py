@@ -50,6 +50,7 @@ power although the incentive is there for a policy that times out less.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -497,9 +498,19 @@ def run(ctx: ProbeContext, *, reach_of=reach) -> list[Finding]:
     return [finding]
 
 
+def analyse(ctx: ProbeContext) -> list[Finding]:
+    """The verdict on recorded episodes alone (a logged run): timeouts are shown reachable by the
+    logged policy's own timeouts, not by stall runs."""
+    found = run(ctx, reach_of=observed_reach)
+    return [dataclasses.replace(f, summary=f.summary.replace("exploration timed out", "the logged run timed out"))
+            for f in found]
+
+
 probe = Probe(
     name="pipeline",
     run=run,
+    analyse=analyse,
+    analyse_needs=("end_reason", "success", "group_id"),
     summary="effective advantage per outcome class under the training pipeline; flags pipelines under "
             "which timing out beats failing",
     codes=(CODE,),

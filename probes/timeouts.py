@@ -305,9 +305,26 @@ def decide_timeout_rewarded(ctx: ProbeContext, arms: list[dict], success: np.nda
                     best["examples"], _fix(best), probe="timeouts")]
 
 
+def analyse(ctx: ProbeContext) -> list[Finding]:
+    """The verdict on recorded episodes alone (a logged run): its timed-out episodes, as one arm,
+    against the same episodes failing outright instead and its own successes."""
+    eps = ctx.exploration.episodes
+    failure = returns_of(eps, FAILURE)
+    if len(failure) == 0:
+        ctx.notes["skipped"] = "no failed episode in the log to compare timeouts with"
+        return []
+    success = returns_of(eps, SUCCESS)
+    rng = ctx.rng("stats")
+    verdict = arm_verdict(ctx, None, success, failure, rng)
+    arm = arm_row("logged", "the logged policy", eps, ctx.exploration.steps, verdict)
+    return decide_timeout_rewarded(ctx, [arm], success, {"n_logged": int(len(success))}, failure)
+
+
 probe = Probe(
     name="timeouts",
     run=run,
+    analyse=analyse,
+    analyse_needs=("end_reason", "success"),
     summary="does timing out (truncation or a tool timeout) earn more than failing outright?",
     codes=(CODE,),
     decisions={CODE: decide_timeout_rewarded},

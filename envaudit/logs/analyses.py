@@ -26,16 +26,11 @@ import pandas as pd
 
 from envaudit.findings import Finding, Severity
 from envaudit.logs.records import Converted, NeedsEnv
-from envaudit.probe import ProbeContext
-from envaudit.probes import intent as intent_probe
-from envaudit.probes import pipeline as pipeline_probe
-from envaudit.probes import timeouts as timeouts_probe
-from envaudit.probes._shared.endings import returns_of
-from envaudit.probes.failures import sweep as failures_probe
+from envaudit.probe import ProbeContext, registered_probes
 from envaudit.probes.grpo.verdicts import delayed_success
 from envaudit.probes.length import bias as length_probe
 from envaudit.protocol import FAILURE, SUCCESS
-from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
+from envaudit.stats import MIN_SAMPLES, reward_scale
 
 MIN_EFFECT = 0.1
 
@@ -47,35 +42,6 @@ def _needs(converted: Converted, *columns: str) -> list[str]:
             "steps.action": converted.has_steps and converted.records.steps["action"].notna().all(),
             "group_id": converted.records.episodes["group"].notna().all(), "length": converted.has_length}
     return [c for c in columns if not have[c]]
-
-
-def timeouts(ctx: ProbeContext, converted: Converted) -> list[Finding]:
-    eps = ctx.exploration.episodes
-    failure = returns_of(eps, FAILURE)
-    if len(failure) == 0:
-        ctx.notes["skipped"] = "no failed episode in the log to compare timeouts with"
-        return []
-    success = returns_of(eps, SUCCESS)
-    rng = ctx.rng("stats")
-    verdict = timeouts_probe.arm_verdict(ctx, None, success, failure, rng)
-    arm = timeouts_probe.arm_row("logged", "the logged policy", eps, ctx.exploration.steps, verdict)
-    return timeouts_probe.decide_timeout_rewarded(ctx, [arm], success, {"n_logged": int(len(success))}, failure)
-
-
-def pipeline(ctx: ProbeContext, converted: Converted) -> list[Finding]:
-    found = pipeline_probe.run(ctx, reach_of=pipeline_probe.observed_reach)
-    # The probe words reachability as exploration's; here it is the logged policy's own timeouts.
-    return [_reword(f) for f in found]
-
-
-def _reword(f: Finding) -> Finding:
-    import dataclasses
-
-    return dataclasses.replace(f, summary=f.summary.replace("exploration timed out", "the logged run timed out"))
-
-
-def failures(ctx: ProbeContext, converted: Converted) -> list[Finding]:
-    return failures_probe.run(ctx)
 
 
 def length(ctx: ProbeContext, converted: Converted) -> list[Finding]:
@@ -134,53 +100,19 @@ def _with_late_successes(eps: pd.DataFrame) -> pd.DataFrame:
     return wins[spread.astype(bool).to_numpy()]
 
 
-def intent(ctx: ProbeContext, converted: Converted) -> list[Finding]:
-    eps = ctx.exploration.episodes
-    flagged = eps[eps["success"].notna()]
-    non_success = flagged[intent_probe.ended_unsuccessful(flagged)]
-    if len(non_success) < MIN_SAMPLES:
-        ctx.notes["skipped"] = f"only {len(non_success)} non-success episodes the env ended (need {MIN_SAMPLES})"
-        return []
-    success = flagged.loc[flagged["success"].astype(bool), "return"].to_numpy(float)
-    rng = ctx.rng("stats")
-    actions = [int(a) for a in range(int(ctx.env.action_space.n))]
-    table = intent_probe.behaviours(non_success, ctx.exploration.steps)
-    found = intent_probe.candidates(table, actions, ctx.config.alpha, rng)
-    ctx.notes["candidates"] = [{k: v for k, v in c.items() if k != "mask"} for c in found]
-    for cand in found[: intent_probe.MAX_CONFIRM]:
-        honest = table[~cand["mask"] & (table["outcome"] == FAILURE).to_numpy(bool)]
-        shown = table[cand["mask"]]
-        verdict = exploit_ladder(shown["return"].to_numpy(float), success, honest["return"].to_numpy(float),
-                                 rng, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
-        if verdict["level"] is None:
-            continue
-        label = ctx.describe_action(cand["action"])
-        fail = verdict["level"] == "at_least_success"
-        what = f"{cand['kind'].replace('ends with', 'end with').replace('uses', 'use')} '{label}'"
-        mean_s = float(success.mean()) if len(success) else None
-        return [Finding(
-            "reward-without-success", Severity.FAIL if fail else Severity.WARN,
-            f"'{label}' pays without success in the logged run" + (" as much as success" if fail else ""),
-            f"Logged episodes that {what} earn {shown['return'].mean():.2f} with success=False, "
-            + (f"at least as much as succeeding ({mean_s:.2f})" if fail else
-               f"more than the other failures ({honest['return'].mean():.2f})")
-            + f", beyond what their length and tool failures explain: the trainer paid '{label}' without the task.",
-            {"source": "logs", "behaviour": "degenerate-answer", "reward_path": "env", "p_value": verdict["p_value"],
-             "pattern": f"{cand['kind']} '{label}'", "test": verdict,
-             "exploration": {"effect_beyond_length": cand["effect"], "p_value": cand["p_value"],
-                             "n_with": cand["n_with"], "n_without": cand["n_without"]}},
-            [int(e) for e in shown.sort_values("return", ascending=False)["episode_id"][:5]],
-            f"Pay '{label}' only when the task is really done, or remove its reward.", probe="intent")]
-    return intent_probe.high_return_fact(success, non_success)
+ANALYSED = ("timeouts", "pipeline", "length", "intent", "failures")
+"""The probes whose ``analyse`` half runs on a logged run, in this order."""
+
+
+def _analysis(name: str) -> tuple[Callable[[ProbeContext, Converted], list[Finding]], tuple[str, ...]]:
+    if name == "length":
+        return length, ("length",)
+    probe = registered_probes([name])[name]
+    return (lambda ctx, _converted: list(probe.analyse(ctx))), probe.analyse_needs
 
 
 ANALYSES: dict[str, tuple[Callable[[ProbeContext, Converted], list[Finding]], tuple[str, ...]]] = {
-    "timeouts": (timeouts, ("end_reason", "success")),
-    "pipeline": (pipeline, ("end_reason", "success", "group_id")),
-    "length": (length, ("length",)),
-    "intent": (intent, ("success", "steps", "steps.action")),
-    "failures": (failures, ("steps", "steps.tool_status", "steps.reward")),
-}
+    name: _analysis(name) for name in ANALYSED}
 """Each analysis and the columns it cannot do without (``steps.X``: the step table's column)."""
 
 

@@ -18,6 +18,8 @@ from envaudit.probes.failures.sweep import run
 probe = Probe(
     name="failures",
     run=run,
+    analyse=run,  # reads recorded episodes alone where it has no env to inject faults into
+    analyse_needs=("steps", "steps.tool_status", "steps.reward"),
     summary="failed tool calls that pay, and failures that make giving up pay (fault injection, failure sweep)",
     codes=("failure-rewarded", "failure-shortcut"),
     weight=1.0,
