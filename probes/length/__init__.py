@@ -3,18 +3,22 @@ explains (step farming, a brevity bonus, delaying a success that is in reach)?
 
 ``bias`` runs the probe (the regression, the farming and brevity strategies); ``delay`` pairs a
 success with the same success delayed; ``search`` finds successes in long tasks without an oracle.
+Each measures; ``decide_length_bias`` (``decisions``, with its words in ``text``) grades every kind
+of length effect they hand over and is the one place a ``length-bias`` finding is made.
 """
 
 from envaudit.probe import Probe
-from envaudit.probes.length.bias import CODE, run
+from envaudit.probes.length.bias import run
+from envaudit.probes.length.decisions import CODE, decide_length_bias
 
 probe = Probe(
     name="length",
     run=run,
     summary="does the return depend on episode length beyond what success explains?",
     codes=(CODE,),
+    decisions={CODE: decide_length_bias},
     weight=1.0,
     order=40,
 )
 
-__all__ = ["probe"]
+__all__ = ["CODE", "decide_length_bias", "probe"]

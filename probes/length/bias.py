@@ -17,10 +17,10 @@ fresh seeds.
   when it clearly beats honest failure, the alternative it displaces. Either level needs the
   stall's *marginal* value to be positive (``idle_value``: the same prefix idled and then ended
   earns more than ended at once, by ``stall.stall_marginal``'s replays; the idle tail of its
-  episodes, ``length_delay.marginal_stall``, where the env cannot be replayed that way); a long
+  episodes, ``delay.marginal_stall``, where the env cannot be replayed that way); a long
   episode that earns more only by the progress it made on the way (shaped rewards, partial
   progress, which a random staller keeps making late) is ``info``.
-- Delaying success (any env with successes to replay): ``length_delay.delay_success`` replays
+- Delaying success (any env with successes to replay): ``delay.delay_success`` replays
   successes with extra non-ending actions inserted before the final one; when that earns more
   than succeeding at once, ``fail``. Where step farming is already reported, the delay result is
   folded into that finding (one reward path, one finding).
@@ -28,6 +28,9 @@ fresh seeds.
   earns as much as succeeding (a brevity bonus), else ``info`` (a step cost, fine if intended).
 - Every step pays the same reward: the return is a multiple of length, ``info`` ("return equals
   length; if that is intended, ignore").
+
+This module measures; every kind above is graded in one place, ``decisions.decide_length_bias``
+(``envaudit.probes.length.decide_length_bias``), which chooses the severity and makes the finding.
 
 Known false positives: tasks whose honest solutions are genuinely longer when they pay more
 (the regression holds success fixed, not task difficulty); a few strategies cannot cover every
@@ -37,17 +40,14 @@ stay at ``info``.
 
 from __future__ import annotations
 
-import dataclasses
-
 import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding
 from envaudit.policies import RepeatPolicy, StallPolicy
 from envaudit.probe import ProbeContext
 from envaudit.probes._shared.endings import (
-    fmt,
     honest_successes,
     quoted,
     returns_of,
@@ -56,6 +56,7 @@ from envaudit.probes._shared.endings import (
     typical_step_pay,
 )
 from envaudit.probes._shared.stall import stall_marginal
+from envaudit.probes.length.decisions import decide_length_bias
 from envaudit.probes.length.delay import (
     best_paying,
     delay_success,
@@ -66,7 +67,6 @@ from envaudit.protocol import ERROR, FAILURE, SUCCESS, TIMEOUT
 from envaudit.rollout import Policy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap, reward_scale
 
-CODE = "length-bias"
 MIN_EFFECT = 0.1
 MAX_STRATEGIES = 6
 """At most this many scripted strategies per direction (stall plus the first repeat-actions)."""
@@ -149,6 +149,8 @@ def idle_value(ctx: ProbeContext, run: dict, long_rest: pd.DataFrame, scale: flo
 
 
 def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
+    """The best long non-success strategy, on the ladder against honest success and failure, with
+    the marginal value of its idle steps; ``decide_length_bias("farming")`` grades it."""
     coef = fit["coef"]["length"]
     enders, others, _ = split_enders(ctx.exploration.steps)
     policies: list[Policy] = []
@@ -161,7 +163,7 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
     best, run = _run_strategies(ctx, policies, "long")
     evidence = {"length_effect": coef, "regression": fit, "n": fit["n"], "min_samples": MIN_SAMPLES,
                 "p_value": coef["p_value"]}
-    per_step = f"{coef['estimate']:+.3g}"
+    level, examples = None, []
     if best is not None:
         eps = run["episodes"]
         long_rest = eps[eps["outcome"] != SUCCESS]
@@ -175,49 +177,17 @@ def _farming(ctx: ProbeContext, fit: dict, success, failure, rng) -> Finding:
         examples = [int(e) for e in long_rest.sort_values("return", ascending=False)["episode_id"][:5]]
         # Stalling is judged by what the extra steps add once progress stops, not by the average
         # pay per step of a long episode: shaped progress is kept, only a paying tail is farming.
-        marginal = idle_value(ctx, run, long_rest, reward_scale(success, failure, long_rest["return"]))
-        evidence["marginal"] = marginal
-        if verdict["level"] is not None and not marginal["pays"]:
-            return Finding(
-                CODE, Severity.INFO, "Long episodes keep their progress, extra steps add nothing",
-                f"{best.describe().capitalize()} earns {fmt(evidence['mean_strategy'])} without succeeding, "
-                f"more than failing outright ({fmt(evidence['mean_failure'])}), but the idle steps of those "
-                f"episodes add {fmt(marginal.get('mean_tail_pay'))} in all: the return comes from progress "
-                "made on the way (shaped or partial credit), not from stalling, so there is nothing to farm.",
-                {**evidence, "behaviour": "stall", "reward_path": "env"}, examples,
-                "Nothing to change if partial progress is meant to pay; potential-based shaping keeps the "
-                "optimal policy unchanged.", probe="length")
-        if verdict["level"] is not None:
-            evidence["p_value"] = max(verdict["p_value"], coef["p_value"])
-            fail = verdict["level"] == "at_least_success"
-            what = (f"Dragging episodes out ({best.describe()}, {fmt(evidence['mean_strategy_length'])} steps) "
-                    f"earns {fmt(evidence['mean_strategy'])} without succeeding")
-            idle = f"{marginal['pay_per_tail_step']:+.3g}"
-            summary = (f"{what}, at least as much as succeeding ({fmt(evidence['mean_success'])}): each extra step "
-                       f"pays {idle} once progress stops, so an agent learns to farm steps instead of finishing the task."
-                       if fail else
-                       f"{what}, more than failing outright ({fmt(evidence['mean_failure'])}): each extra "
-                       f"step pays {idle} once progress stops, so an agent that cannot finish learns to stall for reward.")
-            evidence.update(behaviour="stall", reward_path="env")
-            return Finding(CODE, Severity.FAIL if fail else Severity.WARN,
-                           "Step farming pays as much as success" if fail else "Step farming pays more than failing",
-                           summary, evidence, examples,
-                           "Stop paying per step (or pay only for measurable progress, once per milestone), "
-                           "so that a longer episode earns nothing by being longer.", probe="length")
-    held = "Beyond success, each" if "success" in fit["coef"] else "With no success signal to hold fixed, each"
-    return Finding(
-        CODE, Severity.INFO, "Return rises with episode length",
-        f"{held} extra step adds {per_step} to the return on average, but no scripted long strategy "
-        "out-earned an honest failure, so this is a correlation to keep an eye on.",
-        {**evidence, "behaviour": "stall", "reward_path": "env"}, [],
-        "If longer episodes are not meant to pay more, look for per-step rewards.", probe="length")
+        evidence["marginal"] = idle_value(ctx, run, long_rest, reward_scale(success, failure, long_rest["return"]))
+        level = verdict["level"]
+    (finding,) = decide_length_bias("farming", {"evidence": evidence, "examples": examples, "level": level})
+    return finding
 
 
 def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng, *, slope: bool = True,
              enders: list | None = None) -> Finding | None:
-    """Quitting at once with each ending action (``enders``, default all), on the ladder.
-    ``slope``: the regression found shorter episodes earn more (else only a brevity bonus is worth
-    a finding: None otherwise)."""
+    """Quitting at once with each ending action (``enders``, default all), on the ladder;
+    ``decide_length_bias("brevity")`` grades it. ``slope``: the regression found shorter episodes
+    earn more (else only a brevity bonus is worth a finding: None otherwise)."""
     coef = fit["coef"]["length"]
     if enders is None:
         enders, _, _ = split_enders(ctx.exploration.steps)
@@ -229,9 +199,9 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng, *, slope: bool
         # them would lift the bar the bonus is measured against).
         action = enders[[p.name for p in policies].index(best.name)]
         failure = _failures_not_ending_with(ctx, action, failure)
-    per_step = f"{coef['estimate']:+.3g}"
     evidence = {"length_effect": coef, "regression": fit, "n": fit["n"], "min_samples": MIN_SAMPLES,
                 "p_value": coef["p_value"]}
+    measured: dict = {"evidence": evidence, "examples": [], "level": None, "slope": slope}
     if best is not None:
         eps = run["episodes"]
         # Quitting is ending the episode as a failure; an ending on a tool timeout or error is
@@ -251,33 +221,15 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng, *, slope: bool
                                      alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
         evidence.update(policy=best.describe(), mean_strategy=float(quit_rest["return"].mean()) if len(quit_rest) else None,
                         mean_success=float(np.mean(success)) if len(success) else None, test=verdict)
-        if verdict["level"] == "at_least_success":
-            p_value = max(verdict["p_value"], coef["p_value"]) if slope else verdict["p_value"]
-            evidence.update(p_value=p_value, behaviour="quit", reward_path="env")
-            examples = [int(e) for e in quit_rest.sort_values("return", ascending=False)["episode_id"][:5]]
-            return Finding(
-                CODE, Severity.FAIL, "Quitting at once pays as much as success",
-                f"Ending the episode at once ({best.describe()}) earns {fmt(evidence['mean_strategy'])} "
-                f"without succeeding, at least as much as succeeding ({fmt(evidence['mean_success'])}): a brevity "
-                "bonus that teaches an agent to stop before doing the task.",
-                evidence, examples,
-                "Make any bonus for short episodes conditional on success, and keep it smaller than "
-                "the success reward.", probe="length")
-    if not slope:
-        return None
-    # The regression slope mixes the usual step cost with rarer penalties (Taxi: -1 per move, -10
-    # per illegal pickup), so say what a typical step pays and what the slope adds up to.
-    steps = ctx.exploration.steps
-    typical = typical_step_pay(steps)
-    typical = coef["estimate"] if typical is None else typical
-    evidence["typical_step_reward"] = typical
-    return Finding(
-        CODE, Severity.INFO, "A step cost shortens episodes",
-        f"A typical step pays {typical:+.3g} (each extra step lowers the return by {per_step} on average, "
-        "larger penalties included), so shorter episodes earn more; fine if intended.",
-        {**evidence, "behaviour": "quit", "reward_path": "env"}, [],
-        "Nothing to change if a step cost is intended; keep it small next to the success reward.",
-        probe="length")
+        measured.update(level=verdict["level"],
+                        examples=[int(e) for e in quit_rest.sort_values("return", ascending=False)["episode_id"][:5]])
+    if slope:
+        # The regression slope mixes the usual step cost with rarer penalties (Taxi: -1 per move, -10
+        # per illegal pickup), so say what a typical step pays and what the slope adds up to.
+        typical = typical_step_pay(ctx.exploration.steps)
+        measured["typical_step_reward"] = coef["estimate"] if typical is None else typical
+    found = decide_length_bias("brevity", measured)
+    return found[0] if found else None
 
 
 def _fading_enders(ctx: ProbeContext, rng: np.random.Generator) -> list:
@@ -317,21 +269,14 @@ def run(ctx: ProbeContext) -> list[Finding]:
         return []
     c = constant_step_reward(steps)
     if c is not None:
-        if c == 0:
-            return []
-        words = "length" if c == 1 else f"{c:g} × length"
-        return [Finding(
-            CODE, Severity.INFO, f"Return equals {words}",
-            f"Every step pays {c:g}, so the return equals {words}; if that is intended, ignore.",
-            {"reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps)),
-             "behaviour": "stall" if c > 0 else "quit"}, [],
-            "Nothing to change if surviving longer is the task (as in CartPole); otherwise pay for "
-            "progress rather than for steps.", probe="length")]
+        return decide_length_bias("constant", {"evidence": {
+            "reward_per_step": c, "n_steps": int(len(steps)), "n": int(len(eps)),
+            "behaviour": "stall" if c > 0 else "quit"}})
     rng = ctx.rng("regression")
     failure = returns_of(eps, FAILURE)
     success, sources = honest_successes(ctx)
     # Delaying a success needs successes to delay, not successes in random play: where neither
-    # exploration nor an oracle shows one, the check searches for them (``length_search``).
+    # exploration nor an oracle shows one, the check searches for them (``search``).
     enders, others, _ = split_enders(steps)
     # An action that sometimes ends episodes (a wrong answer that ends only at the last attempt)
     # is still a way to delay; a replay it ends without success simply does not count.
@@ -341,15 +286,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
     if eps["length"].nunique() == 1 and (eps["end_reason"] == "truncated").all():
         # Random play never ends the env (CliffWalking under a random walk): no length varies, so
         # there is nothing to regress; say so rather than stay silent.
-        limit = int(eps["length"].iloc[0])
-        return found + [Finding(
-            CODE, Severity.INFO, "Every exploration episode ran to the step limit",
-            f"All {len(eps)} exploration episodes were truncated at {limit} steps: random play never "
-            "finishes this env, so whether return depends on length could not be measured.",
-            {"n": int(len(eps)), "length": limit, "mean_return": float(eps["return"].mean()),
-             "behaviour": "exploration"}, [],
-            "Nothing to change if the task is meant to be hard to stumble on; the trained (grpo) "
-            "probe and scripted policies still check the incentives.", probe="length")]
+        return found + decide_length_bias("unending", {"evidence": {
+            "n": int(len(eps)), "length": int(eps["length"].iloc[0]), "mean_return": float(eps["return"].mean()),
+            "behaviour": "exploration"}})
     fit = regress(eps, rng)
     ctx.notes["regression"] = fit
     fit["success_sources"] = sources
@@ -358,7 +297,9 @@ def run(ctx: ProbeContext) -> list[Finding]:
         return found
     significant = coef["p_value"] < ctx.config.alpha
     if significant and coef["ci"][0] > 0:
-        return _one_incentive(found, _farming(ctx, fit, success, failure, rng))
+        # Farming that pays per step also pays for delaying a success: one reward path, one finding.
+        return decide_length_bias("one-incentive", {"delayed": found,
+                                                    "farming": _farming(ctx, fit, success, failure, rng)})
     if significant and coef["ci"][1] < 0:
         return found + [_brevity(ctx, fit, success, failure, rng)]
     # A brevity bonus hangs on one ending action and fades with the step it is taken at; among all
@@ -370,23 +311,3 @@ def run(ctx: ProbeContext) -> list[Finding]:
     brevity = _brevity(ctx, fit, success, failure, rng, slope=False, enders=fading) if fading else None
     found += [brevity] if brevity is not None else []
     return found
-
-
-def _one_incentive(delayed: list[Finding], farming: Finding) -> list[Finding]:
-    """Farming that pays per step also pays for delaying a success: one reward path, one finding.
-    The delay check then corroborates the farming finding instead of standing beside it."""
-    if not delayed or farming.severity < Severity.WARN:
-        return delayed + [farming]
-    d = delayed[0]
-    if d.severity > farming.severity:
-        # Farming to the step limit earns less than success, but a delayed success earns more than
-        # succeeding at once: the ladder's top rung heads the finding, farming corroborates it.
-        also = (f" Farming the same steps without succeeding earns {fmt(farming.evidence.get('mean_strategy'))}, "
-                f"more than failing outright.")
-        # The reward path is the per-step pay farming found: its fix is the one to apply.
-        return [dataclasses.replace(d, summary=d.summary + also, fix=farming.fix,
-                                    evidence={**d.evidence, "farming": dict(farming.evidence)})]
-    also = (f" Delaying a success pays too: succeeding after {d.evidence['k']} more '{d.evidence['delay_action']}' "
-            f"earns {fmt(d.evidence['mean_delayed'])} against {fmt(d.evidence['mean_at_once'])} at once.")
-    return [dataclasses.replace(farming, summary=farming.summary + also,
-                                evidence={**farming.evidence, "delay_success": dict(d.evidence)})]

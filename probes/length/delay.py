@@ -14,6 +14,8 @@ reward per step of a long episode (which also counts the progress made on the wa
   attempt, while the task is unfinished). When the delayed success earns more than the success at
   once with the same honest work (a format score per wrong attempt, a per-turn bonus), a return
   maximiser learns to delay, and that is ``length-bias`` at ``fail`` (DESIGN.md's ladder).
+  ``delay_success`` measures the pairs; ``decisions.decide_length_bias`` (kind ``"delay"``) grades
+  them and makes the finding.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from envaudit.findings import Finding, Severity
+from envaudit.findings import Finding
 from envaudit.policies import action_stats, oracle_policy
 from envaudit.probe import ProbeContext
+from envaudit.probes.length.decisions import decide_length_bias
 from envaudit.probes.length.search import MISSES, find_successes
 from envaudit.protocol import SUCCESS
 from envaudit.rollout import Policy, SequencePolicy, step_limit
@@ -162,7 +165,7 @@ def _sequences(records, source: str, oracle: bool = False) -> list[Success]:
 
 
 def searched_successes(ctx: ProbeContext, n: int) -> list[Success]:
-    """Up to ``n`` successes found by ``length_search`` (an env with no oracle whose random play
+    """Up to ``n`` successes found by ``search.find_successes`` (an env with no oracle whose random play
     rarely succeeds), each played again through ``ctx.run`` so that only recorded successes count.
     One search per probe run: the delay check and the brevity ladder share it."""
     cache = ctx.__dict__.setdefault("_searched_successes", {})
@@ -292,7 +295,8 @@ def paired_gain(table: pd.DataFrame) -> np.ndarray:
 
 def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: np.random.Generator,
                   *, min_effect: float = DELAY_MIN_EFFECT, candidates: Sequence[int] | None = None) -> Finding | None:
-    """``length-bias`` at ``fail`` when succeeding after ``k`` extra actions earns more than at once.
+    """``length-bias`` at ``fail`` when succeeding after ``k`` extra actions earns more than at once:
+    the pairs are measured here, ``decide_length_bias("delay")`` grades them (None: no finding).
 
     ``others`` are the actions that leave episodes running (none: nothing can delay); ``candidates``
     the actions screened as the delay (default ``others``), each inserted at every position of
@@ -343,25 +347,16 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
     gain = float(diffs.mean())
     ci = list(bootstrap_ci(diffs, rng))
     verdict.update(p_value=p, gain=gain, gain_ci=ci)
-    if not (p < ctx.config.alpha and gain >= min_effect * scale and ci[0] > 0):
-        return None
-    for records in kept:
-        ctx.keep(records)
-    at_once = float(won["original_return"].mean())
-    delayed = float(won["delayed_return"].mean())
-    label = verdict["delay_action"]
-    where = "before the final action" if at == "end" else "before starting the task"
+    holds = bool(p < ctx.config.alpha and gain >= min_effect * scale and ci[0] > 0)
+    if holds:
+        for records in kept:
+            ctx.keep(records)
     examples = won.sort_values(["delayed_return", "episode_id"], ascending=[False, True])["episode_id"]
-    return Finding(
-        "length-bias", Severity.FAIL, "Delaying success pays",
-        f"Succeeding after taking '{label}' {k} more times {where} earns {delayed:.3g}, more than succeeding "
-        f"at once ({at_once:.3g}) on the same starts, so a return maximiser learns to hold a success back and "
-        "collect the extra steps' pay first.",
-        {"behaviour": "delay-success", "reward_path": "env", "p_value": p, "mean_delayed": delayed,
-         "mean_at_once": at_once, "gain": gain, "gain_ci": ci, "k": k, "delay_action": label, "at": at,
-         "n_pairs": int(len(diffs)), "min_effect": verdict["min_effect"], "test": verdict["test"],
-         "success_source": sorted(set(won["source"]))},
-        [int(e) for e in examples.head(5)],
-        f"Pay '{label}' nothing (or a cost) when it does not complete the task — e.g. give a format "
-        "score only on the final answer — so that succeeding later never earns more than succeeding now.",
-        probe="length")
+    shown = {"behaviour": "delay-success", "reward_path": "env", "p_value": p,
+             "mean_delayed": float(won["delayed_return"].mean()), "mean_at_once": float(won["original_return"].mean()),
+             "gain": gain, "gain_ci": ci, "k": k, "delay_action": verdict["delay_action"], "at": at,
+             "n_pairs": int(len(diffs)), "min_effect": verdict["min_effect"], "test": verdict["test"],
+             "success_source": sorted(set(won["source"]))}
+    found = decide_length_bias("delay", {"holds": holds, "evidence": shown,
+                                         "examples": [int(e) for e in examples.head(5)]})
+    return found[0] if found else None

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from envaudit.findings import Finding, Severity
+from envaudit.probes.length import CODE, decide_length_bias
 from envaudit.probes.length import bias as L
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR
 from envaudit.stats import MIN_SAMPLES
@@ -210,18 +211,18 @@ def test_fading_enders_are_endings_whose_pay_falls_with_the_step():
 
 
 def finding(sev, **evidence):
-    return Finding(L.CODE, sev, "t", "Farming.", evidence, [], "fix", probe="length")
+    return Finding(CODE, sev, "t", "Farming.", evidence, [], "fix", probe="length")
 
 
 def test_delay_and_farming_are_one_incentive():
     delayed = [finding(Severity.WARN, k=3, delay_action="wait", mean_delayed=1.5, mean_at_once=1.0)]
-    (one,) = L._one_incentive(delayed, finding(Severity.WARN))
+    (one,) = decide_length_bias("one-incentive", {"delayed": delayed, "farming": finding(Severity.WARN)})
     assert one.summary == ("Farming. Delaying a success pays too: succeeding after 3 more 'wait' earns 1.5 against "
                            "1 at once.")
     assert one.evidence["delay_success"]["k"] == 3
     info = finding(Severity.INFO)
-    assert L._one_incentive(delayed, info) == delayed + [info]
-    assert L._one_incentive([], finding(Severity.FAIL)) == [finding(Severity.FAIL)]
+    assert decide_length_bias("one-incentive", {"delayed": delayed, "farming": info}) == delayed + [info]
+    assert decide_length_bias("one-incentive", {"delayed": [], "farming": finding(Severity.FAIL)}) == [finding(Severity.FAIL)]
 
 
 # A continuous action space: the success search (probes/length_search.py) does not apply, so ``run``

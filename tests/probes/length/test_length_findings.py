@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from envaudit.findings import Finding, Severity
+from envaudit.probes._shared.endings import fmt
+from envaudit.probes.length import CODE, decide_length_bias
 from envaudit.probes.length import bias as L
 from envaudit.protocol import END_TRUNCATED, ERROR, FAILURE, SUCCESS, TIMEOUT, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
-from tests.probes.test_length_decisions import (
+from tests.probes.length.test_length_decisions import (
     FIT,
     GIVE_UP,
     QUIT_FIT,
@@ -41,7 +43,7 @@ def carries(f: Finding, behaviour: str, fit: dict | None = None, **evidence) -> 
     """The contract every length finding keeps: its code, probe, behaviour and reward path (the
     grouping key), a summary and a fix; with ``fit``, the regression it was judged from; the
     ``evidence`` values the test's design gives."""
-    assert f.code == L.CODE and f.probe == "length" and f.summary and f.fix
+    assert f.code == CODE and f.probe == "length" and f.summary and f.fix
     assert f.evidence["behaviour"] == behaviour and f.evidence.get("reward_path", "env") == "env"
     if fit is not None:
         assert f.evidence["reward_path"] == "env"
@@ -53,9 +55,9 @@ def carries(f: Finding, behaviour: str, fit: dict | None = None, **evidence) -> 
 
 def shows(f: Finding, *numbers: float | None) -> None:
     """The summary shows each number as the report writes numbers (``fmt``), and none is unknown."""
-    assert L.fmt(None) not in f.summary, f.summary
+    assert fmt(None) not in f.summary, f.summary
     for x in numbers:
-        assert L.fmt(x) in f.summary, (L.fmt(x), f.summary)
+        assert fmt(x) in f.summary, (fmt(x), f.summary)
 
 
 def ranked_stall_play(pay_per_step: float, length: int = 10):
@@ -261,7 +263,7 @@ def test_quitting_is_placed_against_the_failures_that_end_another_way():
 def test_runs_own_findings_keep_the_contract():
     (f,) = L.run(searchless(records(*many(MIN_SAMPLES, FAILURE, [(0, 0.5), (0, 0.5)]))))
     carries(f, "stall", reward_per_step=0.5, n_steps=16, n=MIN_SAMPLES)
-    assert L.fmt(0.5) in f.summary
+    assert fmt(0.5) in f.summary
     walk = searchless(records(*[episode(TIMEOUT, [(0, -1.0)] * 3 + [(0, -1.0 - (i % 2))], end=END_TRUNCATED)
                                 for i in range(MIN_SAMPLES)]))
     (f,) = L.run(walk)
@@ -298,15 +300,15 @@ def test_run_hands_the_delay_check_its_actions_and_reward_scale(monkeypatch):
     assert {p.describe() for p, _, _ in ctx.runs} == {"repeat 'submit'"}
 
 
-# -- _one_incentive: the delay check at a higher rung heads the finding ------------------------------
+# -- "one-incentive": the delay check at a higher rung heads the finding ---------------------------
 
 def test_a_delay_above_farming_heads_the_finding_and_takes_farmings_fix():
-    d = Finding(L.CODE, Severity.FAIL, "Delaying success pays", "Delay.", {"k": 3}, [7], "delay fix", probe="length")
-    farming = Finding(L.CODE, Severity.WARN, "Farming", "Farming.", {"mean_strategy": 0.8}, [1], "farming fix",
+    d = Finding(CODE, Severity.FAIL, "Delaying success pays", "Delay.", {"k": 3}, [7], "delay fix", probe="length")
+    farming = Finding(CODE, Severity.WARN, "Farming", "Farming.", {"mean_strategy": 0.8}, [1], "farming fix",
                       probe="length")
-    (one,) = L._one_incentive([d], farming)
+    (one,) = decide_length_bias("one-incentive", {"delayed": [d], "farming": farming})
     assert one.severity == Severity.FAIL and one.examples == [7] and one.fix == "farming fix"
-    assert one.summary.startswith("Delay. ") and L.fmt(0.8) in one.summary[len("Delay."):]
+    assert one.summary.startswith("Delay. ") and fmt(0.8) in one.summary[len("Delay."):]
     assert one.evidence == {"k": 3, "farming": {"mean_strategy": 0.8}}
 
 
