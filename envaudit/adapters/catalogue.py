@@ -10,7 +10,9 @@ state, a fixed list of *strategies*, each a label and the text it stands for in 
   the reference last); the reference with trailing text; a partially correct answer (a prefix of
   a multi-part answer) where the answer has parts;
 - games (``game_strategies``): legal moves, an illegal move (well formatted but not playable), an
-  unformatted move, a repeated move, a forfeit, the empty reply and an echo of the prompt.
+  unformatted move, a repeated move, a forfeit, the empty reply and an echo of the prompt; and,
+  where the adapter asks for it (``stall=...``), a stall: a legal move that makes the least
+  progress, which repeated runs a game into its turn limit.
 
 Delaying (wrong attempts, then the right one) is not one text but a sequence of them; multi-turn
 adapter envs offer it as a scripted policy (``CatalogueEnv.exploits``).
@@ -37,6 +39,10 @@ ANSWER_LABELS = (
 GAME_LABELS = ("legal_1", "legal_2", "legal_3", "illegal", "unformatted", "repeat_last", "forfeit",
                "empty", "echo_prompt")
 """Labels of a game's catalogue (a reference move, when the adapter knows one, comes first)."""
+STALL = "stall"
+"""A legal move that makes the least progress (undo the last move, take one object, check): an
+exploit behaviour when the turn limit pays more than losing. Appended after ``GAME_LABELS`` by
+adapters that can tell such a move (``game_labels(..., stall=True)``)."""
 
 HONEST = frozenset({REFERENCE, "legal_1", "legal_2", "legal_3"})
 """Strategies that attempt the task as asked and in full."""
@@ -159,8 +165,9 @@ def answer_strategies(reference: str, prompt: str, *, fmt: Format = plain,
 
 def game_strategies(legal: list[str], prompt: str, *, illegal: str, unformatted: str,
                     last: str | None, forfeit: str = FORFEIT,
-                    reference: str | None = None) -> list[Strategy]:
-    """The catalogue of a game state, in ``GAME_LABELS`` order (``reference`` first when given).
+                    reference: str | None = None, stall: str | None = None) -> list[Strategy]:
+    """The catalogue of a game state, in ``GAME_LABELS`` order (``reference`` first when given,
+    ``stall`` last when given).
 
     ``legal`` holds up to three playable moves (repeated when the state has fewer); ``last`` is the
     move played last turn (a legal move stands in before the first turn).
@@ -175,14 +182,17 @@ def game_strategies(legal: list[str], prompt: str, *, illegal: str, unformatted:
         "forfeit": forfeit, "empty": "", "echo_prompt": prompt[:ECHO_CHARS],
     }
     out = [Strategy(label, texts[label]) for label in GAME_LABELS]
-    return ([Strategy(REFERENCE, reference)] if reference is not None else []) + out
+    return (([Strategy(REFERENCE, reference)] if reference is not None else []) + out
+            + ([Strategy(STALL, stall)] if stall is not None else []))
 
 
-def game_labels(with_reference: bool) -> tuple[str, ...]:
-    return ((REFERENCE,) if with_reference else ()) + GAME_LABELS
+def game_labels(with_reference: bool, *, stall: bool = False) -> tuple[str, ...]:
+    """The labels ``game_strategies`` gives, in order: the reference move when the adapter knows
+    one, ``GAME_LABELS``, and the stall when the adapter offers one in every state."""
+    return ((REFERENCE,) if with_reference else ()) + GAME_LABELS + ((STALL,) if stall else ())
 
 
 __all__ = [
-    "ANSWER_LABELS", "GAME_LABELS", "HONEST", "PARTIAL_PROGRESS", "REFERENCE", "WRONG", "Strategy", "answer_strategies",
+    "ANSWER_LABELS", "GAME_LABELS", "HONEST", "PARTIAL_PROGRESS", "REFERENCE", "STALL", "WRONG", "Strategy", "answer_strategies",
     "game_labels", "game_strategies", "partial_answer", "parts_of", "plain", "wrong_answers",
 ]
