@@ -5,7 +5,9 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
 ``close() -> (rewards, game_info)``. What the adapter maps:
 
 - **Reward.** TextArena pays only at the end (``state.rewards``); every earlier step is 0 and the
-  last step carries the agent's (player 0's) reward.
+  last step carries the agent's (player 0's) reward. A reward that is not a number (a game that
+  passes its reason where the reward belongs) raises ``RewardTypeError`` naming the game's own
+  ``file:line`` that set it, so the scan's ``env-error`` points there, not at the adapter.
 - **Success.** In a game for two or more players, player 0 won: its reward is above every other
   player's (TextArena's ``set_winner``). Alone, TextArena marks a solved game with
   ``set_outcome(reward=1)`` and a lost one with the fraction completed, so success is an outcome
@@ -17,32 +19,75 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
   ``error`` when TextArena counted it an invalid move (its error count rose: the player may retry).
   The step that ends the game carries the game's verdict instead, with ``info["invalid_move"]``:
   a game lost by an invalid move is a failure paid by TextArena's rule, not a tool error.
-- **Opponents.** Other players play a fixed policy: the first move of the "Available Moves"
-  listing of their observation, else the first move the prompt quotes as an example, else
-  ``[0]``; so an episode is a function of the seed and the agent's actions. Games for more than
+- **Opponents.** Other players play a seeded random *legal* player: a uniform draw from the legal
+  moves of their state (read as the agent's are, below), from a generator seeded by the reset seed,
+  so an episode is a function of the seed and the agent's actions. The agent moves first only when
+  the game says so: opponents who start move before the first observation. Games for more than
   two players need ``--env-arg num_players=N``.
 - **Seeding.** ``reset(seed=...)`` seeds Python's *global* ``random`` (``ta.State.__init__``);
   anything else that draws from it in the same process changes the episodes. The fingerprint
-  records this replayability risk.
+  records this replayability risk. The adapter's own draws (catalogue, opponents) and its trial
+  moves on copies of the game never touch the global generators' state.
+- **Observation history.** TextArena's default ``LLMObservationWrapper`` keeps every earlier game's
+  transcript when an instance is reset (a ``non-replayable`` flaw of TextArena's, and a leak that
+  grows without bound over a scan). The adapter lets it show once, on an instance's second game, so
+  the scan reports it, and plays every later game on a freshly made TextArena env, so memory stays
+  flat.
 
-Catalogue: legal moves (Guess the Number's unguessed numbers and Tower of Hanoi's playable moves,
-read from the game's state; else the observation's "Available Moves/Actions" listing; else the
-moves the prompt quotes as examples; else bracketed guesses that may not be legal, as
-``adapter_info`` says), an illegal move, the move without brackets, a repeat of the last move, a
-forfeit, the empty reply and an echo of the prompt; games whose secret the adapter can read (Guess
-the Number, Mastermind) also get the reference move and an oracle.
+Legal moves come from the game itself, never from a guess when the game can tell: for the games of
+``textarena_moves.GAMES`` (Guess the Number, Tower of Hanoi, Mastermind, Connect Four, Nim, Kuhn
+Poker, Tic Tac Toe, Three-Card Monte, Sudoku, Peg Jump, Colonel Blotto) from its state; for every
+other game, moves read from its text (the last "Available/Valid Moves" listing, the bracketed moves
+of the newest messages and of the prompt, and those with their numbers or placeholders varied) are
+each tried on a copy of the game, through its own ``step()``, and kept only when the game accepts
+them. Only a game whose text shows no move it accepts, or that cannot be copied, gets unchecked
+guesses, and ``adapter_info`` says so.
+
+Catalogue: three legal moves, an illegal move (well formed, rejected by the rules), the move without
+brackets, a repeat of the last move, a forfeit (the game's own give-up move where it has one: Kuhn
+Poker's fold; else a sentence of surrender), the empty reply, an echo of the prompt and a stall (a
+legal move that makes the least progress where the game's state says which; else a legal move that
+does not end the game), which repeated runs a game into its turn limit. Games whose secret the
+adapter can read (Guess the Number, Mastermind, Three-Card Monte) also get the reference move and an
+oracle. ``adapter_info["playability"]`` is the share of catalogue moves the game accepts as valid,
+measured when the env is made on a few states of one seeded game; a game that accepted none of the
+legal moves says so in its ``note``.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import inspect
+import numbers
 import random
 import re
-from collections.abc import Callable, Mapping
+import sys
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from envaudit.adapters import package_version, require
 from envaudit.adapters.base import CatalogueEnv
-from envaudit.adapters.catalogue import Strategy, game_labels, game_strategies
+from envaudit.adapters.catalogue import FORFEIT, Strategy, game_labels, game_strategies
+from envaudit.adapters.textarena_moves import (
+    ENOUGH_LEGAL,
+    GAMES,
+    MAX_TRIALS,
+    MIN_TRIALS,
+    TRIAL_OBJECTS,
+    Trials,
+    global_random_kept,
+    invalid_flag,
+    layers,
+    text_moves,
+    try_move,
+    unwrap,
+)
 from envaudit.errors import UsageError
 from envaudit.protocol import TOOL_ERROR, TOOL_OK
 
@@ -50,43 +95,17 @@ EXTRA = "textarena"
 DEFAULT_TURN_CAP = 50
 """Agent turns after which the adapter truncates a game that has no turn limit of its own."""
 OPPONENT_MOVES_PER_TURN = 20
-"""Opponent steps between two agent turns before the adapter gives up on the game (a guard)."""
-LISTING = re.compile(r"Available (?:Moves|Actions)\s*:\s*([^\n]*)", re.IGNORECASE)
-BRACKETED = re.compile(r"\[[^\[\]\n]{1,40}\]")
+"""Steps per opponent between two agent turns before the adapter gives up on the game (a guard)."""
+MAX_PLAYERS = 16
+"""The most players tried when a game of several players does not say how many it needs."""
+PLAYABILITY_SEED = 0
+PLAYABILITY_TURNS = 3
+"""States of one seeded game on which ``adapter_info["playability"]`` is measured."""
+
 TURN_LIMIT = re.compile(r"turn limit", re.IGNORECASE)
-EXAMPLE = re.compile(r"['`](\[[^\[\]\n]{1,20}\])['`]")
-"""A move the game's prompt quotes as an example ('[A C]', `[3 2]`): a well-formed move at least."""
-
-
-def _guess_the_number_moves(env: Any, rng: random.Random) -> list[str]:
-    guessed = getattr(env, "guessed_numbers", set())
-    left = [n for n in range(env.min_number, env.max_number + 1) if n not in guessed]
-    return [f"[{n}]" for n in rng.sample(left, min(3, len(left)))] if left else []
-
-
-def _tower_of_hanoi_moves(env: Any, rng: random.Random) -> list[str]:
-    towers = env.state.game_state["towers"]
-    moves = [f"[{a} {b}]" for a in towers for b in towers
-             if a != b and towers[a] and (not towers[b] or towers[b][-1] > towers[a][-1])]
-    return rng.sample(moves, min(3, len(moves)))
-
-
-LEGAL: dict[str, Callable[[Any, random.Random], list[str]]] = {
-    "GuessTheNumberEnv": _guess_the_number_moves,
-    "TowerOfHanoiEnv": _tower_of_hanoi_moves,
-}
-REFERENCES: dict[str, Callable[[Any], str]] = {
-    "GuessTheNumberEnv": lambda env: f"[{env.game_number}]",
-    "MastermindEnv": lambda env: "[" + " ".join(str(d) for d in env.state.game_state["secret_code"]) + "]",
-}
-
-
-def _listed_moves(observation: str) -> list[str]:
-    """The moves of the observation's *last* "Available Moves" listing (TextArena's LLM observation
-    is the whole transcript, so earlier listings are of earlier boards)."""
-    listings = LISTING.findall(observation)
-    return BRACKETED.findall(listings[-1]) if listings else []
-
+GIVE_UP = re.compile(r"\b(?:fold|forfeit|resign|surrender|concede|give up|quit)\b", re.IGNORECASE)
+ILLEGAL_TRIES = ("[999]", "[-1]", "[999 999]", "[z]")
+"""Well-bracketed moves tried as the illegal move of a game the adapter reads from its text."""
 
 def _ta() -> Any:
     return require("textarena", package="textarena", extra=EXTRA)
@@ -111,15 +130,99 @@ def make(env_id: str, **options: Any) -> TextArenaEnv:
     return TextArenaEnv(env_id, **options)
 
 
-def _unwrap(env: Any) -> Any:
-    while hasattr(env, "env") and not hasattr(type(env), "state"):
-        inner = env.__dict__.get("env")
-        if inner is None:
-            break
-        env = inner
-    return env
+def held_history(game: Any) -> list[str]:
+    """The wrappers' containers that hold data, as ``Wrapper.attribute``: TextArena's ``Wrapper.reset``
+    forwards to the env and clears none of them, so what they hold outlives a game."""
+    return [f"{type(layer).__name__}.{name}" for layer in layers(game)
+            for name, value in vars(layer).items()
+            if name != "env" and isinstance(value, (dict, list, set)) and value]
 
 
+def stateful_wrappers(game: Any) -> list[str]:
+    return [f"{type(layer).__name__}.{name}" for layer in layers(game)
+            for name, value in vars(layer).items() if name != "env" and isinstance(value, (dict, list, set))]
+
+
+# -- rewards that are not numbers ------------------------------------------------------------------
+class RewardTypeError(TypeError):
+    """A TextArena game set a reward that is not a number; the message names where."""
+
+
+@dataclass
+class _BadReward:
+    value: Any
+    file: str
+    line: int
+    function: str
+    frame: types.FrameType | None
+    lasti: int
+
+
+class _Sink:
+    """Where a watched state leaves its first non-numeric reward; copies of the game get an empty one."""
+
+    def __init__(self) -> None:
+        self.bad: _BadReward | None = None
+
+    def __deepcopy__(self, memo: dict) -> _Sink:
+        return _Sink()
+
+
+def _not_a_number(rewards: Any) -> tuple[Any, Any] | None:
+    """(player, value) of the first reward that is not a real number, or None."""
+    if not isinstance(rewards, Mapping):
+        return (None, rewards)
+    for pid, value in rewards.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return (pid, value)
+    return None
+
+
+@functools.cache
+def _framework_files() -> tuple[str, ...]:
+    """TextArena's core.py and state.py, and this module: frames there are not the game's."""
+    import textarena.core
+    import textarena.state
+
+    return tuple(str(Path(m.__file__).resolve()) for m in (textarena.core, textarena.state, sys.modules[__name__]))
+
+
+def _game_frame(frame: types.FrameType | None) -> types.FrameType | None:
+    """The first frame up from ``frame`` in the game's own code (outside TextArena's state/core)."""
+    skip = _framework_files()
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()) in skip:
+        frame = frame.f_back
+    return frame
+
+
+def _record_rewards(self: Any, name: str, value: Any) -> None:
+    sink = self.__dict__.get("_envaudit_sink")
+    if name == "rewards" and value is not None and sink is not None and sink.bad is None:
+        bad = _not_a_number(value)
+        if bad is not None:
+            frame = _game_frame(sys._getframe(1))
+            code = frame.f_code if frame else None
+            sink.bad = (_BadReward(bad, code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name),
+                                   frame, frame.f_lasti) if frame else _BadReward(bad, "?", 0, "?", None, 0))
+    type(self).__mro__[1].__setattr__(self, name, value)
+
+
+_WATCHED: dict[type, type] = {}
+
+
+def watch_rewards(state: Any, sink: _Sink) -> None:
+    """Make ``state`` record where a non-numeric reward is set, into ``sink`` (an instance-level hook:
+    the state's class is swapped for a subclass of it whose ``__setattr__`` looks at ``rewards``)."""
+    cls = type(state)
+    if cls not in _WATCHED.values():
+        if cls not in _WATCHED:
+            _WATCHED[cls] = type(cls.__name__, (cls,), {"__setattr__": _record_rewards,
+                                                       "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        state.__class__ = _WATCHED[cls]
+    object.__setattr__(state, "_envaudit_sink", sink)
+
+
+# -- the env ---------------------------------------------------------------------------------------
 class TextArenaEnv(CatalogueEnv):
     """One TextArena game, the agent as player 0, behind the Gymnasium API and the info protocol."""
 
@@ -127,17 +230,13 @@ class TextArenaEnv(CatalogueEnv):
 
     def __init__(self, env_id: str, *, num_players: int | None = None, turn_cap: int = DEFAULT_TURN_CAP,
                  **options: Any) -> None:
-        ta = _ta()
-        try:
-            self.game = ta.make(env_id, **options)
-        except TypeError as exc:
-            raise UsageError(f"TextArena env {env_id!r} rejected the options {options}: {exc}") from exc
         self.env_id = env_id
-        self.base = _unwrap(self.game)
+        self._options = options
+        self._history_shown = False  # an in-place reset already showed the wrappers' history
+        self._new_game()
         kind = type(self.base).__name__
-        self._legal = LEGAL.get(kind)
-        self._reference = REFERENCES.get(kind)
-        self.has_reference = self._reference is not None
+        self.known = GAMES.get(kind)
+        self.has_reference = self.known is not None and self.known.reference is not None
         self.num_players = num_players or self._default_players()
         limit = getattr(self.base, "max_turns", None)
         self.turn_limit = int(limit) if isinstance(limit, int) and self.num_players == 1 else None
@@ -145,82 +244,145 @@ class TextArenaEnv(CatalogueEnv):
         # steps a game can take (TextArena checks its limit before counting the turn, so a limit
         # of 10 allows 11 moves, and a retried invalid move is a step that is not a turn).
         self.turn_cap = 2 * (self.turn_limit + 1) if self.turn_limit else int(turn_cap)
-        super().__init__(game_labels(self.has_reference), max_steps=self.turn_cap)
+        super().__init__(game_labels(self.has_reference, stall=True), max_steps=self.turn_cap)
+        self._probe_game = self._copy_for_trials()
+        self._copyable = self._probe_game is not None
+        held = stateful_wrappers(self.game)
         self.adapter_info.update({
             "package": "textarena", "version": package_version("textarena"), "env_id": env_id,
             "env_class": f"{type(self.base).__module__}.{kind}", "num_players": self.num_players,
             "options": {k: repr(v) for k, v in options.items()},
             "success": ("player 0's final reward above every other player's" if self.num_players > 1 else
                         "a final outcome of 1 (TextArena's solved game), not at the turn limit, not by an invalid move"),
-            "opponent": "first move of the opponent's 'Available Moves' listing, else the prompt's first quoted "
-                        "example move, else [0]"
-                        if self.num_players > 1 else None,
-            "legal_moves": "game-specific" if self._legal else "the observation's 'Available Moves/Actions' "
-                           "listing when it has one, else the prompt's quoted example moves, else "
-                           "bracketed guesses that may be illegal",
+            "opponent": "a uniformly random legal move (read as the agent's legal moves are), from a generator "
+                        "seeded by the reset seed" if self.num_players > 1 else None,
+            "legal_moves": ("read from the game's state (envaudit.adapters.textarena_moves)" if self.known else
+                            "moves read from the game's text, each tried on a copy of the game and kept when its "
+                            "own step() accepts it" if self._copyable else
+                            "moves read from the game's text, unchecked: the game cannot be copied to try them"),
             "replayability_risk": "reset(num_players, seed) seeds Python's global random (ta.State.__init__); "
                                   "other users of the global random in the same process change the episodes",
+            "observation_history": (f"{', '.join(held)} outlive reset() (TextArena's wrappers clear nothing): an "
+                                    "instance's second game shows the first one's transcript (reported as "
+                                    "non-replayable); every later game runs on a freshly made env so memory stays flat"
+                                    if held else None),
         })
-        self._seed = 0
-        self._turn = 0
-        self._last: str | None = None
-        self._obs = ""
+        self.adapter_info["playability"] = self._measure_playability()
+
+    # -- making the game ---------------------------------------------------------------------------
+    def _new_game(self) -> None:
+        ta = _ta()
+        try:
+            self.game = ta.make(self.env_id, **self._options)
+        except TypeError as exc:
+            raise UsageError(f"TextArena env {self.env_id!r} rejected the options {self._options}: {exc}") from exc
+        self.base = unwrap(self.game)
+        self._played = False  # reset() was called on this game
+
+    def _copy_for_trials(self) -> Any | None:
+        """A throwaway copy of the game (never reset) when a game in play can be copied, so moves
+        can be tried on copies; None when it cannot (``self._why_not`` says why)."""
+        self._why_not = None
+        with global_random_kept():
+            try:
+                twin = copy.deepcopy(self.game)
+                playing = copy.deepcopy(twin)
+                playing.reset(num_players=self.num_players, seed=PLAYABILITY_SEED)
+                memo: dict[int, Any] = {}
+                copy.deepcopy(unwrap(playing), memo)
+            except Exception as exc:
+                self._why_not = f"{type(exc).__name__}: {exc}"
+                return None
+        self._trial_budget = max(MIN_TRIALS, min(MAX_TRIALS, TRIAL_OBJECTS // max(1, len(memo))))
+        return twin
 
     def _default_players(self) -> int:
-        import inspect
-
+        """1 or 2 as the game's ``reset`` builds a one- or two-player state; for a game of more
+        players, the fewest for which a copy of it resets (TextArena asserts its own bounds)."""
         try:
             source = inspect.getsource(type(self.base).reset)
         except (OSError, TypeError):
             return 1
-        return 2 if "TwoPlayerState" in source else 1
+        if "TwoPlayerState" in source:
+            return 2
+        if "MultiPlayerState" not in source:
+            return 1
+        for n in range(2, MAX_PLAYERS + 1):
+            with global_random_kept():
+                try:
+                    copy.deepcopy(self.game).reset(num_players=n, seed=PLAYABILITY_SEED)
+                except Exception:
+                    continue
+            return n
+        return 2
 
-    def _state(self) -> Any:
-        return self.base.state
+    def _game_for_episode(self) -> None:
+        """Reset in place, except once a wrapper's history has been shown: then a fresh game."""
+        if self._played and held_history(self.game):
+            if self._history_shown:
+                self._new_game()
+            else:
+                self._history_shown = True
+        self._played = True
 
-    # -- episodes --------------------------------------------------------------------------------
+    # -- episodes ------------------------------------------------------------------------------------
     def _reset(self, seed: int | None, options: Mapping[str, Any] | None):
         self._seed = seed if seed is not None else int(self.np_random.integers(2**31))
         self._turn, self._last = 0, None
+        self._game_for_episode()
         self.game.reset(num_players=self.num_players, seed=self._seed)
-        self._obs = self._agent_observation()
+        self._sink = _Sink()
+        watch_rewards(self.base.state, self._sink)
+        self._opponent = random.Random(f"envaudit-opponent:{self._seed}")  # never the global random
+        self._cache: tuple[Any, list[Strategy]] | None = None
+        self._prompts: dict[int, str] = {}  # each player's first messages of this game
+        if self._play_opponents():
+            raise RuntimeError(f"{self.env_id} ended before player 0's first move")
+        self._obs, self._newest = self._observe()
         return self._obs, {}
 
-    def _agent_observation(self) -> str:
+    def _observe(self) -> tuple[str, list[str]]:
+        """The player to move's observation, and its messages new since its last one (read from the
+        game's state, so the wrappers' history never changes which moves are read from the text)."""
+        state = self.base.state
+        pending = (getattr(state, "observations", None) or {}).get(state.current_player_id, [])
+        newest = [str(m[1]) for m in pending if isinstance(m, tuple) and len(m) >= 2]
+        self._prompts.setdefault(state.current_player_id, "\n".join(newest))
         _pid, obs = self.game.get_observation()
-        return obs if isinstance(obs, str) else str(obs)
+        return (obs if isinstance(obs, str) else str(obs)), newest
 
     def _play_opponents(self) -> bool:
         """Let the other players move until it is player 0's turn; True when the game ended."""
-        state = self._state()
-        for _ in range(OPPONENT_MOVES_PER_TURN):
+        state = self.base.state
+        for _ in range(OPPONENT_MOVES_PER_TURN * max(1, self.num_players - 1)):
             if state.done or state.current_player_id == 0:
                 return bool(state.done)
-            _pid, obs = self.game.get_observation()
-            moves = _listed_moves(str(obs or "")) or EXAMPLE.findall(self.prompt)
-            done, _ = self.game.step(moves[0] if moves else "[0]")
+            _obs, newest = self._observe()
+            moves, _ = self._legal(self._opponent, newest, self._trials())
+            done, _ = self.game.step(self._opponent.choice(moves))
             if done:
                 return True
-        raise RuntimeError(f"the opponents of {self.env_id} made {OPPONENT_MOVES_PER_TURN} moves without "
+        raise RuntimeError(f"the opponents of {self.env_id} made {OPPONENT_MOVES_PER_TURN} moves each without "
                            "handing the turn back to player 0")
 
     def _step_text(self, text: str):
-        state = self._state()
-        errors_before = getattr(state, "error_count", 0)
+        state = self.base.state
+        errors_before, flagged = getattr(state, "error_count", 0), invalid_flag(state, 0)
         done, _ = self.game.step(text)
         self._turn += 1
         self._last = text
-        invalid = getattr(state, "error_count", 0) > errors_before
+        invalid = getattr(state, "error_count", 0) > errors_before or (invalid_flag(state, 0) and not flagged)
         if not done and state.current_player_id != 0:
             done = self._play_opponents()
         if not done:
-            self._obs = self._agent_observation()
+            self._obs, self._newest = self._observe()
             truncated = self._turn >= self.turn_cap
             info = {"tool": self._tool(invalid)}
             if truncated:
                 info["success"] = False
             return self._obs, 0.0, False, truncated, info
         rewards, game_info = self.game.close()
+        self._check_rewards(rewards)
         mine = (game_info or {}).get(0, {})
         invalid = invalid or bool(mine.get("invalid_move"))
         reason = str(mine.get("reason", ""))
@@ -239,27 +401,151 @@ class TextArenaEnv(CatalogueEnv):
         info = {"success": success, "invalid_move": invalid, "reason": reason, "rewards": dict(rewards or {})}
         return reason, reward, not at_limit, at_limit, info
 
+    def _check_rewards(self, rewards: Any) -> None:
+        """Raise ``RewardTypeError`` when a reward the game set is not a number, naming the game's line
+        that set it (also as the exception's innermost traceback frame, so ``user_frame`` finds it)."""
+        if rewards is None:
+            return
+        bad = _not_a_number(rewards)
+        if bad is None:
+            return
+        seen = self._sink.bad
+        if seen is not None:
+            where = f"{seen.file}:{seen.line} ({seen.function})"
+        else:  # set without assigning state.rewards (mutated in place): name the game's step()
+            step = type(self.base).step
+            where = f"{inspect.getsourcefile(step)}:{inspect.getsourcelines(step)[1]} ({step.__qualname__})"
+        player, value = bad
+        whose = f"player {player}'s reward" if player is not None else "its rewards"
+        exc = RewardTypeError(
+            f"TextArena's {type(self.base).__name__} set {whose} to {value!r} ({type(value).__name__}), not a "
+            f"number, at {where}; a trainer's float(reward) fails there (most likely an argument passed in "
+            "the reward's place)")
+        if seen is not None and seen.frame is not None:
+            exc = exc.with_traceback(types.TracebackType(None, seen.frame, seen.lasti, seen.line))
+        raise exc
+
     @staticmethod
     def _tool(invalid: bool) -> dict[str, Any]:
         return {"name": "move", "status": TOOL_ERROR if invalid else TOOL_OK,
                 **({"error": "TextArena counted an invalid move"} if invalid else {})}
 
-    # -- the catalogue ---------------------------------------------------------------------------
-    def _legal_moves(self) -> list[str]:
-        rng = random.Random(f"envaudit-catalogue:{self._seed}:{self._turn}")  # never the global random
-        if self._legal is not None:
-            moves = self._legal(self.base, rng)
+    # -- legal moves -----------------------------------------------------------------------------------
+    def _trials(self) -> Trials:
+        return Trials(self.game, self._trial_budget if self._copyable else 0)
+
+    def _legal(self, rng: random.Random, newest: list[str], trials: Trials) -> tuple[list[str], str]:
+        """The legal moves of the player to move and where they came from: ``state`` (the game's state),
+        ``tried`` (read from its text and accepted on a copy of the game) or ``guessed``."""
+        if self.known is not None:
+            moves = self.known.legal(self.base, rng)
             if moves:
-                return moves
-        moves = _listed_moves(self._obs) or EXAMPLE.findall(self.prompt)
-        if moves:
-            return [moves[i] for i in sorted(rng.sample(range(len(moves)), min(3, len(moves))))]
-        return [f"[{rng.randint(0, 9)}]" for _ in range(3)]
+                return moves, "state"
+        candidates = text_moves(newest, self._prompts.get(self.base.state.current_player_id, ""), rng)
+        accepted: list[str] = []
+        for move in candidates:
+            t = trials(move)
+            if t is None and trials.left <= 0:
+                break
+            if t is not None and t.valid:
+                accepted.append(move)
+                if len(accepted) >= ENOUGH_LEGAL:
+                    break
+        if accepted:
+            return accepted, "tried"
+        return candidates[:3] or ["[0]"], "guessed"
+
+    def _illegal(self, legal: list[str], trials: Trials) -> str:
+        if self.known is not None and self.known.illegal is not None:
+            return self.known.illegal(self.base)
+        inner = legal[0].strip("[]")
+        doubled = f"[{inner}{inner}{inner}]"
+        for move in (doubled, *ILLEGAL_TRIES):
+            t = trials(move)
+            if t is not None and not t.valid:
+                return move
+        return doubled
+
+    def _stall(self, legal: list[str], trials: Trials) -> str:
+        if self.known is not None and self.known.stall is not None:
+            move = self.known.stall(self.base, self._last)
+            if move is not None:
+                return move
+        for move in legal:
+            t = trials(move)
+            if t is not None and t.valid and not t.ends:
+                return move
+        return legal[0]
+
+    def _forfeit(self, legal: list[str]) -> str:
+        if self.known is not None and self.known.forfeit is not None:
+            return self.known.forfeit(self.base) or FORFEIT
+        return next((m for m in legal if GIVE_UP.search(m)), FORFEIT)
 
     def _strategies(self) -> list[Strategy]:
-        legal = self._legal_moves()
-        inner = legal[0].strip("[]")
-        reference = self._reference(self.base) if self._reference else None
-        return game_strategies(legal, self.prompt if self._turn == 0 else self._obs,
-                               illegal=f"[{inner}{inner}{inner}]", unformatted=inner,
-                               last=self._last, reference=reference)
+        key = (self._seed, self._turn)
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        rng = random.Random(f"envaudit-catalogue:{self._seed}:{self._turn}")  # never the global random
+        trials = self._trials()
+        moves, source = self._legal(rng, self._newest, trials)
+        self._source = source
+        legal = rng.sample(moves, min(3, len(moves)))
+        reference = self.known.reference(self.base) if self.has_reference else None
+        out = game_strategies(legal, self.prompt if self._turn == 0 else self._obs,
+                              illegal=self._illegal(legal, trials), unformatted=legal[0].strip("[]"),
+                              last=self._last, forfeit=self._forfeit(moves), reference=reference,
+                              stall=self._stall(moves, trials))
+        self._cache = (key, out)
+        return out
+
+    # -- playability ------------------------------------------------------------------------------------
+    def _measure_playability(self) -> dict[str, Any]:
+        """The share of catalogue moves the game accepts, on the first ``PLAYABILITY_TURNS`` states of a
+        game from ``reset(seed=PLAYABILITY_SEED)`` played with ``legal_1``; each move is tried on a copy.
+        Played on a throwaway game with the global generators restored, so nothing here changes a scan."""
+        if not self._copyable:
+            return {"measured": False, "why": f"the game could not be reset and copied ({self._why_not}), so no "
+                                              "move could be tried"}
+        accepted: dict[str, list[int]] = {label: [0, 0] for label in self.action_labels}
+        states, note = 0, None
+        game, np_random = self.game, self._np_random
+        kept = (random.getstate(), np.random.get_state())
+        try:
+            self.game, self.base = self._probe_game, unwrap(self._probe_game)
+            self._played = False
+            self.reset(seed=PLAYABILITY_SEED)
+            for _ in range(PLAYABILITY_TURNS):
+                states += 1
+                for s in self._current:
+                    t = try_move(self.game, s.text)
+                    accepted[s.label][0] += bool(t is not None and t.valid)
+                    accepted[s.label][1] += 1
+                _, _, terminated, truncated, _ = self.step(self.action_labels.index("legal_1"))
+                if terminated or truncated:
+                    break
+        except Exception as exc:  # the measurement is a fact about the game, never a reason not to scan
+            note = f"stopped after {states} state(s): {type(exc).__name__}: {exc}"
+        finally:
+            random.setstate(kept[0])
+            np.random.set_state(kept[1])
+            self._np_random = np_random
+            self.game, self.base = game, unwrap(game)
+            self._played, self._history_shown = False, False
+            self._current, self._labels_by_text, self.prompt, self._cache = [], {}, "", None
+            del self._probe_game
+        tried = sum(n for _, n in accepted.values())
+        legal = [accepted[f"legal_{i}"] for i in (1, 2, 3)]
+        legal_tried = sum(n for _, n in legal)
+        out = {
+            "measured": True, "seed": PLAYABILITY_SEED, "states": states,
+            "valid_share": sum(k for k, _ in accepted.values()) / tried if tried else None,
+            "legal_valid_share": sum(k for k, _ in legal) / legal_tried if legal_tried else None,
+            "by_label": {label: k / n for label, (k, n) in accepted.items() if n},
+            "legal_moves_from": getattr(self, "_source", None),
+        }
+        if note:
+            out["note"] = note
+        elif out["legal_valid_share"] == 0:
+            out["note"] = "the game accepted none of the catalogue's legal moves: exploration cannot play it"
+        return out

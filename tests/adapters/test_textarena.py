@@ -5,9 +5,11 @@ TextArena's outcome 1; a number outside 1-20 is an invalid move (TextArena lets 
 once, so two in a row end the game); wrong guesses reach the turn limit (TextArena checks it before
 counting the turn, so ``max_turns=10`` allows 11 guesses), where TextArena pays
 the fraction of the range the last guess was close (0.05-0.95) -- a truncation, not a win.
-TicTacToe-v0 (two players) runs against the adapter's fixed opponent. TextArena's LLM observation
-wrapper keeps every earlier game's transcript when an instance is reset (checked by hand: the
-second reset of one instance shows the prompt twice), so the scan reports ``non-replayable``.
+TicTacToe-v0 (two players) runs against the adapter's seeded random legal opponent. TextArena's LLM
+observation wrapper keeps every earlier game's transcript when an instance is reset (checked by
+hand: the second reset of one instance shows the prompt twice), so the scan reports
+``non-replayable`` (the adapter shows it once per instance, then plays fresh games:
+test_textarena_episodes.py).
 """
 
 from __future__ import annotations
@@ -58,12 +60,12 @@ def test_the_turn_limit_is_a_timeout_with_a_closeness_payoff():
     assert records.episodes["return"].max() == pytest.approx(1 - 1 / 19)
 
 
-def test_two_player_game_against_the_fixed_opponent():
+def test_two_player_game_against_the_seeded_opponent():
     records = _play("TicTacToe-v0", ["legal_1"], seeds=[3, 4])
     eps = records.episodes
     assert set(eps["outcome"]) <= {"success", "failure"} and eps["success"].notna().all()
     assert (eps["return"].isin([-1.0, 0.0, 1.0])).all()
-    # The same seed and actions give the same game (the opponent is a fixed policy).
+    # The same seed and actions give the same game (the opponent's generator is seeded by the seed).
     again = _play("TicTacToe-v0", ["legal_1"], seeds=[3, 4]).episodes
     assert list(again["return"]) == list(eps["return"]) and list(again["length"]) == list(eps["length"])
 

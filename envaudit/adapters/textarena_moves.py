@@ -1,0 +1,435 @@
+"""How the TextArena adapter finds a game's moves (textarena 0.7.4).
+
+Two ways, the first where it applies:
+
+- **From the game's state** (``GAMES``, keyed by the env class name): every legal move of the
+  player to move, a well-formed move the rules reject, a stall (a legal move that makes the least
+  progress), the game's own give-up move and the reference move where the game has them, read from
+  ``env.state.game_state`` and the env's attributes, the same state its ``step()`` validates
+  against. Each reader mirrors one check of the game's ``step()`` (named beside it); the tests
+  check them against that ``step()`` on copies of real games.
+- **From the game's text, checked by the game** (``text_moves``, ``try_move``): moves the text shows
+  (its "Available/Valid Moves" listing, bracketed moves, and those with their values varied) are
+  stepped on a deep copy of the game, and kept only when its own validity check accepts them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+import random
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MAX_TRIALS = 32
+"""Moves tried on copies of the game per state, at most (a game that is slow to copy gets fewer:
+``TRIAL_OBJECTS``)."""
+MIN_TRIALS = 4
+TRIAL_OBJECTS = 200_000
+"""Objects copied per state, at most, when trying moves: a game whose copy holds ``n`` objects gets
+``TRIAL_OBJECTS // n`` trials per state (between ``MIN_TRIALS`` and ``MAX_TRIALS``). Counted in
+objects, not seconds, so the catalogue is the same on any machine under any load."""
+ENOUGH_LEGAL = 8
+"""Trying stops once this many moves read from the text were accepted."""
+DIGITS = tuple(str(d) for d in range(10))
+LETTERS = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+MAX_LEGAL = 2000
+"""At most this many legal moves are listed for one state (Mastermind's codes); a uniform sample
+of them when there are more."""
+
+LISTING = re.compile(r"(?:Available|Valid|Legal|Possible)\s+(?:Moves|Actions)(?:\s+are)?\s*:\s*([^\n]*)",
+                     re.IGNORECASE)
+BRACKETED = re.compile(r"\[[^\[\]\n]{1,40}\]")
+LINE_MOVE = re.compile(r"^[ \t]*(\[[^\n]{1,80}\])[ \t]*$", re.MULTILINE)
+"""A line that is one bracketed move, brackets inside included (Tak's ``[place () {(3,2): [C0]}]``)."""
+SLOT = re.compile(r"<[^<>\[\]]+>|\d+|[A-Za-z]+")
+"""The parts of a move read from the text that are varied: a number, a word, a ``<placeholder>``."""
+WORD_IN_TEXT = re.compile(r"\b[a-z]{3,12}\b")
+
+
+def unwrap(env: Any) -> Any:
+    while hasattr(env, "env") and not hasattr(type(env), "state"):
+        inner = env.__dict__.get("env")
+        if inner is None:
+            break
+        env = inner
+    return env
+
+
+def layers(game: Any) -> Iterator[Any]:
+    """The wrappers of a TextArena env, outermost first (the base env not included)."""
+    base = unwrap(game)
+    while game is not base:
+        yield game
+        game = game.__dict__["env"]
+
+
+def action_text(game: Any, text: str) -> str:
+    """What the base env receives when ``text`` is stepped through ``game``'s action wrappers
+    (``ActionFormattingWrapper`` brackets a move that has none)."""
+    from textarena.core import ActionWrapper
+
+    for layer in layers(game):
+        if isinstance(layer, ActionWrapper):
+            text = layer.action(text)
+    return text
+
+
+@contextlib.contextmanager
+def global_random_kept() -> Iterator[None]:
+    """Leave Python's and NumPy's global generators as they were (a game's step may draw from them)."""
+    py, npy = random.getstate(), np.random.get_state()
+    try:
+        yield
+    finally:
+        random.setstate(py)
+        np.random.set_state(npy)
+
+
+@dataclass(frozen=True)
+class GameMoves:
+    """How to read one game's moves from its state. ``env`` is the unwrapped TextArena env; ``rng`` a
+    ``random.Random`` that never is the global one; ``last`` the agent's previous move text."""
+
+    legal: Callable[[Any, random.Random], list[str]]
+    """Every legal move of the player to move, in a fixed order (or a uniform sample of at most
+    ``MAX_LEGAL``); [] when the reader sees none."""
+    illegal: Callable[[Any], str] | None = None
+    """A move in the game's own format that its rules reject now."""
+    stall: Callable[[Any, str | None], str | None] | None = None
+    """A legal move that makes the least progress (None: the game has none now)."""
+    forfeit: Callable[[Any], str | None] | None = None
+    """The game's own way to give up, when it has one and it is legal now."""
+    reference: Callable[[Any], str] | None = None
+    """The move that solves the game at once, read from its hidden state."""
+
+
+# -- Guess the Number (envs/GuessTheNumber/env.py: a number in range, not guessed before) --------
+def _gtn_legal(env: Any, rng: random.Random) -> list[str]:
+    guessed = getattr(env, "guessed_numbers", set())
+    return [f"[{n}]" for n in range(env.min_number, env.max_number + 1) if n not in guessed]
+
+
+def _gtn_stall(env: Any, last: str | None) -> str | None:
+    """The guess that keeps the game furthest from its answer: the end of the range farthest from it."""
+    left = _gtn_legal(env, random.Random(0))
+    if not left:
+        return None
+    return max(left, key=lambda m: abs(int(m.strip("[]")) - env.game_number))
+
+
+# -- Tower of Hanoi (envs/TowerOfHanoi/env.py: a non-empty source, no larger disk on a smaller) ---
+def _hanoi_moves(env: Any) -> list[str]:
+    towers = env.state.game_state["towers"]
+    return [f"[{a} {b}]" for a in towers for b in towers
+            if a != b and towers[a] and (not towers[b] or towers[b][-1] > towers[a][-1])]
+
+
+def _hanoi_illegal(env: Any) -> str:
+    towers = env.state.game_state["towers"]
+    for a, b in itertools.permutations(towers, 2):
+        if not towers[a] or (towers[b] and towers[b][-1] < towers[a][-1]):
+            return f"[{a} {b}]"
+    return "[A D]"
+
+
+def _hanoi_stall(env: Any, last: str | None) -> str | None:
+    """Undo the last move (the same disk straight back), else move the smallest disk."""
+    moves = _hanoi_moves(env)
+    if last and last.startswith("[") and len(last.strip("[]").split()) == 2:
+        a, b = last.strip("[]").upper().split()
+        if f"[{b} {a}]" in moves:
+            return f"[{b} {a}]"
+    towers = env.state.game_state["towers"]
+    smallest = min((t for t in towers if towers[t]), key=lambda t: towers[t][-1], default=None)
+    return next((m for m in moves if m[1] == smallest), moves[0] if moves else None)
+
+
+# -- Mastermind (envs/Mastermind/env.py: code_length digits in 1..num_numbers, no repeats unless
+#    allowed, not guessed before) --------------------------------------------------------------------
+def _mastermind_legal(env: Any, rng: random.Random) -> list[str]:
+    gs = env.state.game_state
+    n, k, dup = gs["num_numbers"], gs["code_length"], gs["duplicate_numbers"]
+    seen = {tuple(h["guess"]) for h in gs["history"]}
+    digits = range(1, n + 1)
+    total = n**k if dup else _perm_count(n, k)
+    if total <= MAX_LEGAL:
+        codes = itertools.product(digits, repeat=k) if dup else itertools.permutations(digits, k)
+        return [_code(c) for c in codes if c not in seen]
+    out: dict[tuple[int, ...], None] = {}
+    while len(out) < MAX_LEGAL:
+        c = tuple(rng.choices(digits, k=k)) if dup else tuple(rng.sample(digits, k))
+        if c not in seen:
+            out[c] = None
+    return [_code(c) for c in out]
+
+
+def _perm_count(n: int, k: int) -> int:
+    out = 1
+    for i in range(k):
+        out *= n - i
+    return out
+
+
+def _code(digits: Any) -> str:
+    return "[" + " ".join(str(d) for d in digits) + "]"
+
+
+def _mastermind_illegal(env: Any) -> str:
+    gs = env.state.game_state
+    return _code([gs["num_numbers"] + 1] * gs["code_length"])
+
+
+# -- Connect Four (envs/ConnectFour/env.py: a column in range whose top cell is empty) ----------
+def _c4_legal(env: Any, rng: random.Random) -> list[str]:
+    top = env.state.game_state["board"][0]
+    return [f"[col {c}]" for c in range(env.num_cols) if top[c] == "."]
+
+
+def _c4_illegal(env: Any) -> str:
+    top = env.state.game_state["board"][0]
+    full = [c for c in range(env.num_cols) if top[c] != "."]
+    return f"[col {full[0] if full else env.num_cols}]"
+
+
+# -- Nim (envs/Nim/env.py: a pile in range, 1 <= quantity <= what the pile holds) ---------------
+def _nim_legal(env: Any, rng: random.Random) -> list[str]:
+    piles = env.state.game_state["piles"]
+    return [f"[{i} {q}]" for i, size in enumerate(piles) for q in range(1, size + 1)]
+
+
+def _nim_illegal(env: Any) -> str:
+    piles = env.state.game_state["piles"]
+    i = max(range(len(piles)), key=lambda j: piles[j])
+    return f"[{i} {piles[i] + 1}]"
+
+
+def _nim_stall(env: Any, last: str | None) -> str | None:
+    """Take one object from the largest pile: the longest game."""
+    piles = env.state.game_state["piles"]
+    i = max(range(len(piles)), key=lambda j: piles[j])
+    return f"[{i} 1]" if piles[i] > 0 else None
+
+
+# -- Kuhn Poker (envs/KuhnPoker/env.py: an action of the current legal-action tree) -------------
+KUHN_ACTIONS = ("check", "bet", "call", "fold")
+
+
+def _kuhn_legal(env: Any, rng: random.Random) -> list[str]:
+    tree = env.state.game_state["current_legal_action_tree"]
+    return [f"[{a}]" for a in tree] if isinstance(tree, dict) else []
+
+
+def _kuhn_illegal(env: Any) -> str:
+    tree = env.state.game_state["current_legal_action_tree"]
+    return next(f"[{a}]" for a in KUHN_ACTIONS if not isinstance(tree, dict) or a not in tree)
+
+
+def _kuhn_move(name: str) -> Callable[..., str | None]:
+    def move(env: Any, *_: Any) -> str | None:
+        tree = env.state.game_state["current_legal_action_tree"]
+        return f"[{name}]" if isinstance(tree, dict) and name in tree else None
+
+    return move
+
+
+# -- Tic Tac Toe (envs/TicTacToe/env.py: a cell 0-8 that is empty) ------------------------------
+def _ttt_legal(env: Any, rng: random.Random) -> list[str]:
+    board = env.state.game_state["board"]
+    return [f"[{r * 3 + c}]" for r in range(3) for c in range(3) if board[r][c] == ""]
+
+
+def _ttt_illegal(env: Any) -> str:
+    board = env.state.game_state["board"]
+    taken = [r * 3 + c for r in range(3) for c in range(3) if board[r][c] != ""]
+    return f"[{taken[0] if taken else 9}]"
+
+
+# -- Three-Card Monte (envs/ThreeCardMonte/env.py: a cup index 0..num_cups-1) ------------------
+def _monte_legal(env: Any, rng: random.Random) -> list[str]:
+    return [f"[{i}]" for i in range(env.num_cups)]
+
+
+# -- Sudoku (envs/Sudoku/env.py: [row col number], 1-based, an empty cell, the solution's digit:
+#    ``_is_move_correct`` compares with ``full_grid``) ------------------------------------------------
+def _sudoku_legal(env: Any, rng: random.Random) -> list[str]:
+    board = env.state.game_state["board"]
+    return [f"[{r + 1} {c + 1} {env.full_grid[r][c]}]" for r in range(9) for c in range(9) if board[r][c] == 0]
+
+
+def _sudoku_illegal(env: Any) -> str:
+    board = env.state.game_state["board"]
+    r, c = next(((r, c) for r in range(9) for c in range(9) if board[r][c] != 0), (0, 0))
+    return f"[{r + 1} {c + 1} {board[r][c] % 9 + 1}]"  # overwrites a filled cell
+
+
+# -- Peg Jump (envs/PegJump/env.py: ``[from to]`` of an allowed triple with pegs on from and over,
+#    the hole to empty) ----------------------------------------------------------------------------
+def _peg_legal(env: Any, rng: random.Random) -> list[str]:
+    board = env.state.game_state["board"]
+    return [f"[{f} {t}]" for f, o, t in env.ALLOWED_MOVES if board[f] and board[o] and not board[t]]
+
+
+def _peg_illegal(env: Any) -> str:
+    board = env.state.game_state["board"]
+    return next((f"[{f} {t}]" for f, o, t in env.ALLOWED_MOVES if board[t]), "[1 1]")  # a jump onto a peg
+
+
+# -- Colonel Blotto (envs/ColonelBlotto/env.py: units on named fields, non-negative, summing to
+#    ``num_total_units``) -----------------------------------------------------------------------------
+def _blotto(fields: list[str], units: tuple[int, ...]) -> str:
+    return "[" + " ".join(f"{f}{u}" for f, u in zip(fields, units, strict=True)) + "]"
+
+
+def _blotto_legal(env: Any, rng: random.Random) -> list[str]:
+    fields, total = env.field_names, env.num_total_units
+    if len(fields) <= 3:  # every split: (total + 1) * (total + 2) / 2 of them for three fields
+        splits = [c for c in itertools.product(range(total + 1), repeat=len(fields) - 1) if sum(c) <= total]
+        return [_blotto(fields, (*c, total - sum(c))) for c in splits]
+    out: dict[str, None] = {}
+    for _ in range(MAX_LEGAL):  # stars and bars: a uniform split of the units over the fields
+        cuts = sorted(rng.sample(range(total + len(fields) - 1), len(fields) - 1))
+        bounds = [-1, *cuts, total + len(fields) - 1]
+        out[_blotto(fields, tuple(b - a - 1 for a, b in itertools.pairwise(bounds)))] = None
+    return list(out)
+
+
+GAMES: dict[str, GameMoves] = {
+    "GuessTheNumberEnv": GameMoves(_gtn_legal, illegal=lambda env: f"[{env.max_number + 1}]", stall=_gtn_stall,
+                                   reference=lambda env: f"[{env.game_number}]"),
+    "TowerOfHanoiEnv": GameMoves(lambda env, rng: _hanoi_moves(env), illegal=_hanoi_illegal, stall=_hanoi_stall),
+    "MastermindEnv": GameMoves(_mastermind_legal, illegal=_mastermind_illegal,
+                               reference=lambda env: _code(env.state.game_state["secret_code"])),
+    "ConnectFourEnv": GameMoves(_c4_legal, illegal=_c4_illegal),
+    "NimEnv": GameMoves(_nim_legal, illegal=_nim_illegal, stall=_nim_stall),
+    "KuhnPokerEnv": GameMoves(_kuhn_legal, illegal=_kuhn_illegal, stall=_kuhn_move("check"),
+                              forfeit=_kuhn_move("fold")),
+    "TicTacToeEnv": GameMoves(_ttt_legal, illegal=_ttt_illegal),
+    "ThreeCardMonteEnv": GameMoves(_monte_legal, illegal=lambda env: f"[{env.num_cups}]",
+                                   reference=lambda env: f"[{env.ball_pos}]"),
+    "SudokuEnv": GameMoves(_sudoku_legal, illegal=_sudoku_illegal),
+    "PegJumpEnv": GameMoves(_peg_legal, illegal=_peg_illegal),
+    "ColonelBlottoEnv": GameMoves(_blotto_legal, illegal=lambda env: _blotto(env.field_names[:1],
+                                                                            (env.num_total_units + 1,))),
+}
+"""Env class name -> its readers."""
+
+# -- moves tried on a copy of the game -------------------------------------------------------------
+@dataclass(frozen=True)
+class Trial:
+    """What the game did with one move on a copy of itself."""
+
+    valid: bool
+    ends: bool
+
+
+def invalid_flag(state: Any, pid: int) -> bool:
+    info = getattr(state, "game_info", None) or {}
+    return bool(info.get(pid, {}).get("invalid_move")) if isinstance(info, Mapping) else False
+
+
+def try_move(game: Any, text: str) -> Trial | None:
+    """Step ``text`` for the player to move on a deep copy of ``game``'s base env and report whether
+    the game's own validity check accepted it (its error count did not rise and it did not end the
+    game by an invalid move); None when the game cannot be copied. The global generators are left
+    as they were, so trying moves never changes the game that is played."""
+    base = unwrap(game)
+    with global_random_kept():
+        try:
+            twin = copy.deepcopy(base)
+        except Exception:
+            return None
+        state = twin.state
+        pid, errors, flagged = state.current_player_id, getattr(state, "error_count", 0), invalid_flag(
+            state, state.current_player_id)
+        try:
+            done, _ = twin.step(action_text(game, text))
+        except Exception:  # a move that makes the game raise is no move to offer
+            return Trial(valid=False, ends=True)
+    invalid = getattr(state, "error_count", 0) > errors or (invalid_flag(state, pid) and not flagged)
+    return Trial(valid=not invalid, ends=bool(done))
+
+
+def _slots(move: str) -> list[tuple[int, int]]:
+    """The spans of a move read from the text that stand for values: numbers, one-letter parts and
+    ``<placeholders>``, the first three of them; a move of words only (``[pile quantity]``) has
+    its words as slots, a move with value parts keeps its words (``play`` of ``[play X]``)."""
+    parts = [m.span() for m in SLOT.finditer(move)]
+    values = [(a, b) for a, b in parts if not move[a:b].isalpha() or b - a == 1]
+    return (values or parts)[:3]
+
+
+def _variations(move: str, letters: bool) -> list[tuple[int, str]]:
+    """``move`` with one or two of its slots replaced, each with its rank (the sum of the replacing
+    values' positions: small numbers first). ``letters``: one-letter slots take letters, else digits."""
+    slots = _slots(move)
+    out = []
+    for chosen in (c for r in (1, 2) for c in itertools.combinations(slots, r)):
+        pools = [LETTERS if letters else DIGITS for _ in chosen]
+        if letters and not all(b - a == 1 and move[a:b].isalpha() for a, b in chosen):
+            continue
+        for ranks in itertools.product(*(range(len(pool)) for pool in pools)):
+            text = move
+            for (a, b), pool, r in sorted(zip(chosen, pools, ranks, strict=True), reverse=True):
+                value = pool[r] if move[a:b].isupper() or not letters else pool[r].lower()
+                text = text[:a] + value + text[b:]  # right to left: the spans to its left stay put
+            out.append((len(chosen) * 100 + sum(ranks), text))
+    return out
+
+
+def text_moves(messages: list[str], prompt: str, rng: random.Random) -> list[str]:
+    """Moves read from a game's text, in the order they are worth trying: the last "Available/Valid
+    Moves" listing of the newest messages; then, taking turns, one from each of: the other bracketed
+    moves of the newest messages and of the prompt, those moves with one slot (``_slots``) set to a
+    digit, with two, with one-letter slots set to letters (``[A 5]`` -> ``[S 5]``), and the newest
+    messages' words in brackets (``[red]`` for a button the text names). Variations come small
+    values first, ties in an order drawn from ``rng``; so ``[play X]`` is tried as ``[play 0]``,
+    ``[play 1]``, ... and ``[attack M O]`` as ``[attack 0 0]``, ``[attack 0 1]``, ..."""
+    newest = "\n".join(messages)
+    listings = LISTING.findall(newest)
+    listed = list(dict.fromkeys(BRACKETED.findall(listings[-1]))) if listings else []
+    literal = [m for m in dict.fromkeys(LINE_MOVE.findall(newest) + LINE_MOVE.findall(prompt) + BRACKETED.findall(newest)
+                                        + BRACKETED.findall(prompt)) if m not in listed]
+    seen = set(listed) | set(literal)
+
+    def ranked(pairs: list[tuple[int, str]]) -> list[str]:
+        rng.shuffle(pairs)
+        pairs.sort(key=lambda p: p[0])  # stable: the shuffle breaks ties
+        out = [m for _, m in pairs if m not in seen]
+        seen.update(out)
+        return list(dict.fromkeys(out))
+
+    digits = [v for m in listed + literal for v in _variations(m, letters=False)]
+    one = ranked([v for v in digits if v[0] < 200])
+    two = ranked([v for v in digits if v[0] >= 200])
+    letters = ranked([v for m in listed + literal for v in _variations(m, letters=True)])
+    words = ranked([(0, f"[{w}]") for w in WORD_IN_TEXT.findall(newest)])
+    queues = [literal, one, two, letters, words]
+    mixed = [m for batch in itertools.zip_longest(*queues) for m in batch if m is not None]
+    return listed + mixed
+
+
+class Trials:
+    """The moves tried on copies of the game in one state, each at most once, within a budget."""
+
+    def __init__(self, game: Any, budget: int) -> None:
+        self.game, self.left = game, budget
+        self.seen: dict[str, Trial | None] = {}
+
+    def __call__(self, move: str) -> Trial | None:
+        """The game's verdict on ``move``, or None when it cannot be tried (no copy, or no budget left)."""
+        if move not in self.seen:
+            if self.left <= 0:
+                return None
+            self.left -= 1
+            self.seen[move] = try_move(self.game, move)
+        return self.seen[move]
+
+
+__all__ = ["GAMES", "MAX_LEGAL", "MAX_TRIALS", "GameMoves", "Trial", "Trials", "action_text", "global_random_kept",
+           "invalid_flag", "layers", "text_moves", "try_move", "unwrap"]

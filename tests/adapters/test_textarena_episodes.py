@@ -1,0 +1,108 @@
+"""TextArena episodes the adapter must not get wrong: a reward that is not a number, and the
+observation history TextArena's default wrapper carries across resets.
+
+ThreeCardMonte-v0 passes its arguments to ``SinglePlayerState.set_invalid_move(reason, reward)``
+the wrong way round (envs/ThreeCardMonte/env.py line 43: ``set_invalid_move(0.0, "Bad action. Use
+`[k]`.")``, read by hand), so the second badly formatted move ends the game with the *reason* as
+player 0's reward, a ``str``. The adapter raises ``RewardTypeError`` naming that line, and the scan's
+``env-error`` finding carries it.
+
+Nim-v0 under TextArena's default ``LLMObservationWrapper``: resetting an instance keeps every earlier
+game's transcript (checked by hand: the second game's first observation starts with the first
+game's, the prompt twice). The adapter lets that show on an instance's second game only (so the
+scan reports it as non-replayable, test_textarena.py) and plays every later game on a fresh env, so
+what the wrapper holds stays bounded where a TextArena instance reset in place grows with every game.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("textarena")
+
+import textarena as ta  # noqa: E402
+
+from envaudit.adapters.textarena import RewardTypeError, TextArenaEnv  # noqa: E402
+from envaudit.errors import user_frame  # noqa: E402
+from envaudit.scan import run_scan  # noqa: E402
+
+PROMPT = "Welcome to Nim, Player 0!"
+
+
+def _monte_line() -> tuple[str, int]:
+    import textarena.envs.ThreeCardMonte.env as monte
+
+    lines = open(monte.__file__).read().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if 'set_invalid_move(0.0, "Bad action' in text)
+    return monte.__file__, line
+
+
+def test_a_reward_of_the_wrong_type_names_the_games_own_line():
+    file, line = _monte_line()
+    env = TextArenaEnv("ThreeCardMonte-v0")
+    env.reset(seed=1)
+    env.step(env.action_labels.index("empty"))  # the first bad move: TextArena lets the player retry
+    with pytest.raises(RewardTypeError) as caught:
+        env.step(env.action_labels.index("empty"))
+    assert f"{file}:{line}" in str(caught.value) and "'Bad action. Use `[k]`.' (str)" in str(caught.value)
+    assert user_frame(caught.value) == f"{file}:{line}"  # where the scan's problem points
+
+
+def test_the_scan_reports_the_reward_type_as_an_env_error_at_that_line():
+    file, line = _monte_line()
+    report = run_scan(lambda: TextArenaEnv("ThreeCardMonte-v0"), env_id="textarena:ThreeCardMonte-v0",
+                      quick=True, seed=0, probes=["api"])
+    errors = [f for f in report.findings if f.code == "env-error"]
+    assert errors and f"{file}:{line}" in errors[0].summary and "RewardTypeError" in errors[0].summary
+
+
+def _held(game) -> int:
+    while "full_observations" not in vars(game):
+        game = vars(game)["env"]
+    return sum(len(v) for v in game.full_observations.values())
+
+
+def _play_out(env: TextArenaEnv) -> None:
+    while True:
+        _, _, terminated, truncated, _ = env.step(env.action_labels.index("legal_1"))
+        if terminated or truncated:
+            return
+
+
+def test_the_transcript_shows_once_then_every_game_is_fresh():
+    env = TextArenaEnv("Nim-v0")
+    assert "LLMObservationWrapper.full_observations" in env.adapter_info["observation_history"]
+    prompts, held = [], []
+    for _ in range(6):
+        obs, _ = env.reset(seed=3)
+        prompts.append(obs.count(PROMPT))
+        _play_out(env)
+        held.append(_held(env.game))
+    assert prompts == [1, 2, 1, 1, 1, 1]
+    assert max(held[2:]) <= held[0] + 1  # bounded by one game, not growing with the games played
+    # TextArena itself, reset in place, holds every game it ever played.
+    game = ta.make("Nim-v0")
+    raw = []
+    for _ in range(6):
+        game.reset(num_players=2, seed=3)
+        for move in ("[0 3]", "[1 4]", "[2 5]"):
+            game.get_observation()
+            game.step(move)
+        raw.append(_held(game))
+    assert raw == sorted(raw) and raw[-1] >= 5 * raw[0]
+
+
+def test_a_fresh_game_replays_the_same_episode():
+    env = TextArenaEnv("Nim-v0")
+    episodes = []
+    for _ in range(4):
+        obs, _ = env.reset(seed=11)
+        steps = []
+        while True:
+            obs, reward, terminated, truncated, _ = env.step(env.action_labels.index("legal_2"))
+            steps.append((obs, reward))
+            if terminated or truncated:
+                break
+        episodes.append(steps)
+    # The second game shows the first one's transcript; the games after it replay the first.
+    assert episodes[0] == episodes[2] == episodes[3] and episodes[1] != episodes[0]
