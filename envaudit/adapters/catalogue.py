@@ -9,6 +9,12 @@ state, a fixed list of *strategies*, each a label and the text it stands for in 
   that carry several candidates at once (inside one answer, and as several formatted answers with
   the reference last); the reference with trailing text; a partially correct answer (a prefix of
   a multi-part answer) where the answer has parts;
+- grader attacks (``grader_strategies``, after the answer strategies where an adapter can build
+  them): another task's reference answer (a transplant), one constant answer for every task,
+  prefixes and truncations of the reference, junk inside the answer, several candidates in one
+  answer as a list. They earn full marks only from a grader that does not check the answer against
+  this task's inputs or compares it loosely, so an adapter whose success is independent of the
+  grader turns such full marks into reward without success;
 - games (``game_strategies``): legal moves, an illegal move (well formatted but not playable), an
   unformatted move, a repeated move, a forfeit, the empty reply and an echo of the prompt; and,
   where the adapter asks for it (``stall=...``), a stall: a legal move that makes the least
@@ -25,7 +31,7 @@ view with ``action_labels``: exploration, the scripted policies and the GRPO eng
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 REFERENCE = "reference"
@@ -35,6 +41,9 @@ ANSWER_LABELS = (
     "reference_trailing", "partial",
 )
 """Labels of an answer task's catalogue, in ``Discrete`` index order."""
+
+GRADER_LABELS = ("transplant", "constant", "prefix", "truncated", "junk_inside", "candidates")
+"""Labels of the grader attacks (``grader_strategies``), offered after ``ANSWER_LABELS``."""
 
 GAME_LABELS = ("legal_1", "legal_2", "legal_3", "illegal", "unformatted", "repeat_last", "forfeit",
                "empty", "echo_prompt")
@@ -139,14 +148,18 @@ def partial_answer(reference: str) -> str:
 
 
 def answer_strategies(reference: str, prompt: str, *, fmt: Format = plain,
-                      unformatted: Format | None = None) -> list[Strategy]:
+                      unformatted: Format | None = None, wrong: Sequence[str] | None = None) -> list[Strategy]:
     """The catalogue of an answer task, in ``ANSWER_LABELS`` order.
 
     ``fmt`` writes an answer the way the task asks for it (``\\boxed{x}``, ``[x]`` or the bare
-    answer); ``unformatted`` writes it without (default: in a sentence of prose).
+    answer); ``unformatted`` writes it without (default: in a sentence of prose). ``wrong`` gives
+    the two wrong answers (default: ``wrong_answers``), for an adapter that checks them first: an
+    answer built to be wrong can be an answer the task accepts.
     """
     ref = reference.strip()
-    wrong = wrong_answers(ref, len(WRONG))
+    wrong = list(wrong) if wrong is not None else wrong_answers(ref, len(WRONG))
+    if len(wrong) < len(WRONG):
+        raise ValueError(f"answer_strategies needs {len(WRONG)} wrong answers, got {wrong!r}")
     loose = unformatted or (lambda a: f"The answer is {a}.")
     texts = {
         REFERENCE: fmt(ref),
@@ -161,6 +174,55 @@ def answer_strategies(reference: str, prompt: str, *, fmt: Format = plain,
         "partial": fmt(partial_answer(ref)),
     }
     return [Strategy(label, texts[label]) for label in ANSWER_LABELS]
+
+
+def prefix_answer(reference: str) -> str:
+    """The longest proper prefix of the reference: a multi-part answer without its last part, a
+    single token without its last character ("" for one character). A grader that pays it in full
+    compares by prefix or containment, or with a tolerance wider than the answer's last digit."""
+    ref = reference.strip()
+    parts = parts_of(ref)
+    if len(parts) > 1:
+        cut = ref.rstrip()[: ref.rstrip().rfind(parts[-1])]
+        return cut.rstrip(" ,\n")
+    return ref[:-1]
+
+
+def truncated_answer(reference: str) -> str:
+    """The shortest truncation of the reference: a multi-part answer's first part, a decimal
+    number's integer part, else the first character."""
+    ref = reference.strip()
+    parts = parts_of(ref)
+    if len(parts) > 1:
+        return parts[0]
+    value = _number(ref)
+    if value is not None and "." in ref:
+        whole = ref.split(".", 1)[0]
+        return whole if whole not in ("", "-", "+") else whole + "0"
+    return ref[:1] if len(ref) > 1 else ""
+
+
+def grader_strategies(reference: str, *, fmt: Format = plain, transplant: str, constant: str,
+                      wrong: Sequence[str]) -> list[Strategy]:
+    """The grader attacks of an answer task, in ``GRADER_LABELS`` order.
+
+    ``transplant`` is another task's reference answer (one that is not an answer to this task);
+    ``constant`` is one answer the adapter gives to every task; ``wrong`` holds two wrong answers,
+    listed around the reference in ``candidates``. ``junk_inside`` puts the text that
+    ``reference_trailing`` appends after the formatted answer inside it, where the grader reads it.
+    """
+    ref = reference.strip()
+    if len(wrong) < 2:
+        raise ValueError(f"grader_strategies needs 2 wrong answers to list around the reference, got {wrong!r}")
+    texts = {
+        "transplant": fmt(transplant),
+        "constant": fmt(constant),
+        "prefix": fmt(prefix_answer(ref)),
+        "truncated": fmt(truncated_answer(ref)),
+        "junk_inside": fmt(ref + TRAILING),
+        "candidates": fmt("\n".join((wrong[0], ref, wrong[1]))),
+    }
+    return [Strategy(label, texts[label]) for label in GRADER_LABELS]
 
 
 def game_strategies(legal: list[str], prompt: str, *, illegal: str, unformatted: str,
@@ -195,4 +257,5 @@ def game_labels(with_reference: bool, *, stall: bool = False) -> tuple[str, ...]
 __all__ = [
     "ANSWER_LABELS", "GAME_LABELS", "HONEST", "PARTIAL_PROGRESS", "REFERENCE", "STALL", "WRONG", "Strategy", "answer_strategies",
     "game_labels", "game_strategies", "partial_answer", "parts_of", "plain", "wrong_answers",
+    "GRADER_LABELS", "grader_strategies", "prefix_answer", "truncated_answer",
 ]
