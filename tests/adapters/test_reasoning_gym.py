@@ -2,9 +2,11 @@
 
 leg_counting's answer is one integer and it keeps reasoning-gym's default scorer: 1.0 for the
 exact answer, ``len(reference) / len(answer)`` when the answer merely contains the reference, else
-0. So by design: the reference succeeds with reward 1, a wrong number earns 0, and the hedge
-"W1 or REF or W2" earns ``len(REF) / len(hedge)`` without succeeding -- a degenerate answer that
-out-earns an honest failure, which the scan reports as reward-without-success naming 'hedge_all'.
+0. Success is the reference itself (the adapter's judge, not the score). So by design: the
+reference succeeds with reward 1, a wrong number earns 0, and the hedges that carry several
+candidates -- "W1 or REF or W2" (``hedge_all``) and the list "W1\nREF\nW2" (``candidates``) --
+earn ``len(REF) / len(hedge)`` without succeeding: degenerate answers that out-earn an honest
+failure, which the scan reports as reward-without-success naming the strongest of them.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def test_a_seed_replays_its_entry():
 def test_quick_scan_names_the_hedge():
     report = run_scan("reasoning-gym:leg_counting", quick=True, seed=0)  # the target as a user writes it
     codes = {f.code for f in report.findings}
-    hedges = [f for f in report.findings if f.code == "reward-without-success" and "hedge_all" in f.summary]
+    hedges = [f for f in report.findings if f.code == "reward-without-success"
+              and ("'hedge_all'" in f.summary or "'candidates'" in f.summary)]
     assert hedges, [f.summary for f in report.findings]
     # Entries come from the seed alone: the replay probe finds nothing to object to.
     assert "non-replayable" not in codes
