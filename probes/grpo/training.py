@@ -76,6 +76,7 @@ from envaudit.grpo.search import (
 from envaudit.grpo.trainer import RICHEST_KEPT, Met, with_advantages
 from envaudit.policies import oracle_policy
 from envaudit.probe import ProbeContext, cap_reason
+from envaudit.probes._shared.delays import delayed_success
 from envaudit.probes.grpo import text
 from envaudit.probes.grpo.decisions import (
     NAME,
@@ -91,7 +92,6 @@ from envaudit.probes.grpo.lessons import (
     run_findings,
     typical_trajectory,
 )
-from envaudit.probes.grpo.verdicts import delayed_success
 from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.recording import EPISODE_COLUMNS, Records
 from envaudit.rollout import SequencePolicy

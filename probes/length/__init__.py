@@ -2,7 +2,8 @@
 explains (step farming, a brevity bonus, delaying a success that is in reach)?
 
 ``bias`` runs the probe (the regression, the farming and brevity strategies); ``delay`` pairs a
-success with the same success delayed; ``search`` finds successes in long tasks without an oracle.
+success with the same success delayed; ``search`` finds successes in long tasks without an oracle;
+``logged`` is its half that judges a logged run's episodes alone (``envaudit logs``).
 Each measures; ``decide_length_bias`` (``decisions``, with its words in ``text``) grades every kind
 of length effect they hand over and is the one place a ``length-bias`` finding is made.
 """
@@ -10,10 +11,13 @@ of length effect they hand over and is the one place a ``length-bias`` finding i
 from envaudit.probe import Probe
 from envaudit.probes.length.bias import run
 from envaudit.probes.length.decisions import CODE, decide_length_bias
+from envaudit.probes.length.logged import analyse
 
 probe = Probe(
     name="length",
     run=run,
+    analyse=analyse,
+    analyse_needs=("length",),
     summary="does the return depend on episode length beyond what success explains?",
     codes=(CODE,),
     decisions={CODE: decide_length_bias},

@@ -3,11 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from envaudit.probes.grpo.verdicts import (
-    delayed_success,
-    failure_conditioned_endings,
-    quitting_beats_persisting,
-)
+from envaudit.probes._shared.delays import delayed_success
+from envaudit.probes.grpo.verdicts import failure_conditioned_endings, quitting_beats_persisting
 
 RNG = np.random.default_rng(0)
 
