@@ -64,11 +64,8 @@ def decide_failure_shortcut(basis: str, measured: Mapping[str, Any]) -> Finding:
         severity = Severity.FAIL if earns else Severity.WARN
         title, summary, fix = text.EXPLORATION_TITLE, text.exploration_summary(evidence), text.FIX_SHORTCUT
     elif basis == "conditioned":
-        earns = _conditioned_earns_honest(evidence)
+        earns, title, summary, fix = _conditioned(evidence, measured["statuses"])
         severity = Severity.FAIL if earns else Severity.WARN
-        title = text.conditioned_title(evidence, measured["statuses"])
-        summary = text.conditioned_summary(evidence, measured["statuses"], reaches_honest=earns)
-        fix = text.conditioned_fix(evidence)
     else:
         raise ValueError(f"failure-shortcut has no basis {basis!r}; expected one of {SHORTCUT_BASES}")
     return Finding(code="failure-shortcut", severity=severity, title=title, summary=summary, evidence=evidence,
@@ -97,11 +94,8 @@ def decide_failure_rewarded(basis: str, measured: Mapping[str, Any]) -> Finding:
         summary = text.failed_call_summary(evidence, measured["label"], measured["statuses"], reaches_honest=earns)
         fix = text.FIX_REWARDED
     elif basis == "conditioned":
-        earns = _conditioned_earns_honest(evidence)
+        earns, title, summary, fix = _conditioned(evidence, measured["statuses"])
         severity = Severity.FAIL if earns else Severity.WARN
-        title = text.conditioned_title(evidence, measured["statuses"])
-        summary = text.conditioned_summary(evidence, measured["statuses"], reaches_honest=earns)
-        fix = text.conditioned_fix(evidence)
     else:
         raise ValueError(f"failure-rewarded has no basis {basis!r}; expected one of {REWARDED_BASES}")
     return Finding(code="failure-rewarded", severity=severity, title=title, summary=summary, evidence=evidence,
@@ -109,3 +103,11 @@ def decide_failure_rewarded(basis: str, measured: Mapping[str, Any]) -> Finding:
 
 
 __all__ = ["decide_failure_rewarded", "decide_failure_shortcut"]
+
+
+def _conditioned(evidence: Mapping[str, Any], statuses: Any) -> tuple[bool, str, str, str]:
+    """A failure-conditioned move, whichever code it is filed under: whether it earns an honest
+    success, and its words."""
+    earns = _conditioned_earns_honest(evidence)
+    return (earns, text.conditioned_title(evidence, statuses),
+            text.conditioned_summary(evidence, statuses, reaches_honest=earns), text.conditioned_fix(evidence))
