@@ -18,8 +18,8 @@ from envaudit.probe import BUILTIN
 from envaudit.probe_host import ProbeHost
 from envaudit.reporting import write_folder
 from envaudit.scan import run_scan
-from tests.fixtures.host_probes import ACTIONS, EXIT_CODE
 from tests.execution.test_execution import _strip_timings
+from tests.fixtures.host_probes import ACTIONS, EXIT_CODE
 
 FIXTURE = "tests.fixtures.host_probes"
 
