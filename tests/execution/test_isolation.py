@@ -14,8 +14,8 @@ import json
 import pytest
 
 from envaudit.probe import probe_names
-from tests.fixtures.crash_envs import BREAK_AT, EXIT_CODE
 from tests.execution.test_execution import CAP_MB, _strip_timings
+from tests.fixtures.crash_envs import BREAK_AT, EXIT_CODE
 
 SAYS = {"SegfaultWalk": "SIGSEGV (signal 11)", "ExitWalk": f"exited with code {EXIT_CODE}",
         "LeakWalk": f"past the memory cap of {CAP_MB} MiB"}
