@@ -62,7 +62,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STAGING = ROOT / "build" / "mutation"
 CAUGHT = ("killed", "timeout")  # a mutant that hangs the tests is caught by their timeout
 PROBE_TESTS = {  # shared modules whose tests are those of the probes that use them
-    "_shared": ("tests/probes/test_stall_decisions.py", "tests/probes/timeouts/test_*.py",
+    "_shared": ("tests/probes/_shared/test_stall_decisions.py", "tests/probes/timeouts/test_*.py",
                 "tests/probes/length/test_*.py", "tests/probes/intent/test_*.py"),
 }
 

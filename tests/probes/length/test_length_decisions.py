@@ -17,7 +17,7 @@ from envaudit.probes.length import bias as L
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
-from tests.probes.test_stall_decisions import LIMIT, J, Staller, ctx_for
+from tests.probes._shared.test_stall_decisions import LIMIT, J, Staller, ctx_for
 
 WORK, SUBMIT = 0, 1
 

@@ -21,6 +21,7 @@ from envaudit.probes.length import bias as L
 from envaudit.protocol import END_TRUNCATED, ERROR, FAILURE, SUCCESS, TIMEOUT, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
+from tests.probes._shared.test_stall_decisions import LIMIT, J, Staller, ctx_for
 from tests.probes.length.test_length_decisions import (
     FIT,
     GIVE_UP,
@@ -35,7 +36,6 @@ from tests.probes.length.test_length_decisions import (
     searchless,
     stall_play,
 )
-from tests.probes.test_stall_decisions import LIMIT, J, Staller, ctx_for
 
 # -- what every finding carries, and the numbers its text shows ------------------------------------
 
