@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import random
 import sys
@@ -93,6 +94,8 @@ def _first_difference(a, b, path: str = "") -> str | None:
             if found:
                 return found
         return None
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return None  # NaN is one value in a report, though not equal to itself
     return None if a == b else f"{path}: {a!r:.80} vs {b!r:.80}"
 
 
