@@ -18,7 +18,7 @@ from envaudit.findings import Finding, Severity
 from envaudit.probes.length import text
 
 CODE = "length-bias"
-KINDS = ("constant", "unending", "delay", "farming", "brevity", "one-incentive")
+KINDS = ("constant", "unending", "delay", "farming", "brevity", "one-incentive", "logged-correlation", "logged-delay")
 
 
 def decide_length_bias(kind: str, measured: Mapping[str, Any]) -> list[Finding]:
@@ -43,6 +43,12 @@ def decide_length_bias(kind: str, measured: Mapping[str, Any]) -> list[Finding]:
       beside farming (``measured["farming"]``, the ``"farming"`` finding): farming at ``warn`` or
       above is the reward path a delayed success is paid by, so the two are one finding, headed by
       the higher rung and corroborated by the other; below ``warn`` they stand apart.
+    - ``"logged-correlation"`` (``logged.analyse``): the regression of a logged run's return on length
+      (``measured["fit"]``): a length coefficient significant at ``measured["alpha"]`` with its
+      interval clear of 0 -> ``info`` (a correlation in the trainer's own episodes), else none.
+    - ``"logged-delay"`` (``logged.analyse``): within a logged run's GRPO groups, later successes
+      against the fastest from the same start (``measured["delay"]``, ``delayed_success``): when it
+      holds -> ``fail``, else none.
     """
     if kind == "constant":
         c = measured["evidence"]["reward_per_step"]
@@ -103,4 +109,25 @@ def decide_length_bias(kind: str, measured: Mapping[str, Any]) -> list[Finding]:
                                         evidence={**d.evidence, "farming": dict(farming.evidence)})]
         return [dataclasses.replace(farming, summary=farming.summary + text.delay_also(d.evidence),
                                     evidence={**farming.evidence, "delay_success": dict(d.evidence)})]
+    if kind == "logged-correlation":
+        fit = measured["fit"]
+        coef = fit["coef"].get("length")
+        if coef is None or not (coef["p_value"] < measured["alpha"] and (coef["ci"][0] > 0 or coef["ci"][1] < 0)):
+            return []
+        longer = coef["ci"][0] > 0
+        return [Finding(CODE, Severity.INFO, text.logged_correlation_title(longer),
+                        text.logged_correlation_summary(fit, coef),
+                        {"length_effect": coef, "regression": fit, "n": fit["n"], "p_value": coef["p_value"],
+                         "behaviour": "stall" if longer else "quit", "reward_path": "env", "source": "logs"}, [],
+                        text.FIX_LOGGED_CORRELATION, probe="length")]
+    if kind == "logged-delay":
+        d = measured["delay"]
+        if not d["holds"]:
+            return []
+        test = d["test"]
+        return [Finding(CODE, Severity.FAIL, text.LOGGED_DELAY_TITLE, text.logged_delay_summary(d),
+                        {"source": "logs", "behaviour": "delay-success", "reward_path": "env",
+                         "p_value": test["p_value"], "delayed_vs_fastest": test, "n_groups": d["n_sets"],
+                         "extra_steps": d["extra_steps"], "margin": d["margin"], "fastest_success": d["fastest"]},
+                        d["examples"][:5], text.FIX_LOGGED_DELAY, probe="length")]
     raise ValueError(f"unknown length-bias kind {kind!r}; expected one of {KINDS}")

@@ -145,3 +145,34 @@ def delay_also(delay: Mapping[str, Any]) -> str:
     """A delayed success's corroboration inside a farming finding (``delay``: its evidence)."""
     return (f" Delaying a success pays too: succeeding after {delay['k']} more '{delay['delay_action']}' "
             f"earns {fmt(delay['mean_delayed'])} against {fmt(delay['mean_at_once'])} at once.")
+
+
+# -- a logged run (``logged.analyse``) ------------------------------------------------------------
+def logged_correlation_title(longer: bool) -> str:
+    return ("Return rises with episode length in the logged run" if longer
+            else "Shorter episodes earn more in the logged run")
+
+
+def logged_correlation_summary(fit: Mapping[str, Any], coef: Mapping[str, Any]) -> str:
+    held = "Beyond success, each" if "success" in fit["coef"] else "With no success signal to hold fixed, each"
+    return (f"{held} extra step changes the logged return by {coef['estimate']:+.3g} on average (outcome and "
+            "tool failures held fixed). A correlation in the trainer's own episodes: scan the env "
+            "(`envaudit scan`) to see whether a policy can farm it.")
+
+
+FIX_LOGGED_CORRELATION = ("If longer (or shorter) episodes are not meant to pay more, look for per-step rewards or "
+                          "length penalties.")
+
+LOGGED_DELAY_TITLE = "Delaying success pays in the logged run"
+
+
+def logged_delay_summary(d: Mapping[str, Any]) -> str:
+    test = d["test"]
+    return (f"Within the logged groups, successes reached after about {d['extra_steps']:.1f} extra steps "
+            f"earned {test['mean_delayed']:.2f} on average against {test['mean_fastest']:.2f} for the "
+            f"fastest success from the same start ({d['n_sets']} groups with both); a return maximiser "
+            "delays a success it could reach at once.")
+
+
+FIX_LOGGED_DELAY = ("Pay for the outcome once: no per-attempt or per-step credit that a successful episode "
+                    "keeps collecting before it succeeds.")
