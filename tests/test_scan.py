@@ -4,10 +4,11 @@ import pytest
 
 import envaudit.scan as scan_module
 from envaudit import Finding, Probe, ScanConfig, Severity
+from envaudit.conclusion import holm_correct
 from envaudit.errors import UsageError
 from envaudit.report import Report
 from envaudit.reporting import write_folder
-from envaudit.scan import _holm, run_scan
+from envaudit.scan import run_scan
 from tests.fixtures.user_envs import CoinEnv
 
 
@@ -69,7 +70,7 @@ def test_probe_returning_garbage_is_reported(monkeypatch):
 
 
 def test_holm_downgrades_unsupported_findings_to_info():
-    findings = _holm([_finding(0.001), _finding(0.03), _finding(0.04), _finding(0.5, "info")], alpha=0.05)
+    findings = holm_correct([_finding(0.001), _finding(0.03), _finding(0.04), _finding(0.5, "info")], alpha=0.05)
     # Holm: 0.001*4=0.004; 0.03*3=0.09; max(0.09, 0.04*2)=0.09; 0.5
     assert [round(f.evidence["p_adjusted"], 6) for f in findings] == [0.004, 0.09, 0.09, 0.5]
     assert [str(f.severity) for f in findings] == ["fail", "info", "info", "info"]
