@@ -1,6 +1,6 @@
 """Testing an environment with envaudit, written the way you would write it in your own suite.
 
-docs/testing.md quotes this file whole (tests/test_docs.py checks the copy). Point ``make_env``
+docs/testing.md quotes this file whole (tests/test_doc_pages.py checks the copy). Point ``make_env``
 at your own env (any Gymnasium env that speaks envaudit's info protocol; an ``envaudit.ToolEnv``
 also gets fault injection) and keep the tests that fit.
 """

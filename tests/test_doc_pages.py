@@ -25,227 +25,48 @@ page whose "What it decides" table has one row per code it emits; the README kee
 commands and at most 300 lines.
 """
 
+
 from __future__ import annotations
 
-import argparse
-import ast
-import fnmatch
 import glob
 import importlib.util
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass, fields
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-LANGS = {"python", "bash", "sh", "console", "toml", "json", "text"}
-SHELL = {"bash", "sh", "console"}
-OPERATORS = {"&&", "||", ";", "|", "&"}
-REPO_DIRS = ("tests", "probes", "envaudit", "envs", "benchmarks", "docs", "reports", "notebooks", "scripts")
-FIRST_COMMANDS = [
-    "scripts/setup && .venv/bin/envaudit scan envaudit/CodeFix-TimeoutPasses-v0 --timeout-handling drop --fail-on never",
-    "scripts/setup --vllm && .venv/bin/python -m pytest -n auto --dist loadfile",
-]
-QUOTES = {"README.md": "docs/examples/lookup.py", "docs/testing.md": "tests/test_user_example.py"}
-"""A page's python block that is a file of the repository, whole (the file itself runs elsewhere)."""
-
-# Commands the slow run cannot execute, and why. A reason given as (text, module) applies only while
-# that module is missing. Every entry must match a command of the docs.
-NOT_RUNNABLE: dict[str, str | tuple[str, str]] = {
-    r"^scripts/setup\b": "makes .venv (or .venv-alt) and pip-installs into it; the tests run in the venv it made",
-    r"\bpip (install|uninstall)\b": "installs packages",
-    r"^\.ci/run$": "CI's whole run: both venvs, the whole suite, chromium when CI=true",
-    r"\.venv-alt/bin/": "needs the second venv, .venv-alt (OpenEnv, GEM), that scripts/setup --alt-only makes",
-    r"pytest -n auto --dist loadfile$": "the whole default test suite: the run this test is part of",
-    r"pytest -m ''$": "the whole suite, slow tests included: hours of CPU",
-    r"--engine vllm|tests/grpo/test_lm_engine\.py|benchmarks/lm_rollouts\.py": ("needs vLLM (scripts/setup --vllm)", "vllm"),
-    r"benchmarks/grpo_vs_ppo\.py": ("needs the [bench] extra (stable-baselines3)", "stable_baselines3"),
-    r"benchmarks/mutation\.py": "needs the [mutation] extra (mutmut) and hours of CPU per module",
-    r"--model \./my-agent-checkpoint": "stands for a language-model checkpoint of your own",
-    r"ray://": "names a Ray cluster that is not there",
-    r"reasoning-gym:\*": "every dataset reasoning-gym ships: about a hundred scans",
-    r"--baseline-pythonpath DIR": "DIR stands for another envaudit checkout",
-}
-MACHINE_WORDS = re.compile(r"\b(this|these) (\d-core |shared |quiet )*machines?\b|\bcores here\b|\bmeasured here\b",
-                           re.IGNORECASE)
-
-
-# -- reading the pages ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Block:
-    page: str
-    line: int
-    lang: str
-    text: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.page}:{self.line}"
-
-
-def rel(path: Path) -> str:
-    return path.relative_to(ROOT).as_posix()
-
-
-def read_blocks(path: Path) -> list[Block]:
-    blocks, lines, i = [], path.read_text().splitlines(), 0
-    while i < len(lines):
-        opening = re.match(r"^(\s*)```(\S*)\s*$", lines[i])
-        if opening is None:
-            i += 1
-            continue
-        indent, lang, start, body = len(opening.group(1)), opening.group(2), i + 1, []
-        i += 1
-        while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
-            body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i])
-            i += 1
-        assert i < len(lines), f"{rel(path)}:{start}: a code block that never closes"
-        blocks.append(Block(rel(path), start, lang, "\n".join(body) + "\n"))
-        i += 1
-    return blocks
-
-
-BLOCKS = [b for page in PAGES for b in read_blocks(page)]
-
-
-def prose(path: Path) -> str:
-    """The page without its fenced blocks."""
-    return re.sub(r"^\s*```.*?^\s*```\s*$", "", path.read_text(), flags=re.S | re.M)
-
-
-# -- commands ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Command:
-    block: Block
-    line: int
-    env: tuple[tuple[str, str], ...]
-    argv: tuple[str, ...]
-    comment: str
-
-    @property
-    def text(self) -> str:
-        return " ".join([*(f"{k}={v}" for k, v in self.env), *(a or "''" for a in self.argv)])
-
-    @property
-    def kind(self) -> str:
-        head = self.argv[0]
-        if Path(head).name == "envaudit":
-            return "envaudit"
-        if Path(head).name in ("python", "python3") and len(self.argv) > 1:
-            if self.argv[1] == "-m" and self.argv[2] == "pytest":
-                return "pytest"
-            if self.argv[1] == "-m" and self.argv[2].split(".")[0] == "envaudit":
-                return "module"
-            if self.argv[1].startswith("benchmarks/"):
-                return "benchmark"
-        if head.startswith("scripts/"):
-            return "script"
-        return "other"
-
-    def not_runnable(self) -> str | None:
-        for pattern, reason in NOT_RUNNABLE.items():
-            if re.search(pattern, self.text):
-                if isinstance(reason, tuple):
-                    text, module = reason
-                    if importlib.util.find_spec(module) is None:
-                        return text
-                    continue
-                return reason
-        return None
-
-
-def command_lines(block: Block) -> list[tuple[int, str]]:
-    out, pending = [], ""
-    for i, raw in enumerate(block.text.splitlines()):
-        line = raw.rstrip()
-        if block.lang == "console" and not pending:
-            if not line.startswith("$ "):
-                continue  # output
-            line = line[2:]
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        if (pending + line).strip():
-            out.append((block.line + 1 + i, pending + line))
-        pending = ""
-    return out
-
-
-def commands_of(block: Block) -> list[Command]:
-    out = []
-    for line, text in command_lines(block):
-        comment = text.partition(" #")[2].strip() if " #" in text else ""
-        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        tokens, part = list(lexer), []
-        for token in [*tokens, ";"]:
-            if token not in OPERATORS:
-                part.append(token)
-                continue
-            env = []
-            while part and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", part[0]):
-                env.append(tuple(part.pop(0).split("=", 1)))
-            if part:
-                out.append(Command(block, line, tuple(env), tuple(part), comment))
-            part = []
-    return out
-
-
-SHELL_BLOCKS = [b for b in BLOCKS if b.lang in SHELL]
-COMMANDS = [c for b in SHELL_BLOCKS for c in commands_of(b)]
-CHECKED = ("envaudit", "module", "benchmark", "script", "pytest")
-
-
-# -- parsers ----------------------------------------------------------------------------------------
-class _Raising(argparse.ArgumentParser):
-    def error(self, message):
-        raise ValueError(f"{self.prog}: {message}")
-
-
-def rebuilt_parser(path: Path) -> argparse.ArgumentParser:
-    """The parser a script builds, from its ``add_argument`` calls with literal arguments (``type``
-    kept for int and float); what cannot be read statically is left out, never guessed."""
-    objects: dict[str, object] = {}
-    root = _Raising(prog=rel(path), add_help=True)
-    statements = [n for n in ast.walk(ast.parse(path.read_text()))
-                  if isinstance(n, (ast.Assign, ast.Expr)) and isinstance(n.value, ast.Call)]
-    for node in sorted(statements, key=lambda n: (n.lineno, n.col_offset)):
-        call = node.value
-        func = call.func
-        name = node.targets[0].id if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) else None
-        literal = {}
-        for kw in call.keywords:
-            if kw.arg in ("action", "nargs", "choices", "dest", "metavar", "required", "default"):
-                try:
-                    literal[kw.arg] = ast.literal_eval(kw.value)
-                except ValueError:
-                    pass
-            elif kw.arg == "type" and isinstance(kw.value, ast.Name) and kw.value.id in ("int", "float"):
-                literal["type"] = {"int": int, "float": float}[kw.value.id]
-        args = [a.value for a in call.args if isinstance(a, ast.Constant)]
-        if isinstance(func, ast.Attribute) and func.attr == "ArgumentParser" and name:
-            objects[name] = root
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            owner = objects.get(func.value.id, root)
-            if func.attr == "add_argument" and args:
-                owner.add_argument(*args, **literal)
-            elif func.attr == "add_subparsers" and name:
-                objects[name] = owner.add_subparsers(**{k: v for k, v in literal.items() if k in ("dest", "required")},
-                                                     parser_class=_Raising)
-            elif func.attr == "add_parser" and name and args:
-                objects[name] = owner.add_parser(args[0])
-            elif func.attr in ("add_argument_group", "add_mutually_exclusive_group") and name:
-                objects[name] = owner
-    return root
+from tests.fixtures.doc_pages import (
+    BLOCKS,
+    CHECKED,
+    COMMANDS,
+    FIRST_COMMANDS,
+    LANGS,
+    MACHINE_WORDS,
+    NOT_RUNNABLE,
+    PAGES,
+    QUOTES,
+    REPO_DIRS,
+    ROOT,
+    SHELL_BLOCKS,
+    Block,
+    Command,
+    check_envaudit,
+    check_script,
+    commands_of,
+    exists,
+    is_env_id,
+    produced_by,
+    prose,
+    rebuilt_parser,
+    rel,
+    repo_paths,
+)
 
 
 @pytest.fixture(scope="module")
@@ -257,117 +78,6 @@ def cli():
 
     return {"parser": envaudit_cli._build_parser(), "probes": set(registered_probes()), "presets": set(PRESETS)}
 
-
-OUTPUT_FLAGS = ("--out", "--output-dir", "--keep")
-
-
-def repo_paths(argv) -> list[str]:
-    """Arguments that name a file or folder of the repository (a glob allowed), outputs left out."""
-    out = []
-    for i, arg in enumerate(argv):
-        if i and argv[i - 1] in OUTPUT_FLAGS:
-            continue
-        value = arg.partition("=")[2] if "=" in arg else arg
-        if re.match(rf"^({'|'.join(REPO_DIRS)})/[\w./*?\[\]-]*$", value) and not is_env_id(value):
-            out.append(value)
-    return out
-
-
-def is_env_id(text: str) -> bool:
-    import gymnasium as gym
-
-    import envaudit  # noqa: F401 - registers the bundled envs
-
-    return text in gym.registry or bool(fnmatch.filter(gym.registry, text)) and "*" in text
-
-
-def exists(path: str, produced: set[str]) -> bool:
-    path = path.rstrip("/")
-    if any(path == p or path.startswith(p + "/") for p in produced):
-        return True
-    return bool(glob.glob(str(ROOT / path)))
-
-
-def produced_by(command: Command) -> set[str]:
-    """Paths a command creates, for the commands after it on the same page."""
-    argv, out = command.argv, set()
-    for flag in OUTPUT_FLAGS:
-        if flag in argv:
-            out.add(argv[argv.index(flag) + 1].rstrip("/"))
-    if command.kind == "module" and argv[2] == "envaudit.testing.logs":
-        out.add(argv[3].rstrip("/"))
-    return out
-
-
-def env_args(items) -> dict:
-    out = {}
-    for item in items:
-        key, _, raw = item.partition("=")
-        try:
-            out[key] = json.loads(raw)
-        except ValueError:
-            out[key] = raw
-    return out
-
-
-def check_target(target: str, options: dict) -> None:
-    import gymnasium as gym
-
-    from envaudit.adapters import prefix_of
-    from envaudit.resolve import resolve_env
-    from envaudit.suite_file import is_pattern
-
-    prefix = prefix_of(target)
-    if is_pattern(target):
-        assert prefix is not None or fnmatch.filter(gym.registry, target), f"{target!r} matches no registered env"
-        return
-    if prefix is not None:  # the adapter itself (its package, the id) is checked when the command runs
-        rest = target.partition(":")[2]
-        assert not rest.endswith(".py") or (ROOT / rest).exists(), f"{target!r}: no file {rest}"
-        return
-    resolve_env(target, options)  # Gymnasium ids, module:attr, files: the CLI's own resolver
-
-
-def check_envaudit(command: Command, cli, produced: set[str], suite_files: set[str]) -> None:
-    from envaudit.config import ScanConfig
-
-    try:
-        ns = cli["parser"].parse_args(list(command.argv[1:]))
-    except SystemExit as exc:  # --help, --version
-        assert exc.code == 0
-        return
-    if ns.command in ("scan", "logs"):
-        options = {f.name: getattr(ns, f.name) for f in fields(ScanConfig) if getattr(ns, f.name, None) is not None}
-        if isinstance(ns.probes, str):
-            options["probes"] = [p.strip() for p in ns.probes.split(",") if p.strip()]
-            unknown = set(options["probes"]) - cli["probes"]
-            assert not unknown, f"no such probe {sorted(unknown)}; registered: {sorted(cli['probes'])}"
-        config = ScanConfig(**options)
-        config.rollout_pipeline()  # an unknown --pipeline preset raises here
-    if ns.command == "scan":
-        for target in ns.env:
-            check_target(target, env_args(ns.env_args))
-        if ns.suite is not None:
-            assert ns.suite in suite_files, f"--suite {ns.suite}: no '# {ns.suite}' toml block on {command.block.page}"
-        if ns.tasks is not None:
-            assert exists(ns.tasks, produced), f"--tasks {ns.tasks}: no such file"
-    elif ns.command == "logs":
-        for path in ns.paths:
-            assert exists(path, produced), f"no log at {path}"
-        if ns.replay_env is not None:
-            check_target(ns.replay_env, {})
-    elif ns.command in ("report", "diff"):
-        for folder in ([ns.folder] if ns.command == "report" else [ns.old, ns.new]):
-            assert exists(folder, produced) and (exists(f"{folder}/report.json", produced) or folder in produced), \
-                f"{folder}: not a report folder"
-
-
-def check_script(command: Command) -> None:
-    path = ROOT / command.argv[0]
-    assert path.is_file(), f"no script {command.argv[0]}"
-    options = set(re.findall(r"^\s*(--[\w-]+)\)", path.read_text(), re.M))
-    for arg in command.argv[1:]:
-        assert arg in options, f"{command.argv[0]} has no option {arg} (it takes {sorted(options)})"
 
 
 # -- the default run: commands ----------------------------------------------------------------------
