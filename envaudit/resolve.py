@@ -81,12 +81,22 @@ def _load_file(path: Path) -> Any:
     if spec is None or spec.loader is None:
         raise UsageError(f"cannot import {str(path)!r} as Python; is it a .py file?")
     module = importlib.util.module_from_spec(spec)
+    # As `python path/file.py` does: the file's folder comes first on sys.path, so the file imports
+    # its sibling modules. It stays there (an env may import lazily, at make or step), and worker
+    # processes get it with the rest of sys.path, or add it themselves when they resolve the file.
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
         sys.modules.pop(module_name, None)
-        raise UsageError(f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name:
+            hint = (f"; {exc.name!r} is neither beside the file (its folder {folder} is on the path) nor "
+                    f"installed for {sys.executable}: install it, or add its folder to PYTHONPATH")
+        raise UsageError(f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}{hint}") from exc
     return module
 
 

@@ -1,3 +1,6 @@
+import json
+import sys
+
 import gymnasium as gym
 import pytest
 
@@ -72,3 +75,63 @@ def test_env_args_on_a_registered_id_are_checked_against_its_entry_point():
     _, make = resolve_env("CartPole-v1", {"render_mode": "rgb_array", "max_episode_steps": 20})
     env = make()  # gym.make's own options pass to gym.make, the env's to the env
     assert env.spec.max_episode_steps == 20 and env.render_mode == "rgb_array"
+
+
+_SIBLING = '''
+import gymnasium as gym
+
+
+class Coin(gym.Env):
+    action_space = gym.spaces.Discrete(2)
+    observation_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        return 0, float(action), True, False, {"success": bool(action)}
+'''
+
+
+@pytest.fixture
+def sibling_files(tmp_path, monkeypatch):
+    """``desk/bad_envs.py`` importing its sibling ``desk/<name>.py``, as ``python bad_envs.py`` finds it."""
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the resolver adds the file's folder to this copy
+    name = f"edges_sibling_{tmp_path.name.replace('-', '_')}"
+    (tmp_path / "desk").mkdir()
+    (tmp_path / "desk" / f"{name}.py").write_text(_SIBLING)
+    (tmp_path / "desk" / "bad_envs.py").write_text(f"from {name} import Coin\n\n\ndef make():\n    return Coin()\n")
+    yield tmp_path / "desk" / "bad_envs.py"
+    sys.modules.pop(name, None)
+
+
+def test_a_file_imports_its_sibling_module_as_python_does_for_a_script(sibling_files, monkeypatch):
+    monkeypatch.chdir(sibling_files.parents[1])
+    _, make = resolve_env("desk/bad_envs.py:make")
+    assert make().step(1)[1] == 1.0
+    assert sys.path[0] == str(sibling_files.parent)  # first, as for a script: its siblings win
+
+
+def test_a_file_whose_import_is_missing_names_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "envs.py").write_text("import no_such_helper_module_xyz\n\n\ndef make():\n    pass\n")
+    with pytest.raises(UsageError) as err:
+        resolve_env(f"{tmp_path}/envs.py:make")
+    assert "No module named 'no_such_helper_module_xyz'" in str(err.value)
+    assert "install it, or add its folder to PYTHONPATH" in str(err.value)
+
+
+def test_a_file_importing_its_sibling_scans_in_worker_processes(sibling_files, monkeypatch, capsys):
+    """The process executor's workers and the probe host rebuild the env from the spec: the
+    sibling must import there too, or every episode would be lost to a worker-side ImportError."""
+    from envaudit.cli import main
+
+    monkeypatch.chdir(sibling_files.parents[1])
+    rc = main(["scan", "desk/bad_envs.py:make", "--quick", "--probes", "replay", "--workers", "1",
+               "--executor", "processes", "--out", "out", "--no-progress"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    report = json.loads((sibling_files.parents[1] / "out" / "report.json").read_text())
+    assert report["exploration"]["episodes"] > 0 and report["broken"] is None
+    assert [p["status"] for p in report["probes"]] == ["ok"]
