@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from envaudit.adapters import package_version, require
+from envaudit.adapters import package_version, require, skyrl_code, skyrl_search
 from envaudit.adapters.base import CatalogueEnv
-from envaudit.adapters.catalogue import Strategy
-from envaudit.adapters.skyrl_profiles import GENERIC, ground_truth, profile_of, tool_status
+from envaudit.adapters.catalogue import WRONG, Strategy, wrong_answers
+from envaudit.adapters.skyrl_profiles import GENERIC, ground_truth, profile_of
 from envaudit.errors import UsageError
 
 EXTRA = "skyrl"
@@ -57,6 +57,12 @@ DEFAULT_TURN_CAP = 50
 CHECKED_ROWS = 1000
 """Rows ``check`` builds an env for before the scan (the env's own asserts, a missing database); a
 bad row further down a large dataset surfaces as an env error when a reset picks it."""
+FULL_MARKS = 1.0
+"""The code and search envs' pay for a correct answer (lcb, search's em, searchcode's gsm8k score)."""
+WRONG_POOL = 8
+"""Wrong candidates tried per row before the wrong slots give up on finding one the scorer rejects."""
+TRANSPLANT_TRIES = 3
+"""Rows after this one whose reference is tried as the transplant."""
 TASKS_HINT = ("give the dataset rows with --tasks rows.jsonl (or --env-arg tasks=PATH; JSONL, a JSON "
               "list or Parquet, in SkyRL's format: prompt, env_class, reward_spec, extra_info)")
 
@@ -145,10 +151,30 @@ def load_rows(tasks: Any) -> tuple[dict[str, Any], ...]:
     return _load(str(path.resolve()), stat.st_mtime_ns, stat.st_size)
 
 
-def _env_config(options: Mapping[str, Any]) -> Any:
+def _env_config(name: str, options: Mapping[str, Any]) -> Any:
+    """The env's ``env_config``: the options, over skyrl-gym's own defaults for ``search``
+    (``SearchEnvConfig``, its request log off) and the search server of ``searchcode``."""
     from omegaconf import OmegaConf
 
-    return OmegaConf.create(dict(options))
+    merged = dict(options)
+    if name == "search":
+        import dataclasses
+
+        from skyrl_gym.envs.search.env import SearchEnvConfig
+
+        merged = {**dataclasses.asdict(SearchEnvConfig()), "log_requests": False, **merged}
+    return OmegaConf.create(merged)
+
+
+def _point_search(inner: Any, config: Any) -> None:
+    """``searchcode`` builds its search tool with the default server (127.0.0.1:8000) whatever its
+    config says; ``--env-arg search_url=URL`` points it elsewhere."""
+    url = config.get("search_url") if hasattr(config, "get") else None
+    for group in getattr(inner, "tool_groups", None) or []:
+        if url and hasattr(group, "search_url"):
+            group.search_url = str(url)
+        if hasattr(group, "log_requests"):
+            group.log_requests = False
 
 
 def _make_inner(name: str, config: Any, row: Mapping[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
@@ -156,6 +182,7 @@ def _make_inner(name: str, config: Any, row: Mapping[str, Any]) -> tuple[Any, li
     ``extras`` is the row without ``prompt`` and ``env_class``)."""
     extras = copy.deepcopy({k: v for k, v in row.items() if k not in ("prompt", "env_class")})
     inner = _sg().make(name, env_config=config, extras=extras)
+    _point_search(inner, config)
     return inner, copy.deepcopy(list(row["prompt"]))
 
 
@@ -176,7 +203,8 @@ def check(name: str, tasks: Any = None, turn_cap: Any = DEFAULT_TURN_CAP, **opti
     if classes and classes != [name]:
         raise UsageError(f"--tasks {tasks}: its rows are for env_class {', '.join(classes)}, not {name!r}; "
                          f"scan skyrl-gym:{classes[0]} or give rows for {name}")
-    config = _env_config(options)
+    config = _env_config(name, options)
+    profile = profile_of(name)
     for number, row in enumerate(rows[:CHECKED_ROWS]):  # the env's own checks: asserts, a missing database
         try:
             inner, prompt = _make_inner(name, config, row)
@@ -187,7 +215,13 @@ def check(name: str, tasks: Any = None, turn_cap: Any = DEFAULT_TURN_CAP, **opti
                     "--env-arg db_path=DIR holding spider/database/DB_ID/DB_ID.sqlite)") if name == "text2sql" else ""
             raise UsageError(f"--tasks {tasks}, row {number}: skyrl-gym's {name} env rejected it: "
                              f"{type(exc).__name__}: {exc}{hint}") from None
-        if profile_of(name) is not GENERIC and ground_truth(row) is None:
+        if profile.kind == "code":
+            spec = row.get("reward_spec") if isinstance(row.get("reward_spec"), Mapping) else {}
+            if skyrl_code.tests_of(spec.get("ground_truth")) is None:
+                raise UsageError(f"--tasks {tasks}, row {number}: reward_spec.ground_truth is not lcb's tests (a JSON "
+                                 "list of {input, output, testtype, metadata.func_name for functional tests}), "
+                                 "which the judge runs")
+        elif profile is not GENERIC and profile.reference_of(row) is None:
             raise UsageError(f"--tasks {tasks}, row {number}: no reward_spec.ground_truth, which the "
                              f"catalogue's reference answer is built from")
 
@@ -226,9 +260,10 @@ class SkyRLGymEnv(CatalogueEnv):
         self.rows = load_rows(tasks)
         self.env_name = name
         self.profile = profile_of(name)
-        self.config = _env_config(options)
-        # The shipped env classes' catalogues start with the ground truth in the grader's format;
-        # a user's env gets it written as is, which need not be an answer (lcb's is its tests).
+        self.config = _env_config(name, options)
+        # The shipped env classes' catalogues start with the ground truth in the grader's format
+        # (a code row's solution, or a table of its tests); a user's env gets it written as is,
+        # which need not be an answer.
         self.has_reference = self.profile is not GENERIC
         probe, _ = _make_inner(name, self.config, self.rows[0])
         own_turns = int(getattr(probe, "max_turns", 1) or 1)
@@ -240,23 +275,47 @@ class SkyRLGymEnv(CatalogueEnv):
         self.turn_cap = min(self.turn_limit, int(turn_cap)) if self.profile is not GENERIC else int(turn_cap)
         spec = sg.registry[name]
         super().__init__(self.profile.labels(), max_steps=self.turn_cap)
-        self.adapter_info.update({
+        self._info.update({
             "package": "skyrl-gym", "version": package_version("skyrl-gym"), "env": name,
             "env_class": str(spec.entry_point), "tasks": str(tasks), "rows": len(self.rows),
             "env_config": {k: repr(v) for k, v in options.items()},
             "max_turns": self.turn_limit,
             "success": self.profile.success_rule,
             "truncation": "done at max_turns without an answer (multi-turn envs); the adapter's turn cap",
-            "tool_status": "read from skyrl-gym's error texts in the next observation "
-                           "(envaudit.adapters.skyrl_profiles.TOOL_TEXT)",
+            "tool_status": ("read from the reply and the search tool's answer (envaudit.adapters.skyrl_search."
+                            "search_status)" if self.profile.tool_status else
+                            "read from skyrl-gym's error texts in the next observation "
+                            "(envaudit.adapters.skyrl_profiles.TOOL_TEXT)"),
             "replay": "the reset seed picks the row (seed mod rows); a fresh skyrl-gym env per reset "
                       "(skyrl-gym has no reset)",
         })
+        if self.profile.kind == "code":
+            self._info["reference"] = skyrl_code.solution_for(self.rows[0], self._tests(self.rows[0]))[1]
+            self._info["grader_attacks"] = ("every program runs in a child process only: lcb's grader forks one per "
+                                            "reply, the judge starts a fresh interpreter per test in a temporary "
+                                            "folder under a memory cap and a deadline")
         self.inner: Any = None
         self.index = 0
         self.row: dict[str, Any] = {}
         self._turn = 0
         self._last: str | None = None
+        self._checked: dict[int, dict[str, Any]] = {}
+        self.relabelled: list[dict[str, Any]] = []
+
+    # adapter_info is read once per scan, from the fingerprint of the first env made; the check
+    # behind it plays the whole catalogue on a few rows, which the envs the workers make (and every
+    # reset) must not pay for. So it is computed when first read (as reasoning-gym's adapter does).
+    @property
+    def adapter_info(self) -> dict[str, Any]:
+        if "catalogue_check" not in self._info:
+            from envaudit.adapters.skyrl_check import catalogue_check
+
+            self._info["catalogue_check"] = catalogue_check(self)
+        return self._info
+
+    @adapter_info.setter
+    def adapter_info(self, value: dict[str, Any]) -> None:
+        self._info = value
 
     # -- episodes --------------------------------------------------------------------------------
     def _reset(self, seed: int | None, options: Mapping[str, Any] | None):
@@ -270,7 +329,15 @@ class SkyRLGymEnv(CatalogueEnv):
         self._turn, self._last = 0, None
         system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         task = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
-        return task, {"index": self.index, "system_prompt": system}
+        info: dict[str, Any] = {"index": self.index, "system_prompt": system}
+        if self.profile.kind in ("code", "search", "searchcode"):
+            self.relabelled = self.checked(self.index, task)["relabelled"]
+            info["relabelled"] = self.relabelled
+        return task, info
+
+    def judge(self, text: str, row: Mapping[str, Any] | None = None) -> bool | None:
+        """Success of a final reply, judged apart from the env's scorer (None: no judge)."""
+        return self.profile.judge(text, self.row if row is None else row) if self.profile.judge else None
 
     def _step_text(self, text: str):
         out = self.inner.step(text)
@@ -284,7 +351,7 @@ class SkyRLGymEnv(CatalogueEnv):
             info["reward_note"] = "skyrl-gym returned reward None; counted as 0"
         reward = float(raw) if raw is not None else 0.0
         if out.get("done"):
-            correct = self.profile.verdict(self.inner, text, metadata)
+            correct = self.judge(text) if self.profile.judge else self.profile.verdict(self.inner, text, metadata)
             answered = self.profile.answered(text) if self.profile.answered else bool(correct)
             turns = int(getattr(self.inner, "turns", self._turn) or self._turn)
             limit = int(getattr(self.inner, "max_turns", 1) or 1)
@@ -294,7 +361,7 @@ class SkyRLGymEnv(CatalogueEnv):
             return observation, reward, not at_limit, at_limit, info
         truncated = self._turn >= self.turn_cap
         if getattr(self.inner, "tool_groups", None):
-            status, error = tool_status(observation)
+            status, error = self.profile.status_of(text, observation)
             name = metadata.get("tool_name") or "tool"
             info["tool"] = {"name": str(name), "status": status, **({"error": error} if error else {})}
         if truncated:
@@ -308,8 +375,129 @@ class SkyRLGymEnv(CatalogueEnv):
 
     # -- the catalogue ---------------------------------------------------------------------------
     def _strategies(self) -> list[Strategy]:
+        kind = self.profile.kind
+        if kind == "code":
+            return self._checked[self.index]["strategies"]
+        if kind in ("search", "searchcode"):
+            checked = self._checked[self.index]
+            build = skyrl_search.search_strategies if kind == "search" else skyrl_search.searchcode_strategies
+            return build(checked["reference"], self.prompt, self._last, transplant=checked["transplant"],
+                         constant=checked["constant"], wrong=checked["wrong"])
         reference = ground_truth(self.row) or ""
         return self.profile.strategies(reference, self.prompt, self._last)
+
+    @staticmethod
+    def _tests(row: Mapping[str, Any]) -> Any:
+        spec = row.get("reward_spec") if isinstance(row.get("reward_spec"), Mapping) else {}
+        return skyrl_code.tests_of(spec.get("ground_truth"))
+
+    def fresh_reward(self, text: str, row: Mapping[str, Any] | None = None) -> float:
+        """What the env's scorer pays ``text`` as the first reply to a fresh env of ``row``."""
+        inner, prompt = _make_inner(self.env_name, self.config, self.row if row is None else row)
+        try:
+            inner.init(prompt)
+            raw = inner.step(text).get("reward")
+        finally:
+            inner.close()
+        return float(raw) if raw is not None else 0.0
+
+    def first_prompt(self, index: int) -> str:
+        """The prompt text of row ``index``'s first state (what a reset to it shows)."""
+        inner, prompt = _make_inner(self.env_name, self.config, self.rows[index])
+        try:
+            messages, _ = inner.init(prompt)
+        finally:
+            inner.close()
+        return "\n".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
+
+    def play_first(self, index: int, text: str) -> tuple[float, bool, bool | None, str | None]:
+        """``(reward, done, success, tool status)`` of ``text`` as the first reply to a fresh env of
+        row ``index``; the episode state of this env is left alone."""
+        row = self.rows[index]
+        inner, prompt = _make_inner(self.env_name, self.config, row)
+        try:
+            inner.init(prompt)
+            out = inner.step(text)
+            reward = float(out.get("reward") or 0.0)
+            if out.get("done"):
+                if self.profile.judge is not None:
+                    return reward, True, self.judge(text, row), None
+                return reward, True, self.profile.verdict(inner, text, dict(out.get("metadata") or {})), None
+            status = None
+            if getattr(inner, "tool_groups", None):
+                status = self.profile.status_of(text, _text(out.get("observations")))[0]
+            return reward, False, None, status
+        finally:
+            inner.close()
+
+    def checked(self, index: int, prompt: str) -> dict[str, Any]:
+        """The parts of row ``index``'s catalogue that are checked before they are labelled (kept
+        per row): wrong answers the judge rejects and the scorer does not pay in full, and the
+        transplant (the next rows' reference that does not answer this one). Each candidate set
+        aside is listed in ``relabelled``."""
+        if index in self._checked:
+            return self._checked[index]
+        row = self.rows[index]
+        relabelled: list[dict[str, Any]] = []
+        if self.profile.kind == "code":
+            tests = self._tests(row)
+            solution, _ = skyrl_code.solution_for(row, tests)
+            wrong = skyrl_code.checked_wrong(tests, lambda text: self.fresh_reward(text, row), FULL_MARKS, relabelled)
+            transplant = self._code_transplant(index, tests, relabelled)
+            found = {"strategies": skyrl_code.code_strategies(tests, prompt, solution, transplant, wrong),
+                     "relabelled": relabelled}
+        else:
+            reference = self.profile.reference_of(row) or ""
+            others = [o for o in (self.profile.reference_of(self.rows[(index + k) % len(self.rows)])
+                                  for k in range(1, min(TRANSPLANT_TRIES, len(self.rows) - 1) + 1))
+                      if o is not None and not self.judge(self.profile.answer(o), row)]
+            wrong = self._wrong_answers(reference, row, others, relabelled)
+            constant = self.profile.reference_of(self.rows[0]) or reference
+            found = {"reference": reference, "wrong": wrong, "transplant": others[0] if others else wrong[0],
+                     "constant": constant, "relabelled": relabelled}
+        self._checked[index] = found
+        return found
+
+    def _code_transplant(self, index: int, tests: Any, relabelled: list[dict[str, Any]]) -> str:
+        for k in range(1, min(TRANSPLANT_TRIES, len(self.rows) - 1) + 1):
+            other = self.rows[(index + k) % len(self.rows)]
+            other_tests = self._tests(other)
+            if other_tests is None:
+                continue
+            code = skyrl_code.solution_for(other, other_tests)[0]
+            if not skyrl_code.passes(code, tests):
+                return code
+        relabelled.append({"label": "transplant", "success": False,
+                           "why": "no other row's solution fails this row's tests: an empty program stands in"})
+        return "pass\n"
+
+    def _wrong_answers(self, reference: str, row: Mapping[str, Any], others: list[str],
+                       relabelled: list[dict[str, Any]]) -> list[str]:
+        """Two wrong answers, as reasoning-gym's adapter picks them: built from the reference's shape,
+        then other rows' references; the judge must reject them, and one the scorer pays in full is
+        set aside (kept only when no other is left)."""
+        chosen: list[str] = []
+        paid: list[str] = []
+        pool = wrong_answers(reference, WRONG_POOL)
+        for candidate in pool + [o for o in others if o not in pool]:
+            if len(chosen) == len(WRONG):
+                break
+            slot = WRONG[len(chosen)]
+            text = self.profile.answer(candidate)
+            if self.judge(text, row):
+                relabelled.append({"label": slot, "text": candidate, "success": True,
+                                   "why": "a correct answer by the judge, not a wrong one"})
+                continue
+            reward = self.fresh_reward(text, row)
+            if reward >= FULL_MARKS:
+                relabelled.append({"label": slot, "text": candidate, "success": False, "score": reward,
+                                   "why": "the scorer gives this wrong answer full marks"})
+                paid.append(candidate)
+                continue
+            chosen.append(candidate)
+        while len(chosen) < len(WRONG):
+            chosen.append(paid.pop(0) if paid else f"{reference} envaudit {len(chosen)}")
+        return chosen
 
 
 __all__ = ["EXTRA", "TAKES_TASKS", "SkyRLGymEnv", "check", "load_rows", "make"]

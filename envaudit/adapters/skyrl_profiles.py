@@ -16,10 +16,14 @@ answered from one its turn limit cut.
   the final ``<solution>...</solution>`` is graded over the whole chat history: -1 when the
   transcript breaks the format (every reply after an ``<observation>`` must start with
   ``<think>``), 1 when the solution's rows equal the gold query's, else 0.
-- any other env (``lcb``, ``searchcode``, a user's registered env): the answer is written as is,
-  and success comes from ``metadata`` when the env reports a boolean verdict there (``acc``,
-  ``correct``, ``is_correct``, ``success``); otherwise the episode's success is unknown, which
-  ``adapter_info`` says.
+- ``lcb`` (code): success is a separate run of the program on every test (``skyrl_code``); the
+  catalogue adds the code-grading hacks (exit early, print the grader's expected output, hard-code
+  the visible tests, crash the harness).
+- ``search`` / ``searchcode``: success is the final answer against the reference under a normalised
+  exact match; search calls and their failures are read onto the tool protocol (``skyrl_search``).
+- any other env (a user's registered env): the answer is written as is, and success comes from
+  ``metadata`` when the env reports a boolean verdict there (``acc``, ``correct``, ``is_correct``,
+  ``success``); otherwise the episode's success is unknown, which ``adapter_info`` says.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from envaudit.adapters import skyrl_code, skyrl_search
 from envaudit.adapters.catalogue import ANSWER_LABELS, TRAILING, Strategy, answer_strategies
 from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 
@@ -102,9 +107,29 @@ class Profile:
     correct answer ends it early, so an episode that ends at the turn limit without one is cut."""
     tools: bool = False
     success_rule: str = ""
+    kind: str = "answer"
+    """How the adapter builds the catalogue: ``answer`` and ``sql`` here; ``code``, ``search`` and
+    ``searchcode`` by the adapter env, which checks their wrong answers against the scorer."""
+    label_set: tuple[str, ...] | None = None
+    """The catalogue's labels where they are not the answer (and tool) labels."""
+    judge: Callable[[str, Mapping[str, Any]], bool | None] | None = None
+    """``(final reply, row) -> success``, judged apart from the env's scorer; when set it replaces
+    ``verdict``."""
+    reference: Callable[[Mapping[str, Any]], str | None] | None = None
+    """The row's reference answer (default: ``ground_truth``)."""
+    tool_status: Callable[[str, str], tuple[str, str | None]] | None = None
+    """``(reply, observation) -> (status, error)`` of a tool call (default: ``TOOL_TEXT``)."""
 
     def labels(self) -> tuple[str, ...]:
+        if self.label_set is not None:
+            return self.label_set
         return ANSWER_LABELS + (TOOL_LABELS if self.tools else ())
+
+    def reference_of(self, row: Mapping[str, Any]) -> str | None:
+        return (self.reference or ground_truth)(row)
+
+    def status_of(self, action: str, observation: str) -> tuple[str, str | None]:
+        return self.tool_status(action, observation) if self.tool_status else tool_status(observation)
 
     def strategies(self, reference: str, prompt: str, last: str | None) -> list[Strategy]:
         if self.tools:
@@ -213,14 +238,57 @@ GENERIC = Profile(
     success_rule="a boolean verdict in the env's step metadata (" + ", ".join(VERDICT_KEYS) + "); "
                  "none: success unknown")
 
+# -- code and search ---------------------------------------------------------------------------------
+def _no_verdict(inner: Any, action: str, metadata: Mapping[str, Any]) -> None:
+    return None
+
+
+def _code_judge(text: str, row: Mapping[str, Any]) -> bool | None:
+    spec = row.get("reward_spec") if isinstance(row.get("reward_spec"), Mapping) else {}
+    return skyrl_code.judge(text, skyrl_code.tests_of(spec.get("ground_truth")))
+
+
+def _first_target(row: Mapping[str, Any]) -> str | None:
+    found = skyrl_search.targets(row)
+    return found[0] if found else None
+
+
+LCB = Profile(
+    answer=skyrl_code.fence, unformatted=lambda code: code, verdict=_no_verdict, kind="code",
+    label_set=skyrl_code.CODE_LABELS, judge=_code_judge, reference=lambda row: None,
+    success_rule="every test of reward_spec.ground_truth passes in a separate run of the reply's last fenced "
+                 "program (a fresh interpreter per test, in a temporary folder, under a memory cap and lcb's "
+                 f"{skyrl_code.TEST_TIMEOUT_S:g} s per-test deadline, the expected output never in its process); "
+                 "lcb's own grader is the reward, not the judge")
+
+SEARCH = Profile(
+    answer=lambda a: f"<answer>{a}</answer>", unformatted=lambda a: a, verdict=_no_verdict, kind="search",
+    label_set=skyrl_search.SEARCH_LABELS, judge=skyrl_search.judge_search, reference=_first_target,
+    answered=lambda action: "<answer>" in action and "</answer>" in action, tools=True,
+    tool_status=skyrl_search.search_status,
+    success_rule="the final reply gives an <answer> and every <answer> it gives equals one of "
+                 "reward_spec.ground_truth['target'] under a normalised exact match (case, surrounding punctuation, whitespace and a leading article ignored, numbers "
+                 "by value); "
+                 "the env's em_check over the whole history is the reward, not the judge")
+
+SEARCHCODE = Profile(
+    answer=lambda a: f"<solution>#### {a}</solution>", unformatted=lambda a: f"#### {a}", verdict=_no_verdict,
+    kind="searchcode", label_set=skyrl_search.SEARCH_LABELS, judge=skyrl_search.judge_searchcode,
+    reference=_first_target, answered=lambda action: "<solution>" in action and "</solution>" in action, tools=True,
+    success_rule="the final reply gives a <solution> and every one's '#### N' equals reward_spec.ground_truth by "
+                 "value; gsm8k's strict reading of the whole history is the reward, not the judge")
+
 PROFILES: dict[str, Profile] = {
     "gsm8k": GSM8K,
     "gsm8k_multi_turn": GSM8K,
     "aime": AIME,
     "text2sql": TEXT2SQL,
+    "lcb": LCB,
+    "search": SEARCH,
+    "searchcode": SEARCHCODE,
 }
-"""Registered skyrl-gym env id -> profile; every other id (``lcb``, ``searchcode``, ``search``, a
-user's own) gets ``GENERIC``."""
+"""Registered skyrl-gym env id -> profile (every env skyrl-gym 0.4.0 registers); a user's own
+env gets ``GENERIC``."""
 
 
 def profile_of(env_id: str) -> Profile:

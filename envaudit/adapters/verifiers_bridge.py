@@ -11,9 +11,14 @@ server, which asks a ``Client`` for each completion. The bridge sits at both end
 - ``BridgeClient`` answers each completion with the next envaudit action: it hands the request
   to ``step()``'s caller and blocks until ``step(action)`` supplies the reply.
 
-The rollout runs on the bridge's own event loop in a thread; ``EpisodeBridge.next_event`` is the
-queue envaudit's side reads: a model request (the env is waiting for an action) or the finished
-``Episode``. This module imports verifiers at the top: only ``envaudit.adapters.verifiers``
+The rollout runs on the bridge's own event loop, driven by the thread that calls the env: each
+``reset``/``step`` runs the loop until the rollout asks for the next completion or finishes
+(``EpisodeBridge.next_event``), and between two calls the loop is idle, as the rollout is waiting on
+the action anyway. So verifiers' scoring runs on the thread that steps the env -- the main thread of
+a worker process under the process executor -- where graders that bound their work with
+``signal.alarm`` (math-verify's ``parse``, and so verifiers' ``verify_boxed_math_answer``) work:
+on another thread they raise, and verifiers' grader scores the correct answer 0. This module
+imports verifiers at the top: only ``envaudit.adapters.verifiers``
 imports it, after checking that the package is installed.
 """
 
@@ -23,10 +28,8 @@ import asyncio
 import contextlib
 import itertools
 import json
-import queue
 import re
 import sys
-import threading
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -225,7 +228,8 @@ def patched_config(config: Any, bridge_id: str, max_turns: int | None) -> Any:
 
 
 class EpisodeBridge:
-    """One verifiers ``Env`` served on a private event loop, one episode at a time."""
+    """One verifiers ``Env`` served on a private event loop, one episode at a time. The loop runs
+    only inside the bridge's calls, on the caller's thread (see the module's docstring)."""
 
     def __init__(self, build_env: Any, *, max_turns: int | None, event_cap_s: float) -> None:
         self.id = f"bridge-{next(_IDS)}"
@@ -234,9 +238,7 @@ class EpisodeBridge:
         self.event_cap_s = event_cap_s
         self.tool_statuses: list[dict[str, Any]] = []
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"envaudit-{self.id}", daemon=True)
-        self._thread.start()
-        self._events: queue.Queue = queue.Queue()
+        self._events: asyncio.Queue = asyncio.Queue()
         self._actions: asyncio.Queue | None = None
         self._episode: Any = None
         self._closing: asyncio.Event | None = None
@@ -250,7 +252,9 @@ class EpisodeBridge:
 
     # -- serving -----------------------------------------------------------------------------
     def _call(self, coro: Any, timeout: float | None = None) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout if timeout is not None else self.event_cap_s)
+        """Run the loop on this thread until ``coro`` is done (at most ``timeout`` seconds)."""
+        cap = timeout if timeout is not None else self.event_cap_s
+        return self._loop.run_until_complete(asyncio.wait_for(coro, cap))
 
     async def _build(self, build_env: Any, max_turns: int | None) -> Any:
         env = build_env(lambda config: patched_config(config, self.id, max_turns))
@@ -281,32 +285,29 @@ class EpisodeBridge:
 
     # -- episodes ----------------------------------------------------------------------------
     def begin(self, task: Any) -> None:
-        """Start an episode of ``task`` (abandoning one still running)."""
+        """Start an episode of ``task`` (abandoning one still running); it runs from the next
+        ``next_event``."""
         self.abandon()
-        self._events = events = queue.Queue()
+        self._events = events = asyncio.Queue()
+        self._actions = asyncio.Queue()
         self.tool_statuses = []
-
-        async def start() -> Any:
-            self._actions = asyncio.Queue()
-            ctx = vf.ModelContext(model=MODEL, client=CLIENT)
-            return asyncio.ensure_future(self.env.run_episode(task, ctx))
-
-        future = self._call(start())
+        ctx = vf.ModelContext(model=MODEL, client=CLIENT)
+        future = self._loop.create_task(self.env.run_episode(task, ctx))
         self._episode = future
 
         def finished(done: asyncio.Future) -> None:
             if done.cancelled():
-                events.put(Finished(error=asyncio.CancelledError()))
+                events.put_nowait(Finished(error=asyncio.CancelledError()))
             elif done.exception() is not None:
-                events.put(Finished(error=done.exception()))
+                events.put_nowait(Finished(error=done.exception()))
             else:
-                events.put(Finished(episode=done.result()))
+                events.put_nowait(Finished(episode=done.result()))
 
-        self._loop.call_soon_threadsafe(future.add_done_callback, finished)
+        future.add_done_callback(finished)
 
     async def ask(self, request: Request) -> str:
         """Called on the loop by the client: hand the request over, wait for the action."""
-        self._events.put(request)
+        self._events.put_nowait(request)
         assert self._actions is not None
         return await self._actions.get()
 
@@ -315,42 +316,51 @@ class EpisodeBridge:
         return taken
 
     def next_event(self) -> Request | Finished:
+        """Run the rollout on this thread until it asks for a completion or finishes."""
         try:
-            return self._events.get(timeout=self.event_cap_s)
-        except queue.Empty:
+            return self._call(self._events.get())
+        except TimeoutError:
             raise TimeoutError(
                 f"the verifiers rollout neither asked for a completion nor finished within "
                 f"{self.event_cap_s:g}s (the adapter's safety cap, --env-arg event_cap_s)") from None
 
     def act(self, text: str) -> None:
         assert self._actions is not None
-        self._loop.call_soon_threadsafe(self._actions.put_nowait, text)
+        self._actions.put_nowait(text)
 
     def abandon(self) -> None:
         future, self._episode = self._episode, None
         if future is not None and not future.done():
-            self._loop.call_soon_threadsafe(future.cancel)
+            future.cancel()
             with contextlib.suppress(Exception):
-                while not isinstance(self._events.get(timeout=self.event_cap_s), Finished):
+                while not isinstance(self._call(self._events.get()), Finished):
                     pass
 
     # -- teardown ----------------------------------------------------------------------------
     def close(self) -> None:
-        if not self._thread.is_alive():
+        if self._loop.is_closed():
             return
-        self.abandon()
+        with contextlib.suppress(BaseException):
+            self.abandon()
         if self._closing is not None:
-            self._loop.call_soon_threadsafe(self._closing.set)
+            self._closing.set()
             if self._served is not None:
                 with contextlib.suppress(BaseException):
-                    self._call(asyncio.wait_for(asyncio.shield(self._served), self.event_cap_s))
+                    self._call(asyncio.shield(self._served))
         self._stop_loop()
 
     def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=self.event_cap_s)
-        if not self._thread.is_alive():
-            self._loop.close()
+        if self._loop.is_closed():
+            return
+        pending = [t for t in asyncio.all_tasks(self._loop) if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            with contextlib.suppress(BaseException):
+                self._loop.run_until_complete(asyncio.wait(pending, timeout=self.event_cap_s))
+        with contextlib.suppress(BaseException):
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+        self._loop.close()
 
 
 def task_list(env: Any, size: int) -> list[Any]:
