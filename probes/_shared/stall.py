@@ -30,39 +30,16 @@ without success (without one there is no honest ending, and stalling is not judg
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import pandas as pd
 
+from envaudit.counterfactual import ENDED, LIMIT, Continuation, Counterfactuals, Played, Prefix, paired_test
 from envaudit.probe import ProbeContext
-from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TOOL_FAILED
+from envaudit.protocol import END_TRUNCATED, FAILURE, TOOL_FAILED
 from envaudit.recording import Records
-from envaudit.rollout import Policy
-from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
-
-
-class PlanPolicy(Policy):
-    """Episode ``k`` of a run plays ``plans[k]`` (then repeats its last action). Runs ``ordered``,
-    so the k-th reset is the k-th seed's episode; a replay that still diverges is dropped by
-    ``_played``."""
-
-    ordered = True
-
-    def __init__(self, plans: Sequence[Sequence[int]], name: str) -> None:
-        self.plans = [list(p) for p in plans]
-        self.name = name
-        self.k = -1
-
-    def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
-        super().reset(env, rng)
-        self.k += 1
-
-    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
-        plan = self.plans[min(self.k, len(self.plans) - 1)]
-        return plan[min(self.t, len(plan) - 1)]
+from envaudit.stats import MIN_SAMPLES
 
 
 def honest_ender(exploration: Records) -> int | None:
@@ -81,40 +58,8 @@ def honest_ender(exploration: Records) -> int | None:
     return int(table["action"].iloc[0])
 
 
-def _played(records: Records, plans: Sequence[Sequence[int]], seeds: Sequence[int],
-            prefix_len: Sequence[int]) -> dict[int, tuple[pd.DataFrame, bool]]:
-    """Per plan index: the episode's steps and whether it succeeded, when it played its plan's
-    prefix as planned (a non-replayable env may not)."""
-    out: dict[int, tuple[pd.DataFrame, bool]] = {}
-    eps = records.episodes
-    if eps.empty:
-        return out
-    index_of = {int(s): i for i, s in enumerate(seeds)}
-    meta = eps.set_index("episode_id")
-    for eid, ep in records.steps.sort_values(["episode_id", "step"]).groupby("episode_id", sort=True):
-        if eid not in meta.index:
-            continue
-        i = index_of.get(int(meta.loc[eid, "seed"]))
-        if i is None:
-            continue
-        m = prefix_len[i]
-        if [int(a) for a in ep["action"]][:m] == list(plans[i][:m]):
-            out[i] = (ep, bool(meta.loc[eid, "outcome"] == SUCCESS))
-    return out
-
-
-def _test(diffs: np.ndarray, scale: float, rng: np.random.Generator, *, alpha: float, min_effect: float) -> dict:
-    n = len(diffs)
-    out: dict[str, Any] = {"n_pairs": n, "min_effect": min_effect * scale,
-                           "test": "Wilcoxon signed-rank on per-seed differences, one-sided"}
-    if n < MIN_SAMPLES:
-        return {**out, "mean": float(diffs.mean()) if n else None, "p_value": 1.0, "underpowered": True,
-                "pays": False}
-    p = signed_rank_p(diffs, alternative="greater")
-    mean = float(diffs.mean())
-    out.update(mean=mean, ci=list(bootstrap_ci(diffs, rng)), p_value=p, underpowered=False,
-               pays=bool(p < alpha and mean >= min_effect * scale))
-    return out
+def _tags(tag: str, arm: str) -> dict:
+    return {"arm": f"stall-{arm}", "stalling": tag, "policy_name": f"stall-{arm}", "rng_name": f"stall-{tag}-{arm}"}
 
 
 def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_effect: float,
@@ -146,41 +91,41 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
         return {**out, "holds": False, "behaviour": None,
                 "reason": f"{len(seeds)} stalled episodes to replay, need {MIN_SAMPLES}"}
     m = [len(p) for p in prefixes]
-    plans = {
-        "ended": [p + [ender] for p in prefixes],
-        "idle-ended": [p + [p[-1]] * (t - len(p) - 1) + [ender] for p, t in zip(prefixes, lengths, strict=True)],
-        "stalled": [list(p) for p in prefixes],
-    }
-    played: dict[str, dict[int, tuple[pd.DataFrame, bool]]] = {}
-    for arm, arm_plans in plans.items():
+    starts = [Prefix(seed, tuple(p)) for seed, p in zip(seeds, prefixes, strict=True)]
+    idle_starts = [Prefix(seed, tuple(p) + (p[-1],) * (t - len(p) - 1))
+                   for seed, p, t in zip(seeds, prefixes, lengths, strict=True)]
+    engine = Counterfactuals(ctx.run, tag=f"stall-{tag}")
+    # The three arms, in the order they always ran: end now (B); idle to the stalled episode's
+    # length, then end (C, its idle steps put in its own prefix: their number differs per prefix);
+    # run into the step limit (A).
+    played: dict[str, Played] = {}
+    for arm, arm_starts, cont in (("ended", starts, Continuation("ended", (ender,), ENDED, tags=_tags(tag, "ended"))),
+                                  ("idle-ended", idle_starts,
+                                   Continuation("idle-ended", (ender,), ENDED, tags=_tags(tag, "idle-ended"))),
+                                  ("stalled", starts, Continuation("stalled", (), LIMIT, tags=_tags(tag, "stalled")))):
         if ctx.over_cap(f"stall replays ({arm}) of {tag!r}"):
             return {**out, "holds": False, "behaviour": None, "reason": "safety cap reached"}
-        result = ctx.run(PlanPolicy(arm_plans, name=f"stall-{arm}"), seeds, ordered=True,
-                         rng_name=f"stall-{tag}-{arm}", tags={"arm": f"stall-{arm}", "stalling": tag})
-        played[arm] = _played(result.records, arm_plans, seeds, m)
-        if arm == "stalled":
-            ctx.keep(result.records)
+        played[arm] = engine.play(arm_starts, [cont])
+    ctx.keep(played["stalled"].records["stalled"])
+    out["replay_steps"] = int(sum(p.cost for p in played.values()))
     rng = ctx.rng("stall-marginal", tag)
-    idle, idle_failed, idle_steps, ending, examples = [], [], [], [], []
+    idle_pay, idle_failed, idle_steps, ending, examples = [], [], [], [], []
     for i in range(len(seeds)):
-        (b, b_won), (c, c_won), (a, a_won) = (played[arm].get(i, (None, False))
-                                              for arm in ("ended", "idle-ended", "stalled"))
-        b_ok = b is not None and len(b) == m[i] + 1 and bool(b["terminated"].iloc[-1])
-        c_ok = c is not None and len(c) == lengths[i] and bool(c["terminated"].iloc[-1])
-        if b_ok and c_ok and b_won == c_won:
-            idle.append(float(c["reward"].sum() - b["reward"].sum()))
+        b, c, a = (played[arm].get(arm, i) for arm in ("ended", "idle-ended", "stalled"))
+        a = a if a is not None and a.length == lengths[i] and not a.success else None
+        if b is not None and c is not None and b.success == c.success:
+            idle_pay.append(c.ret - b.ret)
             idle_steps.append(lengths[i] - m[i] - 1)
-            tail = c.iloc[m[i]:-1]
+            tail = c.steps.iloc[m[i]:-1]
             idle_failed.append(float(tail.loc[tail["tool_status"].isin(TOOL_FAILED), "reward"].sum()))
-        a_ok = a is not None and len(a) == lengths[i] and bool(a["truncated"].iloc[-1]) and not a_won
-        if a_ok and c_ok and not c_won:
-            ending.append(float(a["reward"].sum() - c["reward"].sum()))
-        if a_ok:
-            examples.append((float(a["reward"].sum()), int(a["episode_id"].iloc[0])))
+        if a is not None and c is not None and not c.success:
+            ending.append(a.ret - c.ret)
+        if a is not None:
+            examples.append((a.ret, a.episode_id))
     alpha = ctx.config.alpha
-    idle_test = _test(np.asarray(idle, float), scale, rng, alpha=alpha, min_effect=min_effect)
-    ending_test = _test(np.asarray(ending, float), scale, rng, alpha=alpha, min_effect=min_effect)
-    failed_share = float(np.sum(idle_failed) / np.sum(idle)) if idle and np.sum(idle) > 0 else 0.0
+    idle_test = paired_test(idle_pay, scale, rng, alpha=alpha, min_effect=min_effect)
+    ending_test = paired_test(ending, scale, rng, alpha=alpha, min_effect=min_effect)
+    failed_share = float(np.sum(idle_failed) / np.sum(idle_pay)) if idle_pay and np.sum(idle_pay) > 0 else 0.0
     if idle_test["pays"]:
         # The idle steps' pay is the farmed calls': failed calls paying makes it the failures' incentive.
         behaviour = "tool-failure" if failed_share > 0.5 else "stall"

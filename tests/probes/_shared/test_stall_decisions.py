@@ -1,6 +1,6 @@
 """Does stalling itself pay? ``probes/stall.py`` on a hand-built env whose incentives are known.
 
-``Staller`` plays ``PlanPolicy`` plans on a toy task: action 1 ends the episode (an outright
+``Staller`` plays the counterfactual engine's plans (found by reset seed) on a toy task: action 1 ends the episode (an outright
 failure, paid ``end_pay``), any other action is an idle step paid ``idle_pay`` (a tool call of
 status ``idle_status`` from step ``failed_from`` on), and the step that reaches the step limit
 ``limit`` is paid ``limit_pay`` on top. With exploration's stalled episodes of length ``limit`` the
@@ -46,7 +46,7 @@ class Staller:
     def play(self, policy, seeds, kwargs):
         eps = []
         for k, seed in enumerate(seeds):
-            plan = policy.plans[k]
+            plan = kwargs["wrappers"][0].keywords["plans"][seed].actions
             rows, outcome, end = [], TIMEOUT, END_TRUNCATED
             for t in range(self.limit):
                 a = plan[min(t, len(plan) - 1)]
@@ -112,57 +112,6 @@ def test_no_honest_ender_without_integer_endings_of_failures():
     assert S.honest_ender(type(empty)(empty.steps.iloc[0:0], empty.episodes)) is None
 
 
-# -- _played and _test -------------------------------------------------------------------------
-
-def test_played_keeps_episodes_that_replayed_their_prefix_by_plan_index():
-    plans = [[0, 0, 1], [0, 2, 1], [0, 0, 1]]
-    recs = records(episode(FAILURE, [(0, 0.0), (0, 0.0), (1, 0.0)], seed=7),
-                   episode(FAILURE, [(0, 0.0), (0, 0.0), (1, 0.0)], seed=8),  # plan 1 wanted 2 at step 1
-                   episode(SUCCESS, [(0, 0.0), (0, 0.0), (2, 1.0)], seed=9),  # after the prefix anything goes
-                   episode(FAILURE, [(0, 0.0)], seed=99))                    # not one of the seeds
-    out = S._played(recs, plans, [7, 8, 9], [2, 2, 2])
-    assert sorted(out) == [0, 2]
-    assert out[0][1] is False and out[2][1] is True
-    assert out[0][0]["episode_id"].tolist() == [0, 0, 0] and out[2][0]["step"].tolist() == [0, 1, 2]
-    assert S._played(recs, plans, [7, 8, 9], [1, 1, 1]).keys() == {0, 1, 2}
-    no_eps = type(recs)(recs.steps, recs.episodes.iloc[0:0])
-    assert S._played(no_eps, plans, [7, 8, 9], [2, 2, 2]) == {}
-
-
-def test_played_ignores_steps_of_episodes_it_has_no_row_for():
-    recs = records(episode(FAILURE, [(0, 0.0), (1, 0.0)], seed=7), episode(FAILURE, [(0, 0.0), (1, 0.0)], seed=8))
-    only_second = type(recs)(recs.steps, recs.episodes.iloc[1:])
-    assert list(S._played(only_second, [[0, 1], [0, 1]], [7, 8], [1, 1])) == [1]
-    other_seed_first = records(episode(FAILURE, [(0, 0.0)], seed=99), episode(FAILURE, [(0, 0.0)], seed=8))
-    assert list(S._played(other_seed_first, [[0], [0]], [7, 8], [1, 1])) == [1]
-
-
-def test_test_pays_when_significant_and_material():
-    rng = np.random.default_rng(0)
-    out = S._test(np.full(10, 0.5), 5.0, rng, alpha=0.05, min_effect=0.1)
-    assert out["pays"] and out["n_pairs"] == 10 and out["min_effect"] == pytest.approx(0.5)
-    assert out["p_value"] == pytest.approx(2.0 ** -10) and out["mean"] == pytest.approx(0.5)
-    assert out["ci"] == [pytest.approx(0.5), pytest.approx(0.5)] and out["underpowered"] is False
-    assert "one-sided" in out["test"]
-    assert not S._test(np.full(10, 0.5), 5.01, rng, alpha=0.05, min_effect=0.1)["pays"]  # below the bar
-    # significance: 5 of 5 positive is p = 1/32 (pays at alpha 0.05, not at 1/32 itself)
-    five = np.array([0.5] * 5 + [0.0] * 5)
-    assert S._test(five, 1.0, rng, alpha=0.05, min_effect=0.1)["p_value"] == pytest.approx(1 / 32)
-    assert S._test(five, 1.0, rng, alpha=0.05, min_effect=0.1)["pays"]
-    assert not S._test(five, 1.0, rng, alpha=1 / 32, min_effect=0.1)["pays"]
-    assert not S._test(-np.full(10, 0.5), 1.0, rng, alpha=0.05, min_effect=0.1)["pays"]  # one-sided
-
-
-def test_test_is_underpowered_below_min_samples():
-    rng = np.random.default_rng(0)
-    few = S._test(np.full(MIN_SAMPLES - 1, 1.0), 1.0, rng, alpha=0.05, min_effect=0.1)
-    assert few["underpowered"] and not few["pays"] and few["p_value"] == 1.0 and few["mean"] == pytest.approx(1.0)
-    assert few["n_pairs"] == MIN_SAMPLES - 1 and few["min_effect"] == pytest.approx(0.1)
-    assert S._test(np.array([]), 1.0, rng, alpha=0.05, min_effect=0.1)["mean"] is None
-    enough = S._test(np.full(MIN_SAMPLES, 1.0), 1.0, rng, alpha=0.05, min_effect=0.1)
-    assert enough["pays"] and not enough["underpowered"]
-
-
 # -- stall_marginal ----------------------------------------------------------------------------
 
 def test_paid_idle_steps_are_farming_steps():
@@ -185,15 +134,16 @@ def test_the_idle_pay_is_judged_against_min_effect_of_the_scale():
     assert not out["holds"] and out["behaviour"] is None
 
 
-def test_the_replays_play_each_arm_on_the_stalled_seeds_in_order():
+def test_the_replays_play_each_arm_on_the_stalled_seeds_through_the_engine():
     ctx, out = marginal(Staller(idle_pay=0.125))
     assert [p.name for p, _, _ in ctx.runs] == ["stall-ended", "stall-idle-ended", "stall-stalled"]
     seeds = list(range(100, 110))
     for policy, ran_seeds, kw in ctx.runs:
-        assert ran_seeds == seeds and kw["ordered"] is True
+        # Any worker may play them: the plan is found by the reset seed, not by the run's order.
+        assert ran_seeds == seeds and kw["ordered"] is None
         assert kw["tags"] == {"arm": policy.name, "stalling": "repeat"}
         assert kw["rng_name"] == f"{policy.name.replace('stall-', 'stall-repeat-')}"
-    ended, idle_ended, stalled_ = (p.plans[0] for p, _, _ in ctx.runs)
+    ended, idle_ended, stalled_ = (list(kw["wrappers"][0].keywords["plans"][100].actions) for _, _, kw in ctx.runs)
     assert ended == [IDLE] * PREFIX + [ENDER]
     assert idle_ended == [IDLE] * (LIMIT - 1) + [ENDER] and stalled_ == [IDLE] * PREFIX
     assert len(ctx.kept) == 1 and set(ctx.kept[0].episodes["outcome"]) == {TIMEOUT}  # the stalling arm only
@@ -214,16 +164,6 @@ def test_small_idle_pay_from_failed_calls_is_still_the_failures_incentive():
     # 10 pairs of J x 2^-6 = 0.0625: 0.625 in all, every idle step a failed call
     out = marginal(Staller(idle_pay=2.0 ** -6, idle_status=TOOL_ERROR), min_effect=0.05)[1]
     assert out["behaviour"] == "tool-failure" and out["idle_pay_from_failed_calls"] == pytest.approx(1.0)
-
-
-def test_plan_policy_plays_the_kth_plan_in_the_kth_episode_then_repeats():
-    policy = S.PlanPolicy([[1, 2], [3]], name="p")
-    assert policy.ordered and policy.name == "p" and policy.plans == [[1, 2], [3]]
-    played = []
-    for _ in range(3):
-        policy.reset(None, np.random.default_rng(0))
-        played.append([policy({}, {}) for _ in range(3)])
-    assert played == [[1, 2, 2], [3, 3, 3], [3, 3, 3]]
 
 
 def test_a_step_limit_that_pays_is_a_timeout():
