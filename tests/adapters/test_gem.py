@@ -92,3 +92,117 @@ def test_quick_scan_reports_the_paying_timeout():
     codes = {f.code for f in report.findings}
     assert "timeout-rewarded" in codes, [(f.code, f.summary) for f in report.findings]
     assert "set_seed" in report.fingerprint["adapter"]["replayability_risk"]
+
+
+# -- the next envs: other shipped GEM envs, outcomes read in GEM's source and played by hand ----------
+# TowerofHanoi-v0-easy: 3 disks, 10 turns; GEM has no sample_random_action for it (reset used to
+# raise NotImplementedError through the catalogue); the optimal 7 moves win with reward 1; at the
+# limit GEM pays len(C) / 3 and returns terminated and truncated; a reply it cannot parse ends the
+# game at -0.1 (terminated, and truncated too when it is the last turn).
+HANOI = "game:TowerofHanoi-v0-easy"
+HANOI_SOLUTION = ["A C", "A B", "C B", "A C", "B A", "B C", "A C"]
+
+
+def _play(env_id: str, labels: list[str], seeds=SEEDS, **options):
+    env = GemEnv(env_id, **options)
+    actions = [env.action_labels.index(label) for label in labels]
+    return Runner(lambda: GemEnv(env_id, **options)).run(
+        SequencePolicy(actions, name="+".join(labels)), seeds, rng=np.random.default_rng(0)).records
+
+
+def test_tower_of_hanoi_resets_plays_and_is_won_by_its_own_state():
+    env = GemEnv(HANOI)
+    env.reset(seed=0)  # GEM's sample_random_action is not implemented here
+    assert sorted({env.candidates()[f"legal_{i}"] for i in (1, 2, 3)}) == ["\\boxed{A B}", "\\boxed{A C}"]
+    for i, move in enumerate(HANOI_SOLUTION):
+        obs, reward, terminated, truncated, info = env.step(f"\\boxed{{{move}}}")
+        if i < len(HANOI_SOLUTION) - 1:
+            assert info["tool"]["status"] == "ok" and not (terminated or truncated)
+    assert (reward, terminated, truncated, info["success"]) == (1.0, True, False, True)
+    assert env.inner.board["C"] == [3, 2, 1]
+    assert "tower C" in env.adapter_info["success"]
+
+
+def test_the_turn_limit_truncates_on_the_last_turn_and_a_last_turn_format_error_is_a_lost_game():
+    stalled = _play(HANOI, ["illegal"] * 10, seeds=[0, 1])
+    eps = stalled.episodes
+    assert (eps["length"] == 10).all() and (eps["end_reason"] == "truncated").all()
+    assert (eps["outcome"] == "timeout").all() and (eps["return"] == 0.0).all()  # len(C) / 3 with C empty
+    steps = stalled.steps
+    assert set(steps.loc[steps["step"] < 9, "tool_status"]) == {"error"}  # moves from an empty tower
+    garbled = _play(HANOI, ["illegal"] * 9 + ["unformatted"], seeds=[0, 1]).episodes
+    assert (garbled["length"] == 10).all() and (garbled["end_reason"] == "terminated").all()
+    assert (garbled["outcome"] == "failure").all() and np.allclose(garbled["return"], -0.1)
+
+
+def test_a_correct_move_on_the_last_allowed_turn_is_a_success_not_a_timeout():
+    # Sudoku-v0-easy: 4x4, 9 empty cells, 15 turns: six rejected moves leave exactly nine turns, and
+    # the ninth correct placement, on turn 15, completes the grid.
+    records = _play("game:Sudoku-v0-easy", ["illegal"] * 6 + ["reference"] * 9, seeds=[0, 1])
+    eps = records.episodes
+    assert (eps["length"] == 15).all() and (eps["end_reason"] == "terminated").all()
+    assert (eps["outcome"] == "success").all() and np.allclose(eps["return"], 1.0)  # 9 x 1/9
+
+
+def test_a_wall_collision_is_a_failed_move_and_an_open_move_an_ok_one():
+    env = GemEnv("game:Sokoban-v0-easy")
+    env.reset(seed=0)
+    game = env.inner.unwrapped
+    bump = env.candidates()["illegal"]
+    assert game._would_collide_with_wall(bump[len("\\boxed{"):-1])  # GEM's own rule says it collides
+    obs, reward, terminated, _, info = env.step(env.action_labels.index("illegal"))
+    assert "collide with wall" in obs and reward == 0.0 and not terminated
+    assert info["tool"]["status"] == "error"
+    obs, _, _, _, info = env.step(env.action_labels.index("legal_1"))
+    assert "moved" in obs and info["tool"]["status"] == "ok"
+
+
+def test_rg_envs_reset_and_succeed_by_the_reference_not_by_score_answer():
+    # rg:gcd seed 3: "GCD of 505, 885" -> 5 (505 = 5 * 101, 885 = 5 * 177).
+    env = GemEnv("rg:gcd")
+    obs, _ = env.reset(seed=3)
+    assert "505, 885" in obs and env.candidates()["reference"] == "\\boxed{5}"
+    results = {}
+    for label in ("reference", "wrong_1", "unformatted", "hedge_last"):
+        env.reset(seed=3)
+        _, reward, terminated, truncated, info = env.step(env.action_labels.index(label))
+        assert terminated and not truncated
+        results[label] = (reward, info["success"], info["invalid_move"])
+    assert results["reference"] == (1.0, True, False)
+    assert results["wrong_1"] == (0.0, False, False)
+    assert results["unformatted"] == (0.0, False, True)  # no \boxed{}: GEM grades None
+    assert results["hedge_last"] == (1.0, True, False)  # GEM grades the last box, the reference
+    assert "reference" in env.adapter_info["success"] and "score_answer" in env.adapter_info["success"]
+
+
+def test_gems_tool_wrapper_applies_through_env_arg_and_its_calls_are_tool_steps():
+    from envaudit.adapters import resolve_adapter
+    from envaudit.errors import UsageError
+
+    _, make_env = resolve_adapter("gem:rg:gcd", {"wrappers": "python_tool"})  # --env-arg wrappers=python_tool
+    env = make_env()
+    env.reset(seed=3)
+    assert env.adapter_info["wrappers"] == ["python_tool"]
+    # GEM's python_tool: 0.05 per call, 0.25 more when the code runs, 5 calls at most.
+    _, reward, terminated, _, info = env.step(env.action_labels.index("tool_call"))
+    assert (reward, terminated, info["tool"]) == (pytest.approx(0.30), False, {"name": "python_code", "status": "ok"})
+    _, reward, terminated, _, info = env.step(env.action_labels.index("tool_error"))
+    assert (reward, terminated, info["tool"]["status"]) == (pytest.approx(0.05), False, "error")
+    _, reward, terminated, _, info = env.step(env.action_labels.index("reference"))
+    assert (reward, terminated, info["success"]) == (1.0, True, True)
+    with pytest.raises(UsageError, match="python_tool"):
+        resolve_adapter("gem:rg:gcd", {"wrappers": "python_tol"})
+    with pytest.raises(UsageError, match="tokenizer"):
+        resolve_adapter("gem:rg:gcd", {"wrappers": "concat_chat"})
+
+
+def test_playability_says_per_env_what_share_of_its_catalogue_it_accepts():
+    from envaudit.adapters.gem import playability
+
+    crosswords = playability("game:Crosswords-v0-easy")
+    assert crosswords["playable"] and crosswords["legal_valid_share"] == 1.0
+    assert crosswords["by_label"]["unformatted"] == 0.0 and crosswords["by_label"]["illegal"] == 0.0
+    assert crosswords["success_from"] == "state" and crosswords["reward_types"] == ["float"]
+    # GEM's own constructor fails for this variant (num_rows None ** 2): not playable, and says why.
+    broken = playability("game:FifteenPuzzle-v0-random")
+    assert not broken["playable"] and broken["why"].startswith("TypeError")
