@@ -51,6 +51,7 @@ from envaudit.probes._shared.endings import (
     final_share,
     fmt,
     honest_successes,
+    without_lucky,
     sample_size,
     typical_step_pay,
 )
@@ -162,7 +163,7 @@ def ending_candidates(table: pd.DataFrame, steps: pd.DataFrame) -> list[dict]:
 
 
 def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[int],
-             success: np.ndarray, rng: np.random.Generator) -> dict:
+             success: np.ndarray, rng: np.random.Generator, sources: dict | None = None) -> dict:
     """Run scripted policies that take the candidate's action; place them on the ladder."""
     a, label = cand["action"], ctx.describe_action(cand["action"])
     honest = table[~cand["mask"] & (table["outcome"] == FAILURE).to_numpy(bool)]
@@ -182,8 +183,12 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
         result = ctx.run(policy, ctx.seeds(sample_size(ctx, 24), "confirm", policy.name))
         run_eps = result.records.episodes
         rest = run_eps[ended_unsuccessful(run_eps)]
-        verdict = exploit_ladder(rest["return"].to_numpy(float), success, alternative, rng,
+        own = float(rest["length"].median()) if len(rest) else 0.0
+        yard, yard_info = without_lucky(success, sources or {}, ctx.exploration.episodes, own)
+        verdict = exploit_ladder(rest["return"].to_numpy(float), yard, alternative, rng,
                                  alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        if yard_info["lucky_left_out"]:
+            verdict["yardstick"] = {**yard_info, "mean_honest_success": float(yard.mean())}
         # A payout at the end (a claim, a lenient grader) is this probe's; pay collected step by
         # step while repeating the action is step farming, which length-bias reports.
         share = final_share(result.records.steps, rest["episode_id"])
@@ -231,7 +236,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
         for i, cand in enumerate(found[:MAX_CONFIRM]):
             if ctx.over_cap(f"confirming {min(len(found), MAX_CONFIRM) - i} candidate behaviours"):
                 break
-            best = _confirm(ctx, cand, table, actions, success, rng)
+            best = _confirm(ctx, cand, table, actions, success, rng, success_sources)
             if best:
                 best["candidate"] = cand
                 confirmed.append(best)
@@ -269,6 +274,12 @@ def analyse(ctx: ProbeContext) -> list[Finding]:
         ctx.notes["skipped"] = f"only {len(non_success)} non-success episodes the env ended (need {MIN_SAMPLES})"
         return []
     success = flagged.loc[flagged["success"].astype(bool), "return"].to_numpy(float)
+    steps = ctx.exploration.steps
+    if steps.empty or not pd.api.types.is_numeric_dtype(steps["action"]) or steps["action"].isna().any():
+        # Return and success alone: no action to name, so the high-return fact; a run whose return
+        # rose while success fell is the drift analysis' to judge.
+        ctx.notes["actions"] = "the log has no step actions: no behaviour named, the high-return fact only"
+        return high_return_fact(success, non_success)
     rng = ctx.rng("stats")
     actions = [int(a) for a in range(int(ctx.env.action_space.n))]
     table = behaviours(non_success, ctx.exploration.steps)
@@ -422,7 +433,7 @@ probe = Probe(
     name="intent",
     run=run,
     analyse=analyse,
-    analyse_needs=("success", "steps", "steps.action"),
+    analyse_needs=("success",),
     summary="is return earned while the env's own success flag says the task was not done?",
     codes=(CODE,),
     decisions={CODE: decide_reward_without_success},

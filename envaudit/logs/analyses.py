@@ -9,7 +9,8 @@ timeouts reachable by the logged policy's own; ``length``: the regression and de
 in the logged groups; ``intent``: the actions paid without success; ``failures``: its plain-env
 path, which never runs episodes).
 
-An analysis whose columns the log lacks adds a note naming them and produces nothing.
+An analysis whose columns the log lacks produces nothing and says which it lacks; ``envaudit.logs.
+coverage`` turns every such gap into the report's "could not check" finding.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ from envaudit.logs.records import Converted, NeedsEnv
 from envaudit.probe import ProbeContext, registered_probes
 
 
-def _needs(converted: Converted, *columns: str) -> list[str]:
-    have = {"success": converted.has_success, "end_reason": converted.has_end_reason,
+def absent_columns(converted: Converted, *columns: str) -> list[str]:
+    """Which of ``columns`` (an analysis' needs) the log cannot supply, in the words of the fix:
+    ``end_reason`` is supplied by a ``tool_timeouts`` count too (the timeout class derived from it
+    and ``success``)."""
+    steps = converted.records.steps
+    have = {"success": converted.has_success, "end_reason": converted.knows_timeouts,
             "steps": converted.has_steps, "steps.tool_status": converted.has_tool_status,
-            "steps.reward": converted.has_steps and converted.records.steps["reward"].notna().all(),
-            "steps.action": converted.has_steps and converted.records.steps["action"].notna().all(),
+            "steps.reward": converted.has_steps and steps["reward"].notna().all(),
+            "steps.action": converted.has_steps and steps["action"].notna().all(),
             "group_id": converted.records.episodes["group"].notna().all(), "length": converted.has_length}
     return [c for c in columns if not have[c]]
 
@@ -47,7 +52,7 @@ ANALYSES: dict[str, tuple[Callable[[ProbeContext, Converted], list[Finding]], tu
 def run_analysis(name: str, ctx: ProbeContext, converted: Converted) -> tuple[list[Finding], str | None]:
     """One analysis, or the reason it did not run (the columns it needs, named)."""
     fn, needs = ANALYSES[name]
-    absent = _needs(converted, *needs)
+    absent = absent_columns(converted, *needs)
     if absent:
         return [], f"not run: the log has no {', '.join(absent)} column{'s' if len(absent) > 1 else ''}"
     try:

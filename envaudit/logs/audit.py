@@ -22,9 +22,10 @@ import pandas as pd
 from envaudit.conclusion import conclude
 from envaudit.config import ScanConfig
 from envaudit.findings import Finding
-from envaudit.logs import analyses, drift
+from envaudit.logs import analyses, coverage, drift
 from envaudit.logs.records import Converted, log_context, sample_groups, to_records
 from envaudit.logs.schema import LoggedRun, LogSchemaError
+from envaudit.probe import registered_probes
 from envaudit.report import ProbeStatus, Report
 from envaudit.resolve import UsageError
 
@@ -57,14 +58,16 @@ def read_log(paths: Sequence[str | os.PathLike], *, fmt: str = "auto", mapping: 
 
 def _read_trainer_log(reader: Any, paths: Sequence[str | os.PathLike], options: dict[str, Any],
                       reader_options: dict[str, Any]) -> LoggedRun:
-    """A trainer's dump: one file or folder, its own columns (no --map/--steps), its reader's options."""
+    """A trainer's dump: one file or folder, its reader's options, and ``--map KEY=COLUMN`` for the
+    dump's own keys the reader does not map (timeouts, turns, tool errors: ``readers.map_fields``)."""
     import inspect
 
+    from envaudit.logs.readers import map_fields
+
     name = reader.NAME
-    for flag, given in (("--map", options["mapping"]), ("--steps", options["steps"])):
-        if given:
-            raise UsageError(f"{flag} is for logs in the generic schema; a {name} dump is read by its own "
-                             "reader (drop it, or pass --format generic)")
+    if options["steps"]:
+        raise UsageError(f"--steps is for logs in the generic schema; a {name} dump is read by its own "
+                         "reader (drop it, or pass --format generic)")
     if len(paths) != 1:
         raise UsageError(f"a {name} dump is one file or folder; got {len(paths)} paths")
     accepted = [p for p in inspect.signature(reader.read).parameters if p != "path"]
@@ -72,7 +75,7 @@ def _read_trainer_log(reader: Any, paths: Sequence[str | os.PathLike], options: 
     if unknown:
         raise UsageError(f"--reader-arg {', '.join(unknown)}: the {name} reader takes "
                          + (", ".join(accepted) if accepted else "no options"))
-    return reader.read(paths[0], **reader_options)
+    return map_fields(reader.read(paths[0], **reader_options), options["mapping"])
 
 
 def _trainer_reader(path: str | os.PathLike, name: str | None):
@@ -103,6 +106,7 @@ def run_logs(run: LoggedRun, config: ScanConfig | None = None, *, env: str | Cal
     converted = to_records(run)
     analysed, sampled = sample_groups(converted, config.seed)
     findings: list[Finding] = []
+    gaps: list[dict[str, Any]] = []  # what the log's columns could not check: coverage's finding
     statuses: list[ProbeStatus] = []
     tables: dict[str, pd.DataFrame] = {}
     names = list(analyses.ANALYSES)
@@ -112,18 +116,23 @@ def run_logs(run: LoggedRun, config: ScanConfig | None = None, *, env: str | Cal
         t0 = time.monotonic()
         ctx = log_context(analysed, config, pipeline, name)
         produced, skipped = analyses.run_analysis(name, ctx, analysed)
+        if skipped:
+            gaps.append(coverage.gap(name, "the whole analysis", skipped.removeprefix("not run: "),
+                                     analyses.absent_columns(analysed, *analyses.ANALYSES[name][1]),
+                                     registered_probes([name])[name].codes))
         produced = [dataclasses.replace(f, probe=f.probe or name) for f in produced]
         findings += produced
         tables.update({f"{name}_{k}": v for k, v in ctx.tables.items()})
+        notes = {**ctx.notes, **({"not run without an env": [s["skipped"] for s in ctx.skipped]} if ctx.skipped else {})}
         statuses.append(ProbeStatus(name, "skipped" if skipped else "ok", time.monotonic() - t0, len(produced),
-                                    skipped, _plain(ctx.notes)))
+                                    skipped, _plain(notes)))
     tell("drift over training", len(names) / steps_total)
     t0 = time.monotonic()
     ctx = log_context(analysed, config, pipeline, "drift")
     curve = drift.curves(converted)
     tables[CURVES_TABLE] = curve
     drift_notes: list[str] = []
-    produced = drift.analyse(ctx, analysed, curve, drift_notes)
+    produced = drift.analyse(ctx, analysed, curve, drift_notes, gaps)
     findings += produced
     statuses.append(ProbeStatus("drift", "ok", time.monotonic() - t0, len(produced), None,
                                 _plain({**ctx.notes, **({"missing": "; ".join(drift_notes)} if drift_notes else {})})))
@@ -138,16 +147,22 @@ def run_logs(run: LoggedRun, config: ScanConfig | None = None, *, env: str | Cal
         if outcome.table is not None:
             tables["replay_episodes"] = outcome.table
         broken = outcome.broken
+        if outcome.status == "skipped":
+            gaps.append(coverage.gap("replay", "the whole replay", (outcome.error or "").removeprefix("not run: "),
+                                     [c for c in ("seed", "steps.action") if c in (outcome.error or "")],
+                                     ["non-replayable"]))
         statuses.append(ProbeStatus("replay", outcome.status, time.monotonic() - t0, len(outcome.findings),
                                     outcome.error, _plain(outcome.notes)))
     tell("done", 1.0)
     summary = _summary(run, converted)
     if sampled:
         summary["sampled"] = sampled
+    unchecked = coverage.decide_exploit_policy(gaps, run)
     return conclude(f"logs:{label}", {**config.to_dict(), "logs": {"source": run.source, "paths": label,
                                                                    "env": env if isinstance(env, str) else None}},
                     {"source": run.source}, findings, statuses, summary, alpha=config.alpha, created=created,
-                    started=started, records=converted.records, tables=tables, broken=broken)
+                    started=started, records=converted.records, tables=tables, broken=broken,
+                    incomplete=coverage.incomplete_entries(gaps), after_correction=[unchecked] if unchecked else [])
 
 
 def _summary(run: LoggedRun, converted: Converted) -> dict[str, Any]:

@@ -11,6 +11,7 @@ fails loudly instead of reporting on episodes it never ran.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,9 @@ END_REASON_OF = {"terminated": END_TERMINATED, "truncated": END_TRUNCATED, "time
 a crash an error class (``protocol.outcome_class`` keys on these)."""
 
 
+NEEDS_ENV = "needs episodes of the env, and a logged run only has the episodes it logged"
+
+
 class NeedsEnv(RuntimeError):
     """An analysis asked to run episodes, which a logged run cannot do without ``--env``."""
 
@@ -60,6 +64,20 @@ class Converted:
     """The logged actions' names when actions are text (their integer codes index this list)."""
     has_length: bool = True
     """``length`` was logged, or counted from the step table."""
+    has_timeout_counts: bool = False
+    """No step statuses, but a per-rollout ``tool_timeouts`` count (``schema.COUNT_COLUMNS``)."""
+    has_error_counts: bool = False
+    """No step statuses, but a per-rollout ``tool_errors`` count."""
+
+    @property
+    def knows_timeouts(self) -> bool:
+        """Timed-out rollouts can be told apart: an ``end_reason``, or a timeout count to derive it from."""
+        return self.has_end_reason or self.has_timeout_counts
+
+    @property
+    def knows_tool_failures(self) -> bool:
+        """Failed tool calls are known per rollout: step statuses, or error and timeout counts."""
+        return self.has_tool_status or (self.has_timeout_counts and self.has_error_counts)
 
 
 def to_records(run: LoggedRun) -> Converted:
@@ -80,6 +98,13 @@ def to_records(run: LoggedRun) -> Converted:
     flag = success.to_numpy(dtype=object, na_value=None)
     known = np.array([f is not None for f in flag])
     outcome[known] = np.where(np.array([bool(f) for f in flag[known]]), SUCCESS, FAILURE)
+    counted = not has_end and "tool_timeouts" in src and not _has_statuses(run)
+    if counted:
+        # No end reason, but a count of timed-out calls: a rollout that failed its task with a call
+        # timing out is counted in the timeout class (DESIGN: ended on a tool timeout), a successful
+        # one stays a success whatever timed out on the way.
+        timed = ~np.array([f is not None and bool(f) for f in flag], dtype=bool) & (src["tool_timeouts"].to_numpy(np.int64) > 0) & known
+        reason = reason.where(~timed, END_TOOL_TIMEOUT)
     outcome[timed] = TIMEOUT
     outcome[errored] = ERROR
     eps = pd.DataFrame({
@@ -118,12 +143,19 @@ def to_records(run: LoggedRun) -> Converted:
         eps["n_tool_timeouts"] = counts["timeouts"].to_numpy(np.int64)
     else:
         for column in ("n_tool_calls", "n_tool_errors", "n_tool_timeouts"):
-            eps[column] = np.zeros(n, np.int64)
+            logged = column.removeprefix("n_")
+            eps[column] = src[logged].to_numpy(np.int64) if logged in src else np.zeros(n, np.int64)
     eps["n_injected"] = np.zeros(n, np.int64)
     order = [*RECORD_EPISODES, *[c for c in eps.columns if c not in RECORD_EPISODES]]
     records = Records(steps if steps is not None else pd.DataFrame(columns=RECORD_STEPS), eps[order])
     return Converted(records, has_success, has_end, has_status, steps is not None, labels,
-                     has_length="length" in src or steps is not None)
+                     has_length="length" in src or steps is not None,
+                     has_timeout_counts=not has_status and "tool_timeouts" in src,
+                     has_error_counts=not has_status and "tool_errors" in src)
+
+
+def _has_statuses(run: LoggedRun) -> bool:
+    return run.steps is not None and not run.steps.empty and "tool_status" in run.steps.columns
 
 
 MAX_ANALYSED = 2000
@@ -152,8 +184,7 @@ def sample_groups(converted: Converted, seed: int, limit: int = MAX_ANALYSED) ->
     steps = steps[steps["episode_id"].isin(kept["episode_id"])].reset_index(drop=True)
     note = (f"the probes' statistics read a seeded sample of {len(kept)} of the {len(eps)} logged episodes "
             f"(whole groups; at most {limit}); the curves read every episode")
-    return Converted(Records(steps, kept), converted.has_success, converted.has_end_reason,
-                     converted.has_tool_status, converted.has_steps, converted.labels, converted.has_length), note
+    return dataclasses.replace(converted, records=Records(steps, kept)), note
 
 
 def _steps(run: LoggedRun, logged_ids: pd.Series, ids: np.ndarray,
@@ -248,6 +279,12 @@ class LogContext(ProbeContext):
     @property
     def is_tool_env(self) -> bool:
         return False  # no fault injection on a log: the failure probes take their exploration paths
+
+    def over_cap(self, skipped: str) -> bool:
+        """Always: a logged run has no env to run more episodes on, so a probe that checks before
+        running them stops there (its analysis of the logged episodes stands) and says what it left."""
+        self.incomplete(skipped, NEEDS_ENV)
+        return True
 
     def run(self, policy, seeds, **_: Any):
         raise NeedsEnv(f"running policy {getattr(policy, 'name', policy)!r} needs the env; a logged run "

@@ -2,7 +2,7 @@
 
 Each replayed episode is reset with its logged ``seed`` and stepped with its logged actions (by
 index, or by catalogue label for text actions); every step's reward, tool status and ending are
-compared with the log. The first step that differs is the episode's divergence: the env no longer
+compared with the log, and the logged success flag with the env's ``info["success"]``. The first step that differs is the episode's divergence: the env no longer
 gives what the trainer saw, so GRPO groups built from it were not comparable and offline
 re-evaluation of the log is off. A divergence is ``non-replayable`` at ``fail`` (the replay probe's
 verdict), naming the first diverging step.
@@ -33,6 +33,7 @@ from envaudit.protocol import (
     END_TERMINATED,
     END_TOOL_TIMEOUT,
     END_TRUNCATED,
+    SUCCESS_KEY,
     TOOL_KEY,
     read_tool_info,
 )
@@ -71,8 +72,10 @@ def _action_for(env: gym.Env, row: dict, index: dict[str, int] | None) -> Any:
 
 
 def replay_episode(env: gym.Env, seed: int, steps: pd.DataFrame, end_reason: str,
-                   index: dict[str, int] | None) -> dict[str, Any]:
-    """Replay one episode; the first divergence (step, field, logged, replayed) or None."""
+                   index: dict[str, int] | None, success: bool | None = None) -> dict[str, Any]:
+    """Replay one episode; the first divergence (step, field, logged, replayed) or None. ``success``:
+    the logged success flag, compared with the env's ``info["success"]`` on the last step (None: not
+    logged, not compared)."""
     env.reset(seed=int(seed))
     first: dict[str, Any] | None = None
     total, n = 0.0, 0
@@ -95,6 +98,11 @@ def replay_episode(env: gym.Env, seed: int, steps: pd.DataFrame, end_reason: str
             replayed = "terminated" if terminated else "truncated" if truncated else "not ended"
             if logged is not None and logged != replayed:
                 checks.append(("ending", logged, replayed))
+            if success is not None and ended:
+                # the env's own verdict: a log that says solved where the env now says not (or back)
+                # was graded by something else than the env, or the env's grader changed
+                flag = info.get(SUCCESS_KEY) if isinstance(info, dict) else None
+                checks.append(("success", bool(success), None if flag is None else bool(flag)))
         for name, want, got in checks:
             if first is None and not _same(want, got):
                 first = {"step": int(row.step), "field": name, "logged": _show(want), "replayed": _show(got)}
@@ -145,7 +153,9 @@ def replay_run(converted: Converted, env: str | Callable[[], gym.Env], config: S
                 continue
             part = part.sort_values("step")
             try:
-                out = replay_episode(instance, int(ep["seed"]), part, ep["end_reason"], index)
+                flag = ep.get("success")
+                out = replay_episode(instance, int(ep["seed"]), part, ep["end_reason"], index,
+                                     None if flag is None or pd.isna(flag) else bool(flag))
             except Exception as exc:  # the env raised on a logged action: that step diverges
                 out = {"divergence": {"step": None, "field": "exception", "logged": "a step",
                                       "replayed": f"{type(exc).__name__}: {exc}"},

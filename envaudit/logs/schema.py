@@ -25,7 +25,14 @@ EPISODE_COLUMNS: dict[str, str] = {
     "length": "number of turns/steps (or response tokens where a trainer logs no turns), int",
     "end_reason": "one of END_REASONS",
     "success": "the task's correctness signal, bool; may be missing (never derived from reward)",
+    "tool_calls": "tool calls the rollout made, int (where the log has no step table)",
+    "tool_errors": "tool calls that failed with an error, int (where the log has no step table)",
+    "tool_timeouts": "tool calls that timed out, int (where the log has no step table)",
 }
+COUNT_COLUMNS = ("tool_calls", "tool_errors", "tool_timeouts")
+"""Per-rollout tool counts: what a dump without a step table can say about its tool calls. A step
+table's ``tool_status`` takes precedence; without ``end_reason``, an unsuccessful rollout with a
+timed-out call is counted in the timeout class (``records.to_records``)."""
 REQUIRED_EPISODE_COLUMNS = ("episode_id", "iteration", "return")
 """Without these nothing can be analysed; the others unlock analyses one by one."""
 
@@ -54,6 +61,9 @@ class LoggedRun:
     """What was mapped from what, and anything dropped, in the user's terms (shown in the report)."""
     missing: list[str] = field(default_factory=list)
     """Columns of the schema the log did not provide."""
+    fields: pd.DataFrame | None = None
+    """A trainer dump's own per-rollout keys, one row per episode (row for row with ``episodes``),
+    for ``--map KEY=COLUMN`` to read a key the reader does not map (``readers.map_fields``)."""
 
 
 class LogSchemaError(ValueError):
@@ -80,8 +90,17 @@ def check_run(run: LoggedRun) -> LoggedRun:
         if bad:
             raise LogSchemaError(f"end_reason holds {', '.join(map(repr, bad[:5]))}; expected one of "
                                  f"{', '.join(END_REASONS)} (rename the values in the log, or drop the column)")
+    for column in COUNT_COLUMNS:
+        if column in eps.columns:
+            values = pd.to_numeric(eps[column], errors="coerce")
+            bad = values.isna() | (values < 0) | (values != values.round())
+            if bad.any():
+                raise LogSchemaError(f"{column} counts tool calls, a whole number >= 0 in every row; found "
+                                     f"{eps.loc[bad, column].iloc[0]!r} (map a count of calls onto it, or drop it)")
+            eps[column] = values.astype("int64")
     for column in EPISODE_COLUMNS:
-        if column not in eps.columns and column not in run.missing:
+        # the tool counts stand in for a step table's tool_status: absent, nothing is missing yet
+        if column not in eps.columns and column not in run.missing and column not in COUNT_COLUMNS:
             run.missing.append(column)
     if run.steps is not None:
         steps = run.steps

@@ -193,7 +193,8 @@ def drift(
     ks_b, n_b = _share((before["outcome"] == SUCCESS).to_numpy())
     ks_a, n_a = _share((after["outcome"] == SUCCESS).to_numpy())
     out["success_before"], out["success_after"] = ks_b / max(n_b, 1), ks_a / max(n_a, 1)
-    out["success_fell_p"] = rate_increase_p(n_b - ks_b, n_b, n_a - ks_a, n_a) if n_a and n_b else 1.0
+    # fell: the share of rollouts that did not succeed is larger after than before
+    out["success_fell_p"] = rate_increase_p(n_a - ks_a, n_a, n_b - ks_b, n_b) if n_a and n_b else 1.0
     out["success_fell"] = bool(out["success_after"] <= out["success_before"] - MATERIAL_RATE
                                and out["success_fell_p"] < alpha)
     out["beyond_outcome"] = beyond_outcome(before, after, rng) if out["success_signal"] else None

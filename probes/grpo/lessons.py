@@ -62,8 +62,10 @@ class Honest:
     evaluations): persisting at the env's own failure rates."""
 
 
-MECHANISMS = ("timeout", "failure-conditioned", "failure-shortcut", "failures-pay")
-"""Verdict kinds that name why a behaviour pays: the pipeline or the infrastructure, not the task."""
+MECHANISMS = ("timeout", "failure-conditioned", "failure-shortcut", "failures-pay", "paid-without-success")
+"""Verdict kinds that name why a behaviour pays: the pipeline or the infrastructure, not the task.
+``paid-without-success`` is a logged run's (``envaudit.logs.drift``): its return rose while success
+fell, its unsuccessful rollouts paid clearly more than failing did at the start: the reward itself."""
 
 
 @dataclass

@@ -44,13 +44,21 @@ def test_missing_columns_are_named_in_the_report(drifting_log, tmp_path):
     path = tmp_path / "episodes.jsonl"
     eps.to_json(path, orient="records", lines=True)
     out = tmp_path / "report"
-    assert main(["logs", str(path), "--out", str(out), "--no-progress"]) == 0
+    # Analyses that could not run make the report incomplete (exit 4), never a clean pass.
+    assert main(["logs", str(path), "--out", str(out), "--no-progress"]) == 4
     data = json.loads((out / "report.json").read_text())
     reasons = {p["name"]: p["error"] for p in data["probes"]}
     assert "success" in reasons["timeouts"] and "steps" in reasons["failures"]
     assert "success" in data["exploration"]["missing"]
-    # Replaced with --force; under keep nothing here reaches warn.
-    assert main(["logs", str(path), "--out", str(out), "--force", "--fail-on", "warn", "--no-progress"]) == 0
+    skipped = {(i["probe"], i["skipped"]) for i in data["incomplete"]}
+    assert {("timeouts", "the whole analysis"), ("pipeline", "the whole analysis"),
+            ("intent", "the whole analysis"), ("failures", "the whole analysis")} <= skipped
+    assert ("length", "the whole analysis") not in skipped  # the generated log has its length
+    [unchecked] = [f for f in data["findings"] if f["title"].startswith("Could not check")]
+    assert unchecked["severity"] == "warn" and "could not check: timeouts" in unchecked["summary"]
+    assert "--map KEY=success" in unchecked["fix"]
+    # Replaced with --force; the could-not-check warn reaches --fail-on warn.
+    assert main(["logs", str(path), "--out", str(out), "--force", "--fail-on", "warn", "--no-progress"]) == 1
 
 
 DATA = __import__("pathlib").Path(__file__).parent / "data"
@@ -61,9 +69,11 @@ DATA = __import__("pathlib").Path(__file__).parent / "data"
                                           ("openrlhf", "openrlhf")])
 def test_a_trainers_dump_is_read_by_its_own_reader(dump, reader, tmp_path):
     out = tmp_path / "r"
-    assert main(["logs", str(DATA / dump), "--out", str(out), "--no-progress"]) == 0
+    # No trainer dump carries every column (none has a step table): incomplete, never a clean 0.
+    assert main(["logs", str(DATA / dump), "--out", str(out), "--no-progress"]) == 4
     data = json.loads((out / "report.json").read_text())
     assert data["fingerprint"]["source"] == reader  # picked by sniffing, not read as the generic schema
+    assert ("failures", "the whole analysis") in {(i["probe"], i["skipped"]) for i in data["incomplete"]}
 
 
 def test_reader_options_reach_the_reader_and_generic_options_do_not(tmp_path, capsys):
@@ -73,4 +83,4 @@ def test_reader_options_reach_the_reader_and_generic_options_do_not(tmp_path, ca
     assert main(["logs", verl, "--steps", verl, "--out", str(tmp_path / "b")]) == 2
     assert "--steps is for logs in the generic schema" in capsys.readouterr().err
     assert main(["logs", verl, "--reader-arg", "success_field=acc", "--out", str(tmp_path / "c"),
-                 "--no-progress"]) == 0
+                 "--no-progress"]) == 4

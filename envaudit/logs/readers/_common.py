@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from envaudit.errors import UsageError
-from envaudit.logs.schema import EPISODE_COLUMNS, STEP_COLUMNS, LoggedRun
+from envaudit.logs.schema import COUNT_COLUMNS, EPISODE_COLUMNS, STEP_COLUMNS, LoggedRun
 
 CORRECTNESS_NAMES = ("success", "correct", "is_correct", "acc", "accuracy", "pass", "passed", "solved")
 """Field names that state a task's correctness. ``success`` is only ever read from one of these (or
@@ -162,7 +162,7 @@ def correctness(values: pd.Series, field: str, reward: pd.Series | None = None) 
         return values.astype("boolean"), f"success <- {field!r} (boolean)"
     if all(isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_)) for v in present):
         numbers = pd.to_numeric(values)
-        if reward is not None and len(reward) == len(numbers) and numbers.equals(pd.to_numeric(reward)):
+        if reward is not None and copies_reward(numbers, reward):
             return None, (f"success: {field!r} equals the reward on every rollout, so it is a copy of the "
                           "reward, not a correctness check; success left missing")
         if set(numbers.dropna().unique()) <= {0, 1}:
@@ -171,6 +171,14 @@ def correctness(values: pd.Series, field: str, reward: pd.Series | None = None) 
         return None, (f"success: {field!r} holds values other than 0/1 (e.g. {present.iloc[0]!r}); a correctness "
                       "flag must be boolean or 0/1, success left missing")
     return None, (f"success: {field!r} holds non-numeric values (e.g. {present.iloc[0]!r}); success left missing")
+
+
+def copies_reward(numbers: pd.Series, reward: pd.Series) -> bool:
+    """Whether ``numbers`` equals ``reward`` on every rollout, by value: an integer 0/1 column that
+    copies a float reward of 0.0/1.0 is a copy all the same (``Series.equals`` would compare dtypes)."""
+    a = pd.to_numeric(pd.Series(numbers).reset_index(drop=True), errors="coerce").to_numpy(float)
+    b = pd.to_numeric(pd.Series(reward).reset_index(drop=True), errors="coerce").to_numpy(float)
+    return len(a) == len(b) and len(a) > 0 and bool(np.array_equal(a, b, equal_nan=True))
 
 
 def pick_correctness_field(candidates: Iterable[str], success_field: str | None) -> str | None:
@@ -193,9 +201,11 @@ def number_or_nan(value: Any) -> float:
     return number
 
 
-def logged_run(episodes: pd.DataFrame, steps: pd.DataFrame | None, source: str, notes: list[str]) -> LoggedRun:
+def logged_run(episodes: pd.DataFrame, steps: pd.DataFrame | None, source: str, notes: list[str],
+               fields: pd.DataFrame | None = None) -> LoggedRun:
     """The ``LoggedRun``: schema columns first, each absent one named in ``missing`` (step columns as
-    ``steps.<name>``), never filled in."""
+    ``steps.<name>``), never filled in. ``fields``: the dump's own keys, row for row with
+    ``episodes``, that ``--map`` may read (``map_fields``)."""
     order = [c for c in EPISODE_COLUMNS if c in episodes.columns]
     extra = [c for c in episodes.columns if c not in EPISODE_COLUMNS]
     episodes = episodes[order + extra].reset_index(drop=True)
@@ -205,8 +215,11 @@ def logged_run(episodes: pd.DataFrame, steps: pd.DataFrame | None, source: str, 
         episodes["return"] = episodes["return"].astype("float64")
     if "length" in episodes.columns:
         episodes["length"] = episodes["length"].astype("Int64")
-    missing = [c for c in EPISODE_COLUMNS if c not in episodes.columns]
+    missing = [c for c in EPISODE_COLUMNS if c not in episodes.columns and c not in COUNT_COLUMNS]
     if steps is not None:
         steps = steps[[c for c in STEP_COLUMNS if c in steps.columns]].reset_index(drop=True)
         missing += [f"steps.{c}" for c in STEP_COLUMNS if c not in steps.columns]
-    return LoggedRun(episodes=episodes, steps=steps, source=source, notes=notes, missing=missing)
+    if fields is not None:
+        fields = fields.reset_index(drop=True)
+        fields = fields[[c for c in fields.columns if not str(c).startswith("_")]]
+    return LoggedRun(episodes=episodes, steps=steps, source=source, notes=notes, missing=missing, fields=fields)

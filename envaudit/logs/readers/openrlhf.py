@@ -87,4 +87,4 @@ def read(path: str | os.PathLike) -> LoggedRun:
              "rollouts, this table is all it writes",
              "iteration <- global_step; return <- reward; prompt <- text (prompt and response decoded together)",
              "group_id, length, end_reason, success: not in OpenRLHF's table; missing"]
-    return _common.logged_run(episodes, None, NAME, notes)
+    return _common.logged_run(episodes, None, NAME, notes, fields=table)

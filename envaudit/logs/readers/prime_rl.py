@@ -200,6 +200,8 @@ def read(path: str | os.PathLike, *, kind: str = "train", subset: str = "all",
         notes.append(note)
         if success is not None:
             table["success"] = success
+    # --map reads the traces' metrics by name (e.g. a tool-timeout count an env's rubric records)
+    fields = pd.DataFrame([{f"metrics.{k}": v for k, v in m.items()} for m in table["_metrics"]], index=table.index)
     table = table.drop(columns="_metrics")
     step_table = pd.DataFrame(steps, columns=["episode_id", "step", "action", "tool_name"])
-    return _common.logged_run(table, step_table, NAME, notes)
+    return _common.logged_run(table, step_table, NAME, notes, fields=fields)

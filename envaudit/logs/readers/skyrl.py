@@ -131,4 +131,4 @@ def read(path: str | os.PathLike) -> LoggedRun:
     episodes["prompt"] = table["input_prompt"]
     episodes["response"] = table["output_response"]
     episodes["task"] = source.values
-    return _common.logged_run(episodes, None, NAME, notes)
+    return _common.logged_run(episodes, None, NAME, notes, fields=table)

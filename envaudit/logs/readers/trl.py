@@ -156,7 +156,7 @@ def read(path: str | os.PathLike, *, reward_columns: Sequence[str] | None = None
     notes.append("length, end_reason: TRL's completions table has no token counts and no truncation flag; missing")
     episodes["prompt"] = table["prompt"].astype(str)
     episodes["response"] = table["completion"].astype(str)
-    return _common.logged_run(episodes, None, NAME, notes)
+    return _common.logged_run(episodes, None, NAME, notes, fields=table)
 
 
 def _reward_columns(table: pd.DataFrame, named: Sequence[str] | None) -> list[str]:

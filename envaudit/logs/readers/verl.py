@@ -113,7 +113,7 @@ def read(path: str | os.PathLike, *, success_field: str | None = None) -> Logged
                  "reason); both left missing")
     episodes["prompt"] = table["input"]
     episodes["response"] = table["output"]
-    return _common.logged_run(episodes, None, NAME, notes)
+    return _common.logged_run(episodes, None, NAME, notes, fields=table)
 
 
 def _bare_score_acc(table: pd.DataFrame, score: pd.Series, overlong: pd.Series) -> bool:
