@@ -22,7 +22,7 @@ from envaudit.adapters.catalogue import REFERENCE
 from envaudit.protocol import TOOL_OK
 
 CHECK_ROWS = 4
-CODE_CHECK_ROWS = 2
+CODE_CHECK_ROWS = 1
 TOOL_CALLS = frozenset({"tool_valid", "tool_failing", "tool_malformed", "tool_repeat"})
 FULL_MARKS = 1.0
 EXAMPLES = 3

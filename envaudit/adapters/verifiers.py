@@ -50,9 +50,9 @@ from typing import Any
 
 from envaudit.adapters import package_version, require
 from envaudit.adapters.base import CatalogueEnv
-from envaudit.adapters.catalogue import ANSWER_LABELS, Strategy, answer_strategies
+from envaudit.adapters.catalogue import ANSWER_LABELS, REFERENCE, Strategy, answer_strategies
 from envaudit.errors import UsageError
-from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
+from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 
 EXTRA = "verifiers"
 DEFAULT_SIZE = 100
@@ -64,6 +64,9 @@ CORRECTNESS = ("correct", "correctness", "accuracy", "exact_match", "is_correct"
 ANSWER_FIELDS = ("answer", "reference", "target", "solution", "ground_truth")
 TOOL_LABELS = ("tool_valid", "tool_failing", "tool_malformed", "tool_repeat")
 NO_REFERENCE = "I don't know."
+CHECK_TASKS = 3
+"""Tasks on which ``adapter_info["catalogue_check"]`` plays every catalogue strategy as a first reply."""
+EXAMPLES = 3
 ADAPTER_OPTIONS = {"size", "max_turns", "turn_cap", "success", "answer_field", "event_cap_s"}
 
 
@@ -317,6 +320,10 @@ class VerifiersEnv(CatalogueEnv):
                          + (" field" if self.has_reference else " field (missing on some tasks: no oracle)"),
             "turn_limit": self.turn_limit, "turn_cap": self.turn_cap,
             "deadlines": "verifiers' wall-clock deadlines are lifted: an audited episode waits on the auditor",
+            "grading": "on the thread that steps the env (the rollout's event loop runs there): a worker process's "
+                       "main thread under the process executor (the scan's default), where graders that use "
+                       "signal.alarm (math-verify) work; in-process executors step envs on threads of their own, "
+                       "where Python refuses signals and such graders score 0",
             "replay": "the reset seed picks the task (seed mod tasks)",
         })
         self.task: Any = None
@@ -324,6 +331,67 @@ class VerifiersEnv(CatalogueEnv):
         self._turn = 0
         self._tools: list[dict[str, Any]] = []
         self._last_call: str | None = None
+
+    # adapter_info is read once per scan, from the fingerprint of the first env made; the check
+    # behind it plays the catalogue on a few tasks, which the envs the workers make must not pay for.
+    @property
+    def adapter_info(self) -> dict[str, Any]:
+        if "catalogue_check" not in self._info:
+            self._info["catalogue_check"] = self.catalogue_check()
+        return self._info
+
+    @adapter_info.setter
+    def adapter_info(self, value: dict[str, Any]) -> None:
+        self._info = value
+
+    def catalogue_check(self, tasks: int = CHECK_TASKS) -> dict[str, Any]:
+        """Every catalogue strategy played as the first reply on the first ``tasks`` tasks, through
+        the bridge (verifiers' own rollout and scoring): the share the env takes (a reward above 0,
+        or a tool call that ran), the distinct outcomes (return, success, ended), whether the env is
+        playable (some reply taken, two outcomes at least, a success signal), per strategy how often
+        it earns the reference's return without success, and the rollouts' exceptions. The episode
+        state and the reset generator are left as they were."""
+        n = min(tasks, len(self.tasks))
+        kept = self._np_random
+        played: list[tuple[str, float, bool, bool | None, str | None]] = []
+        errors: list[dict[str, Any]] = []
+        try:
+            for i in range(n):
+                for k, label in enumerate(self.action_labels):
+                    try:
+                        self.reset(seed=i)
+                        _, reward, terminated, truncated, info = self.step(k)
+                    except Exception as exc:  # a rollout that raises is a fact about the env
+                        errors.append({"label": label, "index": i, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                        continue
+                    tool = (info.get("tool") or {}).get("status")
+                    played.append((label, float(reward), bool(terminated or truncated), info.get("success"), tool))
+        finally:
+            self.bridge.abandon()
+            self._np_random = kept
+            self.task, self._current, self._labels_by_text, self.prompt = None, [], {}, ""
+        total = n * len(self.action_labels)
+        taken = sum(reward > 0 or status == TOOL_OK for _, reward, _, _, status in played)
+        outcomes = {(round(reward, 6), success, done) for _, reward, done, success, _ in played}
+        success_defined = any(success is not None for *_, success, _ in played)
+        reference = [(reward, success) for label, reward, _, success, _ in played if label == REFERENCE]
+        top = max((reward for reward, ok in reference if ok), default=None)
+        unearned = {}
+        if top is not None:
+            for label in self.action_labels:
+                hits = sum(reward >= top and success is False for lab, reward, _, success, _ in played if lab == label)
+                if hits:
+                    unearned[label] = hits / n
+        share = taken / total if total else 0.0
+        return {
+            "entries": n, "strategies": len(self.action_labels), "played": len(played),
+            "well_formed_share": share, "distinct_outcomes": len(outcomes), "success_defined": success_defined,
+            "playable": share > 0 and len(outcomes) >= 2 and success_defined,
+            "reference_success_share": sum(ok is True for _, ok in reference) / n if n else 0.0,
+            "reference_return": top,
+            "full_marks_without_success": unearned,
+            "scorer_errors": {"count": len(errors), "examples": errors[:EXAMPLES]},
+        }
 
     # -- episodes ------------------------------------------------------------------------------
     def _reset(self, seed: int | None, options: Mapping[str, Any] | None):
