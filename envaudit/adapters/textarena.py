@@ -222,6 +222,31 @@ def watch_rewards(state: Any, sink: _Sink) -> None:
     object.__setattr__(state, "_envaudit_sink", sink)
 
 
+# -- the game's verdict ----------------------------------------------------------------------------
+def ended_at_limit(reason: str, turn: int, max_turns: Any) -> bool:
+    """Whether a game that ended did so at its turn limit. The game's reason says why it ended; the
+    turn count stands in only when it gives none. TextArena checks ``turn >= max_turns`` before the
+    move that ends the game is counted (``State.check_turn_limit``), and counts it afterwards, so a
+    game cut at its limit ends with ``turn == max_turns + 1``; a game that ended on any earlier move
+    has ``turn <= max_turns``. (A win on the last allowed move also ends at ``max_turns + 1``: only a
+    reason tells the two apart.)"""
+    if reason:
+        return bool(TURN_LIMIT.search(reason))
+    return isinstance(max_turns, int) and not isinstance(max_turns, bool) and turn > max_turns
+
+
+def won(rewards: Mapping[Any, Any] | None, num_players: int, *, at_limit: bool, invalid: bool) -> bool:
+    """Player 0's success. With other players: its final reward above every other player's (a draw,
+    equal rewards, is no win; TextArena's ``set_winner`` pays 1 and -1). Alone: TextArena's solved
+    game, an outcome of exactly 1 that ended neither at the turn limit nor by an invalid move."""
+    rewards = dict(rewards or {})
+    mine = float(rewards.get(0, 0.0))
+    if num_players > 1:
+        others = [float(v) for k, v in rewards.items() if k != 0]
+        return bool(others) and mine > max(others)
+    return mine == 1.0 and not at_limit and not invalid
+
+
 # -- the env ---------------------------------------------------------------------------------------
 class TextArenaEnv(CatalogueEnv):
     """One TextArena game, the agent as player 0, behind the Gymnasium API and the info protocol."""
@@ -276,6 +301,9 @@ class TextArenaEnv(CatalogueEnv):
             self.game = ta.make(self.env_id, **self._options)
         except TypeError as exc:
             raise UsageError(f"TextArena env {self.env_id!r} rejected the options {self._options}: {exc}") from exc
+        except ImportError as exc:  # a game whose own dependency TextArena does not install (BabyAiText: gym)
+            raise UsageError(f"TextArena env {self.env_id!r} cannot be made here: {exc}; install the package "
+                             "it names, or scan another game") from exc
         self.base = unwrap(self.game)
         self._played = False  # reset() was called on this game
 
@@ -386,16 +414,9 @@ class TextArenaEnv(CatalogueEnv):
         mine = (game_info or {}).get(0, {})
         invalid = invalid or bool(mine.get("invalid_move"))
         reason = str(mine.get("reason", ""))
-        limit = getattr(state, "max_turns", None)
-        # The game's reason says why it ended; the turn count only stands in when it gives none
-        # (a win on the last allowed move also ends with the count at the limit).
-        at_limit = bool(TURN_LIMIT.search(reason)) if reason else (isinstance(limit, int) and state.turn >= limit)
+        at_limit = ended_at_limit(reason, state.turn, getattr(state, "max_turns", None))
         reward = float((rewards or {}).get(0, 0.0))
-        if self.num_players > 1:
-            others = [float(v) for k, v in (rewards or {}).items() if k != 0]
-            success = bool(others) and reward > max(others)
-        else:
-            success = reward == 1.0 and not at_limit and not invalid
+        success = won(rewards, self.num_players, at_limit=at_limit, invalid=invalid)
         # The step that ends the game carries the game's verdict, not a tool status: a game lost by
         # an invalid move is a failure TextArena pays by its own rule, not a tool error.
         info = {"success": success, "invalid_move": invalid, "reason": reason, "rewards": dict(rewards or {})}

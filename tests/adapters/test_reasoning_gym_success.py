@@ -161,3 +161,47 @@ def test_the_judge_normalises_only_whitespace_numbers_and_case():
     assert arithmetic("(1 + 3) * (9 - 5) / 2") == (8, [1, 3, 9, 5, 2])
     for text in ("__import__('os').getcwd()", "2**5", "x + 1", "1 / 0", "3.5 * 2", "-3 + 27", ""):
         assert arithmetic(text) is None, text
+
+
+def test_letter_case_counts_where_the_datasets_scorer_compares_it():
+    """By hand: ``create_dataset("caesar_cipher", seed=0, size=50)[0]`` has answer "AND WITH THAT THE
+    AUDIENCE WAS CLOSED"; ``score_answer`` compares it as written: the same words in lower case earn
+    0.0. caesar_cipher is not in CASE_INSENSITIVE, so the judge agrees: no success."""
+    dataset = rg.create_dataset("caesar_cipher", seed=0, size=50)
+    entry = dataset[0]
+    assert dataset.score_answer(entry["answer"].lower(), entry) == 0.0
+    env = ReasoningGymEnv("caesar_cipher", size=50)
+    reward, info = _step(env, 0, f"<answer>{entry['answer'].lower()}</answer>")
+    assert (reward, info["success"]) == (0.0, False)
+    reward, info = _step(env, 0, "reference")
+    assert (reward, info["success"]) == (CORRECT, True)
+
+
+def test_a_number_asked_to_three_significant_figures_is_judged_to_three():
+    """By hand: ``create_dataset("power_function", seed=0, size=50)[1]`` has answer
+    "-0.0013674811612376526" and asks for 3 significant figures; ``score_answer`` gives 1.0 to
+    "-0.00137" and 0.01 to "-0.00136" (a different third figure; the same to two)."""
+    dataset = rg.create_dataset("power_function", seed=0, size=50)
+    entry = dataset[1]
+    assert dataset.score_answer("-0.00137", entry) == CORRECT and dataset.score_answer("-0.00136", entry) == 0.01
+    env = ReasoningGymEnv("power_function", size=50)
+    reward, info = _step(env, 1, "<answer>-0.00137</answer>")
+    assert (reward, info["success"]) == (CORRECT, True)
+    reward, info = _step(env, 1, "<answer>-0.00136</answer>")
+    assert reward == 0.01 and info["success"] is False
+
+
+def test_a_longer_button_sequence_that_reaches_the_target_is_not_the_shortest():
+    """By hand: ``create_dataset("quantum_lock", seed=0, size=50)[0]`` (start 0, red; A adds 2, B
+    subtracts 2 when green, C doubles; target 28) has the 6-press answer "A → A → A → C → A → C".
+    "A → A → A → A → C → B → C" also reaches 28 (the dataset's own ``simulate_sequence``) in 7
+    presses; the question asks for the shortest, and ``score_answer`` gives it 0.5."""
+    dataset = rg.create_dataset("quantum_lock", seed=0, size=50)
+    entry = dataset[0]
+    longer = "A → A → A → A → C → B → C"
+    assert dataset.simulate_sequence(entry["metadata"], longer.split(" → ")) == entry["metadata"]["target_value"] == 28
+    assert dataset.score_answer(longer, entry) == 0.5
+    env = ReasoningGymEnv("quantum_lock", size=50)
+    reward, info = _step(env, 0, f"<answer>{longer}</answer>")
+    assert reward == 0.5 and info["success"] is False
+    assert _step(env, 0, "reference")[1]["success"] is True
