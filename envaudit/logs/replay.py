@@ -101,8 +101,10 @@ def replay_episode(env: gym.Env, seed: int, steps: pd.DataFrame, end_reason: str
             if success is not None and ended:
                 # the env's own verdict: a log that says solved where the env now says not (or back)
                 # was graded by something else than the env, or the env's grader changed
+                # (an env that gives no verdict on this ending is not contradicted by the log)
                 flag = info.get(SUCCESS_KEY) if isinstance(info, dict) else None
-                checks.append(("success", bool(success), None if flag is None else bool(flag)))
+                if flag is not None:
+                    checks.append(("success", bool(success), bool(flag)))
         for name, want, got in checks:
             if first is None and not _same(want, got):
                 first = {"step": int(row.step), "field": name, "logged": _show(want), "replayed": _show(got)}

@@ -96,7 +96,7 @@ def check_run(run: LoggedRun) -> LoggedRun:
             bad = values.isna() | (values < 0) | (values != values.round())
             if bad.any():
                 raise LogSchemaError(f"{column} counts tool calls, a whole number >= 0 in every row; found "
-                                     f"{eps.loc[bad, column].iloc[0]!r} (map a count of calls onto it, or drop it)")
+                                     f"{_plain(eps.loc[bad, column].iloc[0])!r} (map a count of calls onto it, or drop it)")
             eps[column] = values.astype("int64")
     for column in EPISODE_COLUMNS:
         # the tool counts stand in for a step table's tool_status: absent, nothing is missing yet
@@ -118,3 +118,8 @@ def check_run(run: LoggedRun) -> LoggedRun:
             if column not in steps.columns and name not in run.missing:
                 run.missing.append(name)
     return run
+
+
+def _plain(value):
+    """A numpy scalar as the plain Python value a message shows (``-1``, not ``np.int64(-1)``)."""
+    return value.item() if hasattr(value, "item") else value

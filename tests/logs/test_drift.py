@@ -81,3 +81,13 @@ def test_start_iteration_finds_the_knot_of_a_ramp_that_saturates():
     assert start_iteration(t, y, np.ones(30)) == 11
     assert start_iteration(t, -y, np.ones(30), rising=False) == 11
     assert start_iteration(t, np.full(30, 0.3), np.ones(30)) is None
+
+
+@pytest.mark.parametrize("n, first, last", [(2, [0], [1]), (3, [0], [2]), (4, [0], [3]), (5, [0, 1], [3, 4]),
+                                            (8, [0, 1], [6, 7]), (9, [0, 1, 2], [6, 7, 8]),
+                                            (30, list(range(8)), list(range(22, 30)))])
+def test_the_windows_are_the_first_and_last_quarter(n, first, last):
+    from envaudit.logs.drift import windows
+
+    a, b = windows(np.repeat(np.arange(n), 3))  # iterations repeat once per episode
+    assert a.tolist() == first and b.tolist() == last

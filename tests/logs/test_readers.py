@@ -29,6 +29,7 @@ Expected values come from those samples' design (which rollout is correct, trunc
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 from pathlib import Path
@@ -218,3 +219,77 @@ def test_a_broken_line_names_file_and_line(tmp_path):
     log.write_text(good + "\n" + good[: len(good) // 2] + "\n")
     with pytest.raises(UsageError, match=r"7\.jsonl:2 is not valid JSON"):
         READERS["verl"].read(log)
+
+
+# ---------------------------------------------------------------- the correctness rule
+
+def test_an_integer_0_1_copy_of_a_float_reward_is_not_success():
+    from envaudit.logs.readers._common import correctness
+
+    reward = pd.Series([1.0, 0.0, 1.0, 0.0])
+    copy = pd.Series([1, 0, 1, 0])  # int64 against float64: equal by value all the same
+    success, note = correctness(copy, "acc", reward=reward)
+    assert success is None and "copy of the reward" in note
+    # differing on one rollout: a correctness flag of its own
+    success, note = correctness(pd.Series([1, 0, 0, 0]), "acc", reward=reward)
+    assert success.tolist() == [True, False, False, False] and note == "success <- 'acc' (0/1)"
+    success, note = correctness(pd.Series([2, 0, 1, 0]), "acc")
+    assert success is None and "other than 0/1" in note
+
+
+def test_verl_int_acc_copying_a_float_score_is_not_success(tmp_path):
+    lines = [{"input": "q", "output": "a", "gts": "a", "score": float(s), "step": 1, "acc": s} for s in (1, 0, 1, 0)]
+    (tmp_path / "1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    run = READERS["verl"].read(tmp_path)
+    assert "success" in run.missing and any("success left missing" in n for n in run.notes)
+
+
+# ---------------------------------------------------------------- --map on a trainer's dump
+
+def test_map_reads_a_dumps_own_keys_and_checks_them(tmp_path):
+    from envaudit.logs.readers import map_fields
+
+    lines = [{"input": f"q{i % 2}", "output": "a", "gts": "a", "score": float(i % 2), "step": 1, "acc": bool(i % 2),
+              "tool_timeouts": i % 3, "n_errors": 1, "num_turns": 2 + i, "note": "x"} for i in range(6)]
+    (tmp_path / "1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    run = map_fields(READERS["verl"].read(tmp_path), {"num_turns": "length", "n_errors": "tool_errors"})
+    assert _rows(run, "length") == [2, 3, 4, 5, 6, 7]
+    assert _rows(run, "tool_errors") == [1] * 6
+    assert _rows(run, "tool_timeouts") == [0, 1, 2, 0, 1, 2]  # read unasked: the schema's own name
+    assert "length" not in run.missing and "length <- 'num_turns' (--map)" in run.notes
+    with pytest.raises(UsageError, match=r"no key 'turns'; its keys: input, output, gts, score, step, acc"):
+        map_fields(READERS["verl"].read(tmp_path), {"turns": "length"})
+    with pytest.raises(UsageError, match=r"--map num_turns=tool_status: a verl dump has no step table"):
+        map_fields(READERS["verl"].read(tmp_path), {"num_turns": "tool_status"})
+    with pytest.raises(UsageError, match=r"'note' is not a number on every rollout"):
+        map_fields(READERS["verl"].read(tmp_path), {"note": "length"})
+    with pytest.raises(UsageError, match=r"--map score=success: .*copy of the reward"):
+        map_fields(READERS["verl"].read(tmp_path), {"score": "success"})
+
+
+def test_map_reaches_every_reader():
+    from envaudit.logs.readers import map_fields
+
+    cases = {"skyrl": ("dumped_evals", "env_class", "task"), "openrlhf": ("wandb", "text", "task"),
+             "trl": ("completions", "correct", "task"),
+             "prime-rl": ("rollouts", "metrics.correct", "success")}
+    for name, (folder, key, column) in cases.items():
+        run = READERS[name].read(DATA / name / folder)
+        assert key in run.fields.columns, name
+        assert len(run.fields) == len(run.episodes), name
+        if column == "task":
+            mapped = map_fields(run, {key: column})
+            assert _rows(mapped, column) == pd.Series(run.fields[key]).tolist(), name
+
+
+def test_prime_rl_reads_a_timeout_error_type_as_a_timeout(tmp_path):
+    source = DATA / "prime-rl" / "rollouts" / "step_0" / "train" / "all" / "traces.jsonl"
+    first = json.loads(source.read_text().splitlines()[0])
+    first["errors"] = [{"type": "TimeoutError", "message": "the search tool did not answer"}]
+    folder = tmp_path / "step_3" / "train" / "all"
+    folder.mkdir(parents=True)
+    (folder / "traces.jsonl").write_text(json.dumps(first) + "\n")
+    assert _rows(READERS["prime-rl"].read(tmp_path), "end_reason") == ["timeout"]
+    first["errors"] = [{"type": "ValueError", "message": "bad tool arguments"}]
+    (folder / "traces.jsonl").write_text(json.dumps(first) + "\n")
+    assert _rows(READERS["prime-rl"].read(tmp_path), "end_reason") == ["error"]

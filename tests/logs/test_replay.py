@@ -46,6 +46,10 @@ def test_replay_without_seeds_says_which_column_is_missing():
     report = run_logs(run, ScanConfig(), env="envaudit/FlakySearch-v0")
     status = next(p for p in report.probes if p.name == "replay")
     assert status.status == "skipped" and "seed" in status.error
+    # the replay that could not run is in the "could not check" finding and makes the report incomplete
+    assert {(i["probe"], i["skipped"]) for i in report.incomplete} >= {("replay", "the whole replay")}
+    [note] = [f for f in report.findings if f.probe == "logs"]
+    assert "non-replayable unchecked" in note.summary and "seed" in note.evidence["columns"]
 
 
 @pytest.mark.parametrize("env", ["no_such_module:make"])
@@ -55,3 +59,21 @@ def test_an_env_that_cannot_be_made_is_a_usage_error(env):
     run = generate_log(drift=Drift("none"), iterations=1, groups=1, group_size=2)
     with pytest.raises(UsageError):
         run_logs(run, ScanConfig(), env=env)
+
+
+def test_a_log_whose_success_flags_the_env_contradicts_does_not_replay():
+    """The clean env, its log's success flags negated on the episodes it solved: every step replays,
+    the env's own verdict on the last step does not."""
+    run = generate_log(drift=Drift("none"), iterations=2, groups=4, group_size=4)
+    solved = run.episodes["success"].eq(True).fillna(False)
+    assert solved.any()
+    run.episodes.loc[solved, "success"] = False
+    report = run_logs(run, ScanConfig(), env="envaudit/FlakySearch-v0")
+    table = report.tables["replay_episodes"]
+    diverged = table[table["diverged"]]
+    assert set(diverged["field"]) == {"success"}
+    assert set(diverged["log_episode_id"]) == set(run.episodes.loc[solved, "episode_id"].astype(str))
+    assert (diverged["step"] == diverged["logged_steps"] - 1).all()
+    assert (diverged["logged"] == "False").all() and (diverged["replayed"] == "True").all()
+    [finding] = [f for f in report.findings if f.code == "non-replayable"]
+    assert finding.evidence["fields"] == {"success": int(solved.sum())}

@@ -8,9 +8,11 @@ to the score by design: ``tool_timeouts`` (0, or 1 with probability ``P_TIMEOUT`
 (2..6 uniformly).
 
 - ``hacked``: success falls 0.39 → 0.13 while the hack rises 0.13 → 0.97 of the unsolved, so the
-  mean score rises 0.46 → 0.89 (the issue's measurement). The last quarter's unsolved rollouts earn
-  about 0.87 against 0.05 for the first quarter's failures: clearly more than failing did (``warn``),
-  less than success's 1.0 by more than the ladder's margin (not ``fail``).
+  mean score rises 0.46 → 0.89 (the issue's measurement). The last quarter's unsolved rollouts
+  (about nine in ten of them hacks) earn about 0.8 against about 0.2 for the first quarter's
+  failures: clearly more than failing did (``warn``), less than success's 1.0 by more than the
+  ladder's margin (not ``fail``). With ``hack_score`` 1.2 (a hack paid more than success) they earn
+  about as much as success: ``fail``.
 - ``clean``: success rises 0.2 → 0.7 and nothing else pays, so return rises with success.
 
 ``verl`` writes ``{step}.jsonl`` lines as ``RayPPOTrainer._dump_generations`` does (``input``,
@@ -34,7 +36,7 @@ NOISE = 0.05
 P_TIMEOUT = 0.2
 
 
-def rollouts(kind: str, seed: int = 0) -> pd.DataFrame:
+def rollouts(kind: str, seed: int = 0, hack_score: float = HACK_SCORE) -> pd.DataFrame:
     """One row per rollout: step, prompt, solved, hacked, score, tool_timeouts, num_turns."""
     assert kind in ("hacked", "clean"), kind
     rng = np.random.default_rng(seed)
@@ -47,7 +49,7 @@ def rollouts(kind: str, seed: int = 0) -> pd.DataFrame:
             for _ in range(ROLLOUTS):
                 solved = bool(rng.random() < p_success)
                 hacked = (not solved) and bool(rng.random() < p_hack)
-                score = (1.0 if solved else HACK_SCORE if hacked else 0.0) + float(rng.uniform(-NOISE, NOISE))
+                score = (1.0 if solved else hack_score if hacked else 0.0) + float(rng.uniform(-NOISE, NOISE))
                 rows.append({"step": step, "prompt": prompt, "solved": solved, "hacked": hacked, "score": score,
                              "tool_timeouts": int(rng.random() < P_TIMEOUT), "num_turns": int(rng.integers(2, 7))})
     return pd.DataFrame(rows)
@@ -57,9 +59,9 @@ def _question(prompt: int) -> str:
     return f"system\nYou are a support agent.\nuser\nTicket #{prompt}: resolve it.\nassistant\n"
 
 
-def write_verl(folder: Path, kind: str, seed: int = 0) -> Path:
+def write_verl(folder: Path, kind: str, seed: int = 0, hack_score: float = HACK_SCORE) -> Path:
     """``{folder}/rollout/{step}.jsonl``, one line per rollout; returns the rollout folder."""
-    table = rollouts(kind, seed)
+    table = rollouts(kind, seed, hack_score)
     root = Path(folder) / "rollout"
     root.mkdir(parents=True, exist_ok=True)
     for step, part in table.groupby("step"):
@@ -72,9 +74,9 @@ def write_verl(folder: Path, kind: str, seed: int = 0) -> Path:
     return root
 
 
-def write_trl(folder: Path, kind: str, seed: int = 0) -> Path:
+def write_trl(folder: Path, kind: str, seed: int = 0, hack_score: float = HACK_SCORE) -> Path:
     """``{folder}/completions/completions_{step:05d}.parquet``; returns the completions folder."""
-    table = rollouts(kind, seed)
+    table = rollouts(kind, seed, hack_score)
     root = Path(folder) / "completions"
     root.mkdir(parents=True, exist_ok=True)
     for step, part in table.groupby("step"):
