@@ -77,14 +77,12 @@ from envaudit.adapters.catalogue import FORFEIT, Strategy, game_labels, game_str
 from envaudit.adapters.textarena_moves import (
     ENOUGH_LEGAL,
     GAMES,
-    MAX_TRIALS,
-    MIN_TRIALS,
-    TRIAL_OBJECTS,
     Trials,
     global_random_kept,
     invalid_flag,
     layers,
     text_moves,
+    trial_budget,
     try_move,
     unwrap,
 )
@@ -292,6 +290,7 @@ class TextArenaEnv(CatalogueEnv):
                                     "non-replayable); every later game runs on a freshly made env so memory stays flat"
                                     if held else None),
         })
+        self.adapter_info["move_trials_per_state"] = self._trial_budget if self._copyable else 0
         self.adapter_info["playability"] = self._measure_playability()
 
     # -- making the game ---------------------------------------------------------------------------
@@ -321,7 +320,7 @@ class TextArenaEnv(CatalogueEnv):
             except Exception as exc:
                 self._why_not = f"{type(exc).__name__}: {exc}"
                 return None
-        self._trial_budget = max(MIN_TRIALS, min(MAX_TRIALS, TRIAL_OBJECTS // max(1, len(memo))))
+        self._trial_budget = trial_budget(unwrap(playing), len(memo))
         return twin
 
     def _default_players(self) -> int:

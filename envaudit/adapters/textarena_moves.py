@@ -28,12 +28,17 @@ import numpy as np
 
 MAX_TRIALS = 32
 """Moves tried on copies of the game per state, at most (a game that is slow to copy gets fewer:
-``TRIAL_OBJECTS``)."""
+``TRIAL_BYTES``)."""
 MIN_TRIALS = 4
-TRIAL_OBJECTS = 200_000
-"""Objects copied per state, at most, when trying moves: a game whose copy holds ``n`` objects gets
-``TRIAL_OBJECTS // n`` trials per state (between ``MIN_TRIALS`` and ``MAX_TRIALS``). Counted in
-objects, not seconds, so the catalogue is the same on any machine under any load."""
+TRIAL_BYTES = 200_000
+"""Bytes of the game copied per state, at most, when trying moves: a game whose state pickles to
+``n`` bytes gets ``TRIAL_BYTES // n`` trials per state (between ``MIN_TRIALS`` and ``MAX_TRIALS``).
+Counted in bytes, not seconds, so the catalogue is the same on any machine under any load. (The
+copy's memo undercounts: ``deepcopy`` memoises no tuple of atoms, and Set-v0's 6,480 possible sets
+are such tuples: 18 memoised objects, 113 kB pickled, 0.2-0.7 s a copy.)"""
+TRIAL_OBJECTS = 2_000
+"""Objects per state when the game cannot be pickled: ``TRIAL_OBJECTS // n`` trials for a copy
+whose memo holds ``n`` objects (between ``MIN_TRIALS`` and ``MAX_TRIALS``)."""
 ENOUGH_LEGAL = 8
 """Trying stops once this many moves read from the text were accepted."""
 DIGITS = tuple(str(d) for d in range(10))
@@ -414,6 +419,20 @@ def text_moves(messages: list[str], prompt: str, rng: random.Random) -> list[str
     return listed + mixed
 
 
+def trial_budget(base: Any, copied_objects: int) -> int:
+    """Moves tried per state on copies of the base env ``base`` (``TRIAL_BYTES``); ``copied_objects``
+    (the memo of one deep copy) stands in when the game cannot be pickled."""
+    import pickle
+
+    try:
+        with global_random_kept():
+            size = len(pickle.dumps(base, protocol=pickle.HIGHEST_PROTOCOL))
+        budget = TRIAL_BYTES // max(1, size)
+    except Exception:  # lambdas, locks, generators: count the copy's objects instead
+        budget = TRIAL_OBJECTS // max(1, copied_objects)
+    return max(MIN_TRIALS, min(MAX_TRIALS, budget))
+
+
 class Trials:
     """The moves tried on copies of the game in one state, each at most once, within a budget."""
 
@@ -431,5 +450,5 @@ class Trials:
         return self.seen[move]
 
 
-__all__ = ["GAMES", "MAX_LEGAL", "MAX_TRIALS", "GameMoves", "Trial", "Trials", "action_text", "global_random_kept",
-           "invalid_flag", "layers", "text_moves", "try_move", "unwrap"]
+__all__ = ["GAMES", "MAX_LEGAL", "MAX_TRIALS", "MIN_TRIALS", "TRIAL_BYTES", "GameMoves", "Trial", "Trials", "action_text", "global_random_kept",
+           "invalid_flag", "layers", "text_moves", "trial_budget", "try_move", "unwrap"]

@@ -35,6 +35,7 @@ import pytest
 pytest.importorskip("textarena")
 
 from envaudit.adapters.textarena import TextArenaEnv  # noqa: E402
+from envaudit.adapters.textarena_moves import MAX_TRIALS, MIN_TRIALS  # noqa: E402
 
 SEEDS = range(8)
 
@@ -194,3 +195,30 @@ def test_stall_undoes_the_last_move_until_the_turn_limit():
         assert info.get("tool", {}).get("status", "ok") == "ok"
     assert moves[:4] == ["[A B]", "[B A]", "[A B]", "[B A]"] and len(moves) == 15
     assert truncated and not terminated and reward == 0.0 and info["success"] is False
+
+
+def test_a_game_that_is_slow_to_copy_gets_fewer_trials_per_state():
+    # Set-v0 holds all 6,480 possible sets as tuples of card tuples: 113 kB pickled (a deep copy
+    # takes tenths of a second), so it gets the fewest trials; Connect Four's state is under 2 kB.
+    assert TextArenaEnv("Set-v0").adapter_info["move_trials_per_state"] == MIN_TRIALS
+    assert TextArenaEnv("ConnectFour-v0").adapter_info["move_trials_per_state"] == MAX_TRIALS
+
+
+def test_the_stall_of_a_game_without_a_reader_for_it_never_ends_the_game():
+    # TicTacToe-v0 has no stall reader: the stall is the first legal move that, tried on a copy,
+    # leaves the game going. Player 0 plays 'O' (env.py: 'X' only for player 1); with O in cells 1
+    # and 2 (written into the board by hand, X in 4 and 8), [0] wins at once and ends the game.
+    env = TextArenaEnv("TicTacToe-v0")
+    env.reset(seed=0)
+    board = env.base.state.game_state["board"]
+    for r in range(3):
+        for c in range(3):
+            board[r][c] = ""
+    board[0][1] = board[0][2] = "O"
+    board[1][1] = board[2][2] = "X"
+    env._cache = None  # the catalogue of this (hand-made) state
+    env._refresh()
+    legal = env.known.legal(env.base, random.Random(0))
+    assert legal[0] == "[0]" and game_accepts(env, "[0]")
+    stall = env.candidates()["stall"]
+    assert stall in legal and stall != "[0]" and game_accepts(env, stall)
