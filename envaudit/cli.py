@@ -33,14 +33,36 @@ exit status:
   0  clean: the audit ran all its work and no finding group reached --fail-on
   1  a finding group (one incentive) reached --fail-on
   2  usage error (bad option, unknown env or probe)
-  3  the env is broken: it cannot be made, or crashes before anything could be audited
+  3  the env is broken: it cannot be made, or crashes or hangs before anything could be audited
   4  incomplete: the wall-clock safety cap (--budget) was hit, so some work was skipped
      (report.json's "incomplete" lists it); the findings reported are still real
   when several apply: 2 and 3 before 1, 1 before 4
 """
 
 
+_CONFIG_DEFAULTS = {f.name: f.default for f in fields(ScanConfig)}
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """The epilog's table as written, and each option's default where it has one (the scan
+    options' defaults are ScanConfig's: their flags default to None, so that a flag given wins
+    over ``[tool.envaudit]``)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = _CONFIG_DEFAULTS.get(action.dest, action.default)
+        if (not action.option_strings or default is None or default is False or default == []
+                or default is argparse.SUPPRESS or "default" in text.lower()):
+            return text
+        shown = f"{default:g}" if isinstance(default, float) else str(default)
+        return f"{text} (default: {shown.replace('%', '%%')})"
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["formatter_class"] = _Help
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # argparse's own errors: exit 2 with one line
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 

@@ -12,6 +12,8 @@ from envaudit.findings import Severity
 from envaudit.pipeline import HANDLINGS, Pipeline, timeout_handling_pipeline
 
 FAIL_ON = ("info", "warn", "fail", "never")
+TIMEOUT_PENALTY = -1.0
+"""The training reward of timed-out rollouts under ``timeout_handling="penalty"`` when none is given."""
 
 
 def _opt(default: Any, help: str) -> Any:
@@ -35,7 +37,7 @@ class ScanConfig:
     probes: tuple[str, ...] | None = _opt(None, "Probe names to run (default: all registered probes).")
     fail_on: str = _opt("fail", "Exit 1 when a finding group (one incentive) reaches this severity (info, warn, fail, never).")
     timeout_handling: str = _opt("keep", "What the pipeline does with timed-out rollouts: keep, zero, penalty, drop.")
-    timeout_penalty: float = _opt(-1.0, "Training reward of timed-out rollouts under --timeout-handling penalty.")
+    timeout_penalty: float = _opt(TIMEOUT_PENALTY, "Training reward of timed-out rollouts under --timeout-handling penalty.")
     pipeline: str | None = _opt(None, "A trainer preset for the whole rollout pipeline (overrides --timeout-handling).")
     success_threshold: float | None = _opt(None, "Return at or above which an episode counts as a success when the env gives no info['success'].")
     alpha: float = _opt(0.05, "Family-wise error rate for the Holm correction across a scan's tests.")
@@ -60,6 +62,7 @@ class ScanConfig:
             (self.model is None or self.engine == "vllm",
              f"model {self.model!r} is for the language-model engine; add --engine vllm or drop --model"),
             *lm_length_checks(self, "add --engine vllm or drop it"),
+            *penalty_checks(self),
         ]
         for ok, message in checks:
             if not ok:
@@ -89,6 +92,21 @@ class ScanConfig:
 
 def config_help() -> dict[str, str]:
     return {f.name: f.metadata["help"] for f in fields(ScanConfig)}
+
+
+def penalty_checks(config: Any) -> list[tuple[bool, str]]:
+    """A timeout penalty is used only under ``timeout_handling="penalty"`` without a preset: given
+    under another handling it would be silently ignored, a contradiction in the command."""
+    if config.timeout_penalty == TIMEOUT_PENALTY:
+        return []
+    if config.pipeline is not None:
+        return [(False, f"--timeout-penalty {config.timeout_penalty:g} is ignored under --pipeline "
+                        f"{config.pipeline}, which sets its own handling; drop --timeout-penalty, or drop "
+                        "--pipeline and give --timeout-handling penalty")]
+    return [(config.timeout_handling == "penalty",
+             f"--timeout-penalty {config.timeout_penalty:g} applies only under --timeout-handling penalty, "
+             f"but timed-out rollouts are handled with {config.timeout_handling}; add --timeout-handling "
+             "penalty, or drop --timeout-penalty")]
 
 
 def lm_length_checks(config: Any, fix: str) -> list[tuple[bool, str]]:

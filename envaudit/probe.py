@@ -40,6 +40,9 @@ from envaudit.seeding import child_rng, child_seed
 from envaudit.toolenv import ToolEnv
 
 GROUP = "envaudit.probes"
+HUNG_NOTE = "stopped_by_hang"
+"""The note a probe's env work that a hang stopped leaves (``ProbeContext.env_hung``): the scan
+lists the probe as ``hung``, with this note, instead of ``ok``."""
 
 # The bundled probes, importable even when the package metadata is stale (an editable install made
 # before a probe was added); the entry points are the public registry and take precedence.
@@ -250,6 +253,19 @@ class ProbeContext:
         """Seconds until the safety cap; for stopping only, never for sizing work."""
         return self.deadline - time.monotonic()
 
+    def env_hung(self, skipped: str) -> bool:
+        """True once the env has hung in this scan: the probe skips ``skipped`` (its own env work,
+        in the user's words), which would wait on the hang again, and the scan lists the probe as
+        ``hung``. ``run`` checks this itself; a probe that steps envs its own way asks first."""
+        hangs = self.hangs or [p for p in self.exploration_problems if p.kind == "hang"]
+        if not hangs:
+            return False
+        hang = hangs[0]
+        at = f" at step {hang.step}" if hang.step is not None else ""
+        self.notes.setdefault(HUNG_NOTE, f"{skipped} skipped: the env already hung in this scan "
+                                         f"({hang.message}{at})")
+        return True
+
     def incomplete(self, skipped: str, reason: str | None = None) -> None:
         """Record work this probe did not do (``skipped``, in the user's words) and why."""
         entry = {"probe": self.name, "skipped": skipped, "reason": reason or cap_reason(self.config.budget_s)}
@@ -309,7 +325,7 @@ class ProbeContext:
         """Run ``policy`` once per seed (hang-protected, recorded); episodes the safety cap cuts
         are recorded as incomplete. ``ordered=True`` plays the seeds in order on one instance in
         this process (for wrappers or policies that report back through shared state)."""
-        if self.hangs:
+        if self.env_hung(f"policy {policy.name!r}'s episodes"):
             return RunResult(Recorder().records(), [], stopped_early=True)
         seeds = list(seeds)
         rng = self.rng("policy", rng_name or policy.name)

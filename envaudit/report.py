@@ -35,7 +35,8 @@ SEVERITY_STYLE = {Severity.FAIL: "bold red", Severity.WARN: "yellow", Severity.I
 
 @dataclass
 class ProbeStatus:
-    """How one probe went: ``ok``, ``crashed``, ``overran`` (the safety cap) or ``skipped``."""
+    """How one probe went: ``ok``, ``crashed``, ``overran`` (the safety cap), ``skipped``, or ``hung`` (its
+    env work stopped at a hang, its own or one seen before it; ``error`` says which)."""
 
     name: str
     status: str
@@ -216,7 +217,7 @@ class Report:
 
 
 def groups_table(groups: Iterable[FindingGroup], *, title: str | None = None) -> Table:
-    """One row per incentive: severity, headline code, its summary, and what corroborates it."""
+    """One row per incentive: severity, headline code, its summary, its fix, and what corroborates it."""
     table = Table(title=title, show_lines=False, expand=False)
     table.add_column("#", justify="right")
     table.add_column("severity")
@@ -225,6 +226,9 @@ def groups_table(groups: Iterable[FindingGroup], *, title: str | None = None) ->
     rows = list(groups)
     for i, g in enumerate(rows, 1):
         cell = Text(g.headline.summary or g.headline.title)
+        if g.headline.fix:
+            cell.append("\nfix: ", style="bold")
+            cell.append(g.headline.fix)
         if g.corroborating:
             also = "; ".join(f"{f.probe or '?'} {f.code} ({f.severity})" for f in g.corroborating)
             cell.append(f"\nalso seen by: {also}", style="dim")

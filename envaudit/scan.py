@@ -9,10 +9,12 @@ the ``api`` probe; the scan always returns a report.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import difflib
 import math
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -28,6 +30,7 @@ from envaudit.errors import a_type, user_frame
 from envaudit.execution import ExecutionConfig, make_executor
 from envaudit.findings import Finding
 from envaudit.probe import (
+    HUNG_NOTE,
     Probe,
     ProbeContext,
     ProbeInputs,
@@ -44,6 +47,7 @@ from envaudit.report import ProbeStatus, Report
 from envaudit.resolve import UsageError, fingerprint, resolve_env
 from envaudit.rollout import Problem, RandomPolicy, Runner
 from envaudit.seeding import child_rng, child_seed
+from envaudit.stats import MIN_SAMPLES
 
 Progress = Callable[[str, float], None]
 
@@ -159,7 +163,8 @@ def run_scan(
     host = None
     try:
         if executor.kind == "processes":
-            executor.warm()
+            with _sigint_blocked():
+                executor.warm()
         probes = select_probes(config.probes)
         if executor.kind == "processes":  # each probe's own env calls run in a worker process too
             host = ProbeHost(executor, make_env, spec, memory_cap_bytes=executor.memory_cap_bytes,
@@ -170,6 +175,36 @@ def run_scan(
         if host is not None:
             host.close()
         executor.close()
+
+
+@contextlib.contextmanager
+def _sigint_blocked():
+    """SIGINT blocked on this thread while worker processes start: they inherit the mask, so a
+    Ctrl-C (sent to the whole process group) while the fork server imports its preload, seconds
+    on a loaded machine, is the scanning process's alone to handle (exit 130), never a traceback
+    from a worker. The workers forked from that server keep it blocked: the scan ends them."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _hung_before_enough(exploration: Records, problems: list[Problem]) -> dict[str, Any] | None:
+    """The ``broken`` of an env whose exploration a hang stopped before ``MIN_SAMPLES`` episodes
+    finished: no check has the episodes it needs, and every probe would wait on the hang again."""
+    hang = next((p for p in problems if p.kind == "hang"), None)
+    done = len(exploration.episodes)
+    if hang is None or done >= MIN_SAMPLES:
+        return None
+    at = f" at step {hang.step}" if hang.step is not None else ""
+    seed = f", reset seed {hang.seed}" if hang.seed is not None else ""
+    return {"stage": hang.where or "step", "where": hang.location,
+            "message": f"{hang.message}{at}{seed}; {done} exploration episode{'s' if done != 1 else ''} "
+                       f"finished before it, fewer than the {MIN_SAMPLES} any check needs"}
 
 
 def _first_make(make_env, step_timeout_s: float, env_id: str) -> tuple:
@@ -205,10 +240,12 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
     lost_in = {id(p): "explore" for p in lost}  # which probe's work each lost episode was
     tally = ReturnTally()  # every episode any probe runs, kept or not: the coverage check's view
     tally.add(exploration.episodes)
-    if exploration.episodes.empty and problems:
-        # Nothing ran to the end of an episode: there is nothing to audit, only a broken env.
+    hung = _hung_before_enough(exploration, problems)
+    if (exploration.episodes.empty and problems) or hung is not None:
+        # Nothing (or too little) ran to the end of an episode: there is nothing to audit, only a
+        # broken env; a hang ends the scan here, instead of every probe waiting on it again.
         first = problems[0]
-        broken = {"stage": first.where, "message": first.message, "where": first.location}
+        broken = hung or {"stage": first.where, "message": first.message, "where": first.location}
         return Report(env_id, config.to_dict(), env_fingerprint, [broken_finding(broken)], [],
                       _summary(exploration), created, time.monotonic() - started, version(),
                       incomplete=incomplete, broken=broken)
@@ -229,7 +266,12 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
             continue
         ctx = ProbeContext(ProbeInputs(env_id, make_env, config, exploration, problems, pipeline, probe.name, spec),
                            shared)
+        hangs_before = len(shared.hangs)
         status, error, produced = _run_probe(probe, ctx, host)
+        if status == "ok" and (len(shared.hangs) > hangs_before or HUNG_NOTE in ctx.notes):
+            # Its env work stopped at a hang (its own, or one seen before it): not a full run.
+            status = "hung"
+            error = ctx.notes.get(HUNG_NOTE) or f"stopped by a hang: {shared.hangs[hangs_before].message}"
         if status == "crashed" and not produced:  # its worker process died: its checks are missing
             produced = [probe_failure(probe, status, error)]
         lost_in.update({id(p): probe.name for p in lost if id(p) not in lost_in})

@@ -459,8 +459,7 @@ def _summary(tally: Tally) -> str:
 
 
 def run(ctx: ProbeContext) -> list[Finding]:
-    if any(p.kind == "hang" for p in ctx.exploration_problems) or ctx.hangs:
-        ctx.notes["skipped"] = "the env already hung in this scan; replays would hang too"
+    if ctx.env_hung("replays"):  # they would hang too
         return []
     cfg = ctx.config
     tally = Tally()

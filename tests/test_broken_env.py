@@ -4,6 +4,10 @@ raised in the user's code — never the exit code of "an incentive was found".""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -11,6 +15,7 @@ import pytest
 
 from envaudit.cli import main
 from envaudit.scan import run_scan
+from envaudit.stats import MIN_SAMPLES
 
 ROOT = Path(__file__).parents[1]
 HERE = Path(__file__).name
@@ -82,3 +87,88 @@ def _line_of_int():
 @pytest.fixture(autouse=True)
 def _importable(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))
+
+
+# -- hangs: an env whose episodes hang before enough of them finish is broken, and costs a deadline
+class SleepsInStep(gym.Env):
+    """Every step sleeps for good (a lock never released, a socket never answered)."""
+
+    action_space = gym.spaces.Discrete(2)
+    observation_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
+
+    def step(self, action):
+        time.sleep(10**6)
+
+
+class SpinsInStep(SleepsInStep):
+    """Every step spins for good: a busy loop holds its thread (and the GIL) until its process dies."""
+
+    def step(self, action):
+        while True:
+            pass
+
+
+class HangsUnlessItEnds(SleepsInStep):
+    """Action 0 ends the episode at once, action 1 hangs: some episodes finish before the first hang,
+    fewer than any check needs (a hang stops exploration, 2**-8 that 8 end first)."""
+
+    def step(self, action):
+        if action == 1:
+            time.sleep(10**6)
+        return 0, 0.0, True, False, {"success": False}
+
+
+STEP_TIMEOUT = 1.0
+SPIN_CPU_S = 0.5
+
+
+def _timed_scan(target: str, out: str) -> tuple[int, float]:
+    start = time.monotonic()
+    rc = main(["scan", target, "--step-timeout", str(STEP_TIMEOUT), "--workers", "1", "--out", out, "--no-progress"])
+    return rc, time.monotonic() - start
+
+
+def _cpu_stretch() -> float:
+    """Wall time per second of CPU a busy loop gets on this machine now (1 when a core is free). A
+    step deadline counts the time the step had, not the time it waited for a CPU (deadline.py), so
+    on a loaded machine a spinning step is declared hung after this many deadlines of wall time."""
+    code = f"import time\nwhile time.process_time() < {SPIN_CPU_S}: pass\n"
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-S", "-c", code], check=True)
+    return max(1.0, (time.monotonic() - start) / SPIN_CPU_S)
+
+
+@pytest.fixture(scope="module")
+def startup_s(tmp_path_factory) -> float:
+    """How long the same scan takes for an env that breaks at once: starting the worker processes."""
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("baseline"))
+    try:
+        main(["scan", "tests.test_broken_env:ResetAlwaysFails", "--workers", "1", "--out", "warm", "--no-progress"])
+        rc, elapsed = _timed_scan("tests.test_broken_env:ResetAlwaysFails", "base")
+    finally:
+        os.chdir(here)
+    assert rc == 3
+    return elapsed
+
+
+@pytest.mark.parametrize("env", ["SleepsInStep", "SpinsInStep", "HangsUnlessItEnds"])
+def test_an_env_that_hangs_before_enough_episodes_finish_exits_3_within_two_deadlines(env, startup_s, tmp_path,
+                                                                                     monkeypatch, capsys):
+    """One worker, so the scan needs one hung episode to decide: beyond starting its worker
+    processes, it may take two step deadlines (of the time the step had: see ``_cpu_stretch``)."""
+    monkeypatch.chdir(tmp_path)
+    stretch = _cpu_stretch() if env == "SpinsInStep" else 1.0
+    rc, elapsed = _timed_scan(f"tests.test_broken_env:{env}", "out")
+    out = capsys.readouterr().out
+    assert rc == 3, out
+    assert elapsed - startup_s <= 2 * STEP_TIMEOUT * stretch, (elapsed, startup_s, stretch)
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert data["broken"]["stage"] == "step" and data["probes"] == []
+    assert data["broken"]["message"].startswith(f"step() did not return within {STEP_TIMEOUT:g} s")
+    assert f"fewer than the {MIN_SAMPLES} any check needs" in data["broken"]["message"]
+    assert "ENV BROKEN (step): step() did not return" in out

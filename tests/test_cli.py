@@ -142,3 +142,41 @@ def test_scan_help_lists_the_pipeline_presets(capsys):
         main(["scan", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert all(name in text for name in PRESETS)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["scan", "CartPole-v1", "--timeout-penalty", "5"],
+     "--timeout-penalty 5 applies only under --timeout-handling penalty, but timed-out rollouts are handled "
+     "with keep; add --timeout-handling penalty, or drop --timeout-penalty"),
+    (["scan", "CartPole-v1", "--timeout-handling", "drop", "--timeout-penalty", "-2"],
+     "--timeout-penalty -2 applies only under --timeout-handling penalty, but timed-out rollouts are handled with drop"),
+    (["scan", "CartPole-v1", "--pipeline", "rllm", "--timeout-penalty", "5"],
+     "--timeout-penalty 5 is ignored under --pipeline rllm, which sets its own handling"),
+    (["logs", "run/", "--timeout-penalty", "5"], "--timeout-penalty 5 applies only under --timeout-handling penalty"),
+])
+def test_a_timeout_penalty_that_would_be_ignored_is_a_usage_error(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_timeout_penalty_under_penalty_handling_is_taken(tmp_path, monkeypatch):
+    from envaudit.cli import _build_parser, _config
+
+    monkeypatch.chdir(tmp_path)
+    args = _build_parser().parse_args(["scan", "CartPole-v1", "--timeout-handling", "penalty", "--timeout-penalty", "5"])
+    assert _config(args).rollout_pipeline().penalty == 5.0
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    ("scan", ["--seed SEED Seed of every random choice in the scan: the same seed gives the same report. (default: 0)",
+              "(default: 256)", "reported as a hang. (default: 5)", "(default: 900)", "(default: keep)",
+              "(default: -1)", "(default: fail)", "(default: 0.05)", "(default: processes)", "(default: 4096)"]),
+    ("logs", ["(default: 0)", "(default: 0.05)", "(default: keep)", "(default: fail)"]),
+])
+def test_help_shows_each_options_default(command, shown, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert [s for s in shown if s not in text] == []
+    assert "(default: None)" not in text and "(default: False)" not in text  # flags without one say nothing

@@ -131,3 +131,14 @@ def test_html_shows_groups_with_their_members(report):
         ("failures", "failure-rewarded"), ("exploits", "exploit-policy"), ("grpo", "timeout-rewarded"),
         ("grpo", "learned-exploit")]
     assert "1 fail, 0 warn, 1 info" in root.find_all("section", id="summary")[0].text()
+
+
+def test_terminal_table_says_each_incentives_fix(report):
+    """The fix is what a user acts on: the terminal names it, not only report.md and report.html."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=120, color_system=None).print(report)
+    text = " ".join(buffer.getvalue().replace("│", " ").split())
+    headlines = [g.headline for g in report.finding_groups()]
+    assert [h.code for h in headlines] == ["timeout-rewarded", "length-bias"]
+    assert "fix: fix timeout-rewarded" in text and "fix: fix length-bias" in text
+    assert text.index("fix: fix timeout-rewarded") < text.index("also seen by:")  # the fix, then corroboration

@@ -1,5 +1,7 @@
 import json
+import time
 
+import gymnasium as gym
 import pytest
 
 import envaudit.scan as scan_module
@@ -8,7 +10,9 @@ from envaudit.conclusion import holm_correct
 from envaudit.errors import UsageError
 from envaudit.report import Report
 from envaudit.reporting import write_folder
+from envaudit.reporting.markdown import render_markdown
 from envaudit.scan import run_scan
+from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.user_envs import CoinEnv
 
 
@@ -119,3 +123,54 @@ def test_episodes_kept_twice_by_probes_are_stored_once():
     # Every episode's steps are numbered 0..length-1 exactly once.
     lengths = steps.groupby("episode_id").size()
     assert (lengths == eps.set_index("episode_id").loc[lengths.index, "length"]).all()
+
+
+class HangsLate(gym.Env):
+    """Action 0 succeeds, 1 fails, 2 and 3 go on. On a third of the reset seeds, action 3 hangs:
+    exploration (seed 0, --quick) meets it after its first group of 8 finished (enough to audit),
+    so the probes run."""
+
+    HANG_FROM = 1
+    action_space = gym.spaces.Discrete(4)
+    observation_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.doomed = self.np_random.random() < 1 / 3
+        return 0, {}
+
+    def step(self, action):
+        self.t += 1
+        if action == 3 and self.doomed and self.t >= self.HANG_FROM:
+            time.sleep(10**6)
+        if action in (0, 1):
+            return 0, float(action == 0), True, False, {"success": action == 0}
+        return 0, 0.0, False, self.t >= 10, {}
+
+
+class HangsLater(HangsLate):
+    """The same hang, rarer: exploration (seed 0, --quick) never meets it, GRPO's training does."""
+
+    HANG_FROM = 7
+
+
+def test_once_the_env_hung_no_probe_waits_on_it_again_and_each_is_listed_hung():
+    step_timeout = 0.5
+    start = time.monotonic()
+    report = run_scan(HangsLate, probes=["api", "replay", "grpo"], quick=True, step_timeout_s=step_timeout)
+    assert report.broken is None and report.exploration["episodes"] >= MIN_SAMPLES
+    status = {p.name: p for p in report.probes}
+    assert {name: p.status for name, p in status.items()} == {"api": "hung", "replay": "hung", "grpo": "hung"}
+    assert status["grpo"].error.startswith("GRPO training skipped: the env already hung in this scan (step() did not")
+    assert status["grpo"].seconds < step_timeout  # it did not step the env at all
+    assert time.monotonic() - start < 30 * step_timeout  # one hang waited on, not one per GRPO group
+    markdown = render_markdown(report)
+    assert "| grpo | hung |" in markdown and "| replay | hung |" in markdown
+
+
+def test_a_grpo_run_stopped_by_its_own_hang_is_listed_hung():
+    report = run_scan(HangsLater, probes=["grpo"], quick=True, step_timeout_s=0.5)
+    [grpo] = report.probes
+    assert grpo.notes["runs"]["natural"]["stopped"] == "hang"
+    assert grpo.status == "hung" and grpo.error.startswith("GRPO run 'natural' stopped at a hang")

@@ -35,10 +35,8 @@ from envaudit.probes.api.rollouts import from_exploration, own_rollouts
 def run(ctx: ProbeContext) -> list[Finding]:
     tally = Tally()
     from_exploration(ctx, tally)
-    hung = any(p.kind == "hang" for p in ctx.exploration_problems) or bool(ctx.hangs)
-    if hung:
-        ctx.notes["skipped"] = "own rollouts and check_env skipped: the env already hung"
-    else:
+    hung = ctx.env_hung("own rollouts and check_env")  # exploration's hangs are the scan's first
+    if not hung:
         hung = not own_rollouts(ctx, tally)
     findings = [decide_env_error("defect", key=key, seen=seen, tally=tally,
                                  step_timeout_s=ctx.config.step_timeout_s)

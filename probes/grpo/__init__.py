@@ -15,7 +15,8 @@ words in ``text``):
 | ``length-bias`` | ``decide_length_bias`` |
 """
 
-from envaudit.probe import Probe
+from envaudit.findings import Finding
+from envaudit.probe import HUNG_NOTE, Probe, ProbeContext
 from envaudit.probes.grpo.decisions import (
     decide_failure_shortcut,
     decide_learned_exploit,
@@ -26,9 +27,25 @@ from envaudit.probes.grpo.decisions import (
 )
 from envaudit.probes.grpo.training import NAME, run
 
+
+def train_unless_hung(ctx: ProbeContext) -> list[Finding]:
+    """The probe's run; none once the env has hung: its lockstep groups step envs outside
+    ``ctx.run``, and each would wait on the hang again (a deadline per group, minutes per scan)."""
+    if ctx.env_hung("GRPO training"):
+        return []
+    found = run(ctx)
+    hung = [name for name, r in ctx.notes.get("runs", {}).items() if r.get("stopped") == "hang"]
+    if hung:  # its own hang: the run stopped there, and its numbers are not read
+        r = ctx.notes["runs"][hung[0]]
+        ctx.notes.setdefault(HUNG_NOTE, f"GRPO run {hung[0]!r} stopped at a hang after {r['iterations']} "
+                                        f"iteration{'s' if r['iterations'] != 1 else ''}; the runs after it "
+                                        "were skipped")
+    return found
+
+
 probe = Probe(
     name=NAME,
-    run=run,
+    run=train_unless_hung,
     summary="train small policies with GRPO under the pipeline: what does training teach, and what is reachable?",
     codes=("learned-exploit", "timeout-drop-incentive", "failure-shortcut", "timeout-rewarded",
            "reward-without-success", "length-bias"),

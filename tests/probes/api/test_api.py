@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from envaudit.config import ScanConfig
-from envaudit.probe import ProbeContext, ProbeInputs, ScanShared, registered_probes
+from envaudit.probe import HUNG_NOTE, ProbeContext, ProbeInputs, ScanShared, registered_probes
 from envaudit.probes.api import probe
 from envaudit.recording import Recorder
 from tests.fixtures import broken_envs as b
@@ -107,7 +107,7 @@ def test_hanging_step_is_a_fail_and_costs_one_deadline():
     assert f.severity == 3 and f.evidence["first_step"] == b.BREAK_AT
     assert "did not return in time (0.2 s deadline)" in f.summary
     assert "Put a deadline on every blocking call inside step()" in f.fix
-    assert ctx.notes["skipped"].startswith("own rollouts and check_env skipped")
+    assert ctx.notes[HUNG_NOTE].startswith("own rollouts and check_env skipped: the env already hung")
 
 
 def test_hang_the_exploration_missed_is_found_by_the_rollouts():

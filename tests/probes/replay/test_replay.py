@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from envaudit.probe import registered_probes
+from envaudit.probe import HUNG_NOTE, registered_probes
 from envaudit.probes.replay import (
     BRANCH,
     EPISODE_FRESH,
@@ -125,7 +125,7 @@ def test_bundled_unseeded_variant_is_caught():
 def test_hanging_env_is_left_to_the_api_probe():
     findings, ctx = scan(b.SleepsForever, step_timeout_s=0.2)
     assert findings == []
-    assert ctx.notes["skipped"] == "the env already hung in this scan; replays would hang too"
+    assert ctx.notes[HUNG_NOTE].startswith("replays skipped: the env already hung in this scan (step() did not")
 
 
 def test_hang_only_replays_hit_is_an_env_error():
