@@ -3,10 +3,15 @@ arguments from a JSON schema, the text field of an action model, limits and opti
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from envaudit.adapters.openenv import (
+    SUCCESS_KEYS,
+    Backend,
     OpenEnvEnv,
+    Result,
     arguments,
     result_text,
     split_options,
@@ -63,3 +68,70 @@ def test_options_are_checked():
     for bad in ({"max_steps": 0}, {"max_steps": True}, {"timeout_s": -1}, {"success_key": 3}):
         with pytest.raises(UsageError):
             split_options(bad)
+
+
+def test_success_is_a_boolean_flag_never_a_score_or_a_word():
+    # An env's correctness signal is a bool under one of SUCCESS_KEYS, in the metadata or the
+    # observation's fields; a reward-like number (correct=1.0) or text is not a success flag.
+    holder = SimpleNamespace(success_keys=SUCCESS_KEYS)
+
+    def read(fields=None, **metadata):
+        return OpenEnvEnv._success(holder, Result(dict(fields or {}), 1.0, True, metadata))
+
+    assert read(correct=True) is True and read(success=False) is False and read({"solved": True}) is True
+    assert read(correct=1.0) is None and read(success="yes") is None and read(score=1) is None and read() is None
+    assert OpenEnvEnv._success(SimpleNamespace(success_keys=("ok",)), Result({}, 0.0, True, {"ok": True})) is True
+
+
+def test_tool_status_follows_openenvs_error_type():
+    # OpenEnv's ToolErrorType values as they come on the wire (a dict): timeout is a tool timeout,
+    # the four others tool errors; a result flagged is_error is an error; anything else is ok.
+    call = {"type": "call_tool", "tool_name": "lookup"}
+
+    def tool(error=None, result=None):
+        return OpenEnvEnv._tool(call, Result({"tool_name": "lookup", "error": error, "result": result}, None, False))
+
+    assert tool({"error_type": "timeout", "message": "no answer in 2 s"}) == {
+        "name": "lookup", "status": "timeout", "error": "timeout: no answer in 2 s"}
+    for kind in ("execution_error", "tool_not_found", "invalid_args", "transport_error", "something_new"):
+        assert tool({"error_type": kind, "message": "x"})["status"] == "error", kind
+    flagged = tool(result={"is_error": True, "content": [{"type": "text", "text": "boom"}]})
+    assert flagged["status"] == "error" and flagged["error"] == "boom"
+    assert tool(result={"is_error": False, "content": []}) == {"name": "lookup", "status": "ok"}
+    assert OpenEnvEnv._tool({"type": "list_tools"}, Result({}, None, False)) == {"name": "list_tools", "status": "ok"}
+    assert OpenEnvEnv._tool({"message": "hi"}, Result({}, None, False)) is None  # a text env: no tool call
+
+
+class NeverDone(Backend):
+    """A text env behind envaudit's own Backend interface that never ends an episode (as the echo
+    env of ``openenv init`` never does) and names a limit when told to stop."""
+
+    action_schema = {"title": "Say", "required": ["message"], "properties": {"message": {"type": "string"}}}
+
+    def __init__(self, stop_after: int | None = None, metadata: dict | None = None) -> None:
+        self.stop_after, self.metadata, self.steps = stop_after, metadata or {}, 0
+
+    def reset(self, seed, episode_id):
+        self.steps = 0
+        return Result({"echoed": ""}, None, False)
+
+    def step(self, payload, timeout_s):
+        self.steps += 1
+        done = self.stop_after is not None and self.steps >= self.stop_after
+        return Result({"echoed": payload["message"]}, 0.5, done, self.metadata if done else {})
+
+
+def _ends(env):
+    env.reset(seed=0)
+    for n in range(1, 50):
+        _, _, terminated, truncated, _ = env.step(0)
+        if terminated or truncated:
+            return n, terminated, truncated
+    return None
+
+
+def test_the_step_cap_truncates_on_the_capped_step_and_a_named_limit_is_a_truncation():
+    assert _ends(OpenEnvEnv(NeverDone(), "t", max_steps=3)) == (3, False, True)
+    assert _ends(OpenEnvEnv(NeverDone(stop_after=2), "t", max_steps=3)) == (2, True, False)
+    limited = NeverDone(stop_after=2, metadata={"reason": "max_steps reached"})
+    assert _ends(OpenEnvEnv(limited, "t", max_steps=5)) == (2, False, True)
