@@ -34,8 +34,9 @@ exit status:
   1  a finding group (one incentive) reached --fail-on
   2  usage error (bad option, unknown env or probe)
   3  the env is broken: it cannot be made, or crashes or hangs before anything could be audited
-  4  incomplete: the wall-clock safety cap (--budget) was hit, so some work was skipped
-     (report.json's "incomplete" lists it); the findings reported are still real
+  4  incomplete: the wall-clock safety cap (--budget) was hit, or (logs) the log lacks the columns
+     a check needs, so some work was skipped (report.json's "incomplete" lists it); the findings
+     reported are still real
   when several apply: 2 and 3 before 1, 1 before 4
 """
 
