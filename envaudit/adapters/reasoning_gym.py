@@ -277,6 +277,13 @@ def success_rule(dataset: str) -> str:
             f"{figures}{case}); score_answer is the reward, not the judge")
 
 
+def playable(well_formed_share: float, distinct_outcomes: int) -> bool:
+    """Whether exploration can play an env through its catalogue: the scorer reads some catalogue
+    answer as an answer (a share above 0 scores above 0), and at least two outcomes (score,
+    success) occur, so that something can be told apart."""
+    return well_formed_share > 0 and distinct_outcomes >= 2
+
+
 def _where(exc: BaseException) -> str:
     """``file:line`` of the innermost frame of ``exc`` (the scorer's own line)."""
     frames = traceback.extract_tb(exc.__traceback__)
@@ -531,7 +538,7 @@ class ReasoningGymEnv(CatalogueEnv):
             "entries": n, "strategies": len(self.action_labels),
             "well_formed_share": well_formed,
             "distinct_outcomes": len(outcomes),
-            "playable": well_formed > 0 and len(outcomes) >= 2,
+            "playable": playable(well_formed, len(outcomes)),
             "reference_full_marks_share": sum(score == CORRECT for score, _ in reference) / n if n else 0.0,
             "reference_success_share": sum(ok is True for _, ok in reference) / n if n else 0.0,
             "full_marks_without_success": unearned,

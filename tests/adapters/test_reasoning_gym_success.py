@@ -205,3 +205,11 @@ def test_a_longer_button_sequence_that_reaches_the_target_is_not_the_shortest():
     reward, info = _step(env, 0, f"<answer>{longer}</answer>")
     assert reward == 0.5 and info["success"] is False
     assert _step(env, 0, "reference")[1]["success"] is True
+
+
+def test_playable_needs_an_answer_the_scorer_reads_and_two_outcomes():
+    from envaudit.adapters.reasoning_gym import playable
+
+    assert playable(0.375, 8) and playable(0.01, 2)
+    assert not playable(0.0, 3)  # nothing scored above 0: the scorer read no catalogue answer
+    assert not playable(1.0, 1)  # every answer the same outcome: nothing to tell apart
