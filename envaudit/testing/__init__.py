@@ -24,14 +24,17 @@ plugin (``envaudit.testing.pytest_plugin``, registered under ``pytest11``) adds 
 """
 
 from envaudit.testing.baselines import assert_canaries_at_floor, assert_floor_below_oracle
-from envaudit.testing.properties import (
-    assert_failures_not_rewarded,
-    assert_no_reward_without_success,
-    assert_no_timeout_reward,
-    assert_replayable,
+from envaudit.testing.incentives import (
+    assert_no_delayed_success_reward,
+    assert_no_failure_penalty,
+    assert_no_length_reward,
+    assert_no_reward_after_failure,
 )
+from envaudit.testing.properties import assert_failures_not_rewarded, assert_no_timeout_reward
+from envaudit.testing.replay import assert_replayable
 from envaudit.testing.search import Counterexample, PropertyFailed, PropertyNotExercised
 from envaudit.testing.strategies import action_sequences, actions, episodes, fault_schedules
+from envaudit.testing.success import assert_no_reward_without_success
 from envaudit.testing.trajectory import Episode, FaultSchedule, Step, play
 
 __all__ = [
@@ -46,6 +49,10 @@ __all__ = [
     "assert_canaries_at_floor",
     "assert_failures_not_rewarded",
     "assert_floor_below_oracle",
+    "assert_no_delayed_success_reward",
+    "assert_no_failure_penalty",
+    "assert_no_length_reward",
+    "assert_no_reward_after_failure",
     "assert_no_reward_without_success",
     "assert_no_timeout_reward",
     "assert_replayable",

@@ -10,7 +10,6 @@ which a canary earns more than the floor.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT  # noqa: F401
 from envaudit.rollout import Policy
 from envaudit.seeding import child_rng
+from envaudit.testing.oracles import as_policy
 from envaudit.testing.search import (
     Counterexample,
     PropertyFailed,
@@ -40,23 +40,9 @@ def _reward(value: float) -> str:
 
 
 def _policy_from(oracle: Any, session: EnvSession) -> Policy:
-    """A ``Policy`` from a policy, a callable ``(env) -> Policy`` or a zero-argument callable."""
-    if isinstance(oracle, Policy):
-        return oracle
-    if callable(oracle):
-        try:
-            takes_env = any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
-                            for p in inspect.signature(oracle).parameters.values())
-        except (TypeError, ValueError):
-            takes_env = True
-        policy = oracle(session.env) if takes_env else oracle()
-        if isinstance(policy, Policy):
-            return policy
-        raise TypeError(f"oracle callable returned a {type(policy).__name__}, not an envaudit.Policy")
-    raise TypeError(
-        f"oracle must be an envaudit.Policy or a callable (env) -> Policy such as "
-        f"`lambda env: env.unwrapped.oracle()`, got {type(oracle).__name__}"
-    )
+    """A ``Policy`` from a policy, a plain function ``(obs, info) -> action``, a list of actions,
+    or a callable ``(env) -> one of those`` (``envaudit.testing.oracles.as_policy``)."""
+    return as_policy(oracle, session.env, action=session.action)
 
 
 def _seeds(opts, n: int, name: str) -> list[int]:
@@ -70,7 +56,7 @@ def _seeds(opts, n: int, name: str) -> list[int]:
 
 def assert_floor_below_oracle(
     make_env: Any,
-    oracle: Policy | Callable[..., Policy],
+    oracle: Policy | Callable[..., Any] | Sequence[Any],
     *,
     margin: float,
     episodes: int = DEFAULT_EPISODES,
@@ -78,7 +64,8 @@ def assert_floor_below_oracle(
 ) -> None:
     """Assert that degenerate policies score at least ``margin`` below the oracle.
 
-    The oracle (a ``Policy``, or a callable ``(env) -> Policy``; the bundled envs offer
+    The oracle (a ``Policy``, a plain function ``(obs, info) -> action``, a list of actions, or a
+    callable ``(env) -> one of those``; the bundled envs offer
     ``env.unwrapped.oracle()``) and every degenerate policy play the same reset seeds: ``seed``,
     ``seed + 1``, ... (``episodes`` of them, default 64: a guessing policy's mean is noisy, so
     keep it large), or the ``seeds`` list. Degenerate policies: repeat one action until the
@@ -139,8 +126,11 @@ def _named(canaries: Any, session: EnvSession) -> list[tuple[str, Policy | tuple
                 items.append((c.name, c))
             elif isinstance(c, Sequence) and not isinstance(c, str):
                 items.append((" → ".join(session.label(session.action(a)) or repr(a) for a in c), c))
+            elif callable(c):
+                items.append((getattr(c, "__name__", None) or type(c).__name__, c))
             else:
-                raise TypeError(f"a canary must be a list of actions (or labels) or an envaudit.Policy, got {c!r}")
+                raise TypeError(f"a canary must be a list of actions (or labels), an envaudit.Policy or a "
+                                f"function (obs, info) -> action, got {c!r}")
     else:
         raise TypeError(f"canaries must be a list or a {{name: canary}} mapping, got {type(canaries).__name__}")
     if not items:
@@ -151,8 +141,12 @@ def _named(canaries: Any, session: EnvSession) -> list[tuple[str, Policy | tuple
             named.append((str(name), c))
         elif isinstance(c, Sequence) and not isinstance(c, str) and len(c) > 0:
             named.append((str(name), tuple(session.action(a) for a in c)))  # unknown labels fail here
+        elif callable(c):
+            named.append((str(name), as_policy(c, session.env, what=f"canary {name!r}", name=str(name),
+                                               action=session.action)))
         else:
-            raise TypeError(f"canary {name!r} must be a non-empty list of actions or an envaudit.Policy, got {c!r}")
+            raise TypeError(f"canary {name!r} must be a non-empty list of actions, an envaudit.Policy or a "
+                            f"function (obs, info) -> action, got {c!r}")
     return named
 
 
@@ -167,10 +161,16 @@ def assert_canaries_at_floor(
     """Assert that known-hack trajectories ("canaries") never earn more than ``floor``.
 
     A canary is a list of actions (catalogue labels work for ``ToolEnv``s), played as given until
-    the episode ends or the list runs out, or an ``envaudit.Policy``. Hypothesis searches reset
+    the episode ends or the list runs out, an ``envaudit.Policy``, or a plain function
+    ``(obs, info) -> action`` (or a callable ``(env) -> one of those``). Hypothesis searches reset
     seeds and, on ``ToolEnv``s, fault schedules for an episode in which a canary returns more than
-    ``floor``. With ``allow_success`` (default) episodes the env itself flags as a success are
-    exempt: a canary that guesses right is an honest answer, not a hack.
+    ``floor``.
+
+    ``allow_success`` (default True): an episode the env itself flags as a success
+    (``info["success"]`` true on its last step) is exempt, since a canary that happens to guess
+    right has answered honestly. Pass ``allow_success=False`` when the canary can never honestly
+    succeed, or when the success flag itself is in doubt: then every episode of the canary must
+    stay at or below ``floor``, successes included.
 
     >>> from envaudit.testing import assert_canaries_at_floor
     >>> assert_canaries_at_floor("envaudit/FlakySearch-v0", {"answer all": ["answer_all"], "give up": ["give_up"]})

@@ -150,7 +150,8 @@ class MatchedPool:
     def add(self, plan: Plan, episode: Episode, step: Step) -> None:
         """Replay the prefix that ends in ``step``'s call (and, for the rest, ``plan``'s actions)."""
         i = step.index
-        key = (step.tool, i, _hashable(episode.actions[: i + 1]))
+        # Measured to the end, the stratum is the whole plan: another continuation is another state.
+        key = (step.tool, i, _hashable(episode.actions if self.to_end else episode.actions[: i + 1]))
         if key in self.strata or len(self.strata) >= MAX_STRATA:
             return
         source = Plan(plan.seed if plan.seed is not None else 0,

@@ -29,6 +29,7 @@ import numpy as np
 
 from envaudit.protocol import END_TRUNCATED, ERROR, FAILURE, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
+from envaudit.testing.explore import Explorer
 from envaudit.testing.matched import (
     ALPHA,
     EXTRA_SEEDS,
@@ -39,6 +40,7 @@ from envaudit.testing.matched import (
     return_from,
     step_reward,
 )
+from envaudit.testing.paired import failure_pairs, raise_found, timeout_pairs
 from envaudit.testing.search import (
     Counterexample,
     PropertyFailed,
@@ -51,7 +53,7 @@ from envaudit.testing.search import (
     target_text,
 )
 from envaudit.testing.strategies import fault_schedules, plans
-from envaudit.testing.trajectory import EnvSession, Episode, Plan, Step, short_text
+from envaudit.testing.trajectory import EnvSession, Episode, Plan, Step
 
 
 def _faults(session: EnvSession, opts, kinds: tuple[str, ...]):
@@ -131,14 +133,24 @@ def assert_no_timeout_reward(make_env: Any, **options: Any) -> None:
     >>> assert_no_timeout_reward("envaudit/CodeFix-v0", max_examples=20)
     """
     prop = "assert_no_timeout_reward"
-    opts, _ = parse_options(prop, options)
+    opts, extra = parse_options(prop, options, ("depth",))
     seen = _Seen()
     with open_session(make_env, opts) as session:
+        ex = Explorer(session, seed=opts.seed, seeds=opts.seeds, depth=extra.get("depth"))
+        found = timeout_pairs(ex, opts.tolerance)
+        if found is not None:
+            raise_found(prop, make_env, found, ex)
+        seen.exact += _paired_calls(ex)
         pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_TIMEOUT,
                            control_sets=[(TOOL_ERROR,), (TOOL_ERROR, TOOL_OK)], measures=(step_reward, return_from))
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_TIMEOUT, TOOL_ERROR)))
         seen.cases = run_search(prop, make_env, strategy,
                                 lambda plan: _timeout_counterexample(session, plan, opts.tolerance, seen, pool), opts)
+        # Every action repeated to the step limit from every enumeration seed: a truncation the
+        # random search missed is still compared with failing outright.
+        found = _repeated_truncations(session, ex, opts.tolerance, seen)
+        if found is not None:
+            raise_found(prop, make_env, found, ex)
         _judge(prop, make_env, session, pool, seen, opts)
 
 
@@ -176,6 +188,25 @@ def _timeout_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _
     if episode.end_reason == END_TRUNCATED:
         seen.truncated += 1
         return _truncation_counterexample(session, plan, episode, tol, seen)
+    return None
+
+
+def _paired_calls(ex: Explorer) -> int:
+    """Enumerated plans whose last tool call was forced both ways (exact comparisons made)."""
+    if not ex.session.injects:
+        return 0
+    return sum(1 for n in ex.tree() if n.episode.length == n.depth and n.episode.steps[-1].call is not None)
+
+
+def _repeated_truncations(session: EnvSession, ex: Explorer, tol: float, seen: _Seen) -> Counterexample | None:
+    """Each action repeated to the step limit from every enumeration seed, against the same
+    prefix ending in an outright failure at its last step."""
+    for s in ex.seeds:
+        for action, episode in ex.repeated(s):
+            if episode.end_reason == END_TRUNCATED:
+                found = _truncation_counterexample(session, Plan(s, (), action), episode, tol, seen)
+                if found is not None:
+                    return found
     return None
 
 
@@ -224,9 +255,14 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
     >>> assert_failures_not_rewarded("envaudit/Helpdesk-v0", max_examples=20)
     """
     prop = "assert_failures_not_rewarded"
-    opts, _ = parse_options(prop, options)
+    opts, extra = parse_options(prop, options, ("depth",))
     seen = _Seen()
     with open_session(make_env, opts) as session:
+        ex = Explorer(session, seed=opts.seed, seeds=opts.seeds, depth=extra.get("depth"))
+        found = failure_pairs(ex, opts.tolerance)
+        if found is not None:
+            raise_found(prop, make_env, found, ex)
+        seen.exact += _paired_calls(ex)
         pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_ERROR,
                            control_sets=[(TOOL_OK,)], measures=(step_reward,))
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_ERROR,)))
@@ -374,152 +410,7 @@ def _by_tool(counts: Counter) -> str:
     return ", ".join(f"{tool} ×{n}" for tool, n in sorted(counts.items(), key=lambda kv: str(kv[0])))
 
 
-# -- success -----------------------------------------------------------------------------------
-def assert_no_reward_without_success(
-    make_env: Any, *, max_return_without_success: float = 0.0, **options: Any
-) -> None:
-    """Assert that no finished episode the env judges unsuccessful returns more than
-    ``max_return_without_success``.
-
-    The env's own judgement is ``info["success"]`` on the last step (DESIGN.md's info protocol);
-    truncated episodes count when the env reports them unsuccessful. Episodes run to their end:
-    every plan repeats an action after its sequence until the episode ends. Raises
-    ``PropertyNotExercised`` when no finished episode reported ``info["success"]`` at all, since
-    nothing was checked.
-
-    >>> from envaudit.testing import assert_no_reward_without_success
-    >>> assert_no_reward_without_success("envaudit/FlakySearch-v0", max_examples=20)
-    """
-    opts, _ = parse_options("assert_no_reward_without_success", options)
-    limit = float(max_return_without_success)
-    seen = {"finished": 0, "flagged": 0}
-
-    def check(session: EnvSession, plan: Plan) -> Counterexample | None:
-        episode = session.play(plan)
-        if not episode.finished:
-            return None
-        seen["finished"] += 1
-        if episode.success is None:
-            return None
-        seen["flagged"] += 1
-        if episode.success is False and episode.episode_return > limit + opts.tolerance:
-            return Counterexample(
-                f"the episode ended with success false and returned {_reward(episode.episode_return)}, more "
-                f"than max_return_without_success={limit:g}.",
-                episode,
-            )
-        return None
-
-    with open_session(make_env, opts) as session:
-        strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_ERROR, TOOL_TIMEOUT)),
-                         finish=True)
-        run_search("assert_no_reward_without_success", make_env, strategy, lambda p: check(session, p), opts)
-        if seen["flagged"] == 0:
-            why = (f"none of the {seen['finished']} finished episodes reported info['success']"
-                   if seen["finished"] else f"no episode finished within max_steps={opts.max_steps}")
-            raise PropertyNotExercised(
-                f"assert_no_reward_without_success could not exercise its subject on {session.name}: {why}, so "
-                "nothing was checked and it fails rather than passing vacuously; make the env set info['success'] "
-                "on the last step of an episode (DESIGN.md's info protocol)"
-                + ("" if seen["finished"] else " or raise max_steps"),
-                "assert_no_reward_without_success", seen,
-            )
-
-
-# -- replay ------------------------------------------------------------------------------------
-def assert_replayable(make_env: Any, **options: Any) -> None:
-    """Assert that the same seed and the same actions give the same trajectory.
-
-    Every generated plan is played three times: twice on one env instance (which has played
-    other episodes before) and once on a second instance. The runs must agree on the first
-    observation and, step by step, on observations, rewards, ``terminated``/``truncated``, the
-    tool called and its status, and the final ``success`` flag. Tool latencies are not compared.
-
-    >>> from envaudit.testing import assert_replayable
-    >>> assert_replayable("envaudit/Helpdesk-v0", max_examples=20)
-    """
-    opts, _ = parse_options("assert_replayable", options)
-    with open_session(make_env, opts) as first, open_session(make_env, opts) as second:
-
-        def check(plan: Plan) -> Counterexample | None:
-            runs = [first.play(plan, keep_observations=True), first.play(plan, keep_observations=True),
-                    second.play(plan, keep_observations=True)]
-            for caption, other in (("the replay on the same env instance", runs[1]),
-                                   ("the replay on a fresh env instance", runs[2])):
-                difference = first_difference(runs[0], other)
-                if difference is not None:
-                    return Counterexample(
-                        f"replaying the same seed and actions gave {difference} ({caption}).",
-                        runs[0], [(caption, other)],
-                    )
-            return None
-
-        strategy = plans(first, seeds=opts.seeds, faults=_faults(first, opts, (TOOL_ERROR, TOOL_TIMEOUT)))
-        run_search("assert_replayable", make_env, strategy, check, opts)
-
-
-def first_difference(a: Episode, b: Episode) -> str | None:
-    """Where two plays of the same plan first differ, in words; None when they agree."""
-    obs_a, obs_b = a.observations or (), b.observations or ()
-    if obs_a and obs_b and not same_value(obs_a[0], obs_b[0]):
-        return f"a different first observation after reset ({_short(obs_a[0])} vs {_short(obs_b[0])})"
-    for i in range(max(a.length, b.length)):
-        if i >= a.length or i >= b.length:
-            shorter, longer = ("first run", "replay") if i >= a.length else ("replay", "first run")
-            return f"an episode that ended after {i} steps on the {shorter} but went on on the {longer}"
-        x, y = a.steps[i], b.steps[i]
-        for what, u, v in (("tool call", (x.tool, x.status), (y.tool, y.status)),
-                           ("reward", x.reward, y.reward),
-                           ("terminated flag", x.terminated, y.terminated),
-                           ("truncated flag", x.truncated, y.truncated)):
-            if not same_value(u, v):
-                return f"a different {what} at step {i} ({_fmt(u)} vs {_fmt(v)})"
-        if len(obs_a) > i + 1 and len(obs_b) > i + 1 and not same_value(obs_a[i + 1], obs_b[i + 1]):
-            return f"a different observation after step {i} ({_short(obs_a[i + 1])} vs {_short(obs_b[i + 1])})"
-    if a.success != b.success:
-        return f"a different success flag ({a.success} vs {b.success})"
-    return None
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, tuple) and len(value) == 2:
-        return f"{value[0]} → {value[1]}" if value[0] is not None else "no tool"
-    if isinstance(value, float):
-        return _reward(value)
-    return str(value)
-
-
-def _short(value: Any) -> str:
-    return short_text(value, 60)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equality for observations: arrays elementwise (NaN equals NaN), containers recursively."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        x, y = np.asarray(a), np.asarray(b)
-        if x.shape != y.shape:
-            return False
-        try:
-            return bool(np.array_equal(x, y, equal_nan=True))
-        except TypeError:  # object or string arrays have no NaN
-            return bool(np.array_equal(x, y))
-    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-        return True
-    try:
-        return bool(a == b)
-    except Exception:  # values that cannot be compared are treated as different
-        return False
-
-
 __all__ = [
     "assert_failures_not_rewarded",
-    "assert_no_reward_without_success",
     "assert_no_timeout_reward",
-    "assert_replayable",
-    "first_difference",
-    "same_value",
 ]

@@ -209,8 +209,10 @@ def _actions_code(episode: Episode) -> str:
 
 def replay_code(target: str, episode: Episode) -> str:
     faults = ""
-    if episode.faults is not None and not episode.faults.empty:
-        faults = f", faults={episode.faults!r}"
+    schedule = episode.faults
+    if schedule is not None and not schedule.empty:
+        plain = schedule.every is None and schedule.tools is None
+        faults = f", faults={dict(schedule.faults)!r}" if plain else f", faults=envaudit.testing.{schedule!r}"
     return f"envaudit.testing.play({target}, {_actions_code(episode)}, seed={episode.seed}{faults})"
 
 

@@ -57,9 +57,9 @@ def test_floor_on_a_plain_env_with_a_policy_oracle():
 
 
 def test_bad_oracles_and_margins_are_named():
-    with pytest.raises(TypeError, match="oracle must be an envaudit.Policy or a callable"):
+    with pytest.raises(TypeError, match="oracle must be an envaudit.Policy, a function \\(obs, info\\) -> action, a list"):
         assert_floor_below_oracle(FetchTask, 3, margin=0.1)
-    with pytest.raises(TypeError, match="returned a int, not an envaudit.Policy"):
+    with pytest.raises(TypeError, match="oracle callable returned int; expected an envaudit.Policy, a function"):
         assert_floor_below_oracle(FetchTask, lambda env: 3, margin=0.1)
     with pytest.raises(ValueError, match="margin must be a number >= 0"):
         assert_floor_below_oracle(FetchTask, oracle, margin=-1)

@@ -122,7 +122,7 @@ def test_properties_hold_on_a_clean_plain_env(prop):
     (assert_no_timeout_reward, {"timeout_rate": 0.5, "timeout_reward": 0.3}, "timed out"),
     (assert_no_timeout_reward, {"truncation_reward": 0.4}, "truncated at the step limit"),
     (assert_failures_not_rewarded, {"error_rate": 0.5, "error_reward": 0.2}, "failed and the step paid +0.2"),
-    (assert_no_reward_without_success, {"claim_reward": 0.7}, "returned +0.7"),
+    (assert_no_reward_without_success, {"claim_reward": 1.0}, "as much as a success"),
     (assert_replayable, {"unseeded": True}, "replaying the same seed and actions gave"),
 ], ids=["tool-timeout", "truncation", "failure", "claim", "unseeded"])
 def test_properties_fail_on_flawed_plain_envs(prop, flaw, expect):
@@ -139,12 +139,21 @@ def test_properties_fail_on_flawed_plain_envs(prop, flaw, expect):
         assert found.compared[0][1].episode_return == 0.0
 
 
-def test_tool_env_timeouts_that_end_the_episode_are_compared_with_both_alternatives():
-    # A timed-out ping pays 0.5 and ends the episode; running normally or failing pays 0.
+def test_tool_env_timeouts_that_end_the_episode_are_compared_with_failing_outright():
+    # A timed-out ping pays 0.5 and ends the episode; failing outright pays 0. Both arms are forced,
+    # so they differ in the call's status alone.
     found = failure(assert_no_timeout_reward, lambda: PingTool(timeout_reward=0.5, end_on_timeout=True)).counterexample
     assert found.episode.steps[-1].status == "timeout" and found.episode.steps[-1].injected
-    assert {c.split()[-1] for c, _ in found.compared} == {"normally", "outright"}
-    assert found.episode.length == 1
+    (caption, failed), = found.compared
+    assert caption.endswith("failing outright") and failed.steps[-1].status == "error" and failed.episode_return == 0
+    assert found.episode.length == 1 and found.episode.episode_return == 0.5
+
+
+def test_a_claim_below_a_success_is_partial_credit_unless_a_limit_is_given():
+    # The default yardstick is a success's return (1): a claim paying 0.7 without success is below it.
+    assert_no_reward_without_success(lambda: FetchTask(claim_reward=0.7))
+    error = failure(assert_no_reward_without_success, lambda: FetchTask(claim_reward=0.7), max_return_without_success=0)
+    assert "returned +0.7, more than max_return_without_success=0" in str(error)
 
 
 def test_faults_false_keeps_tool_envs_fault_free():
