@@ -15,6 +15,7 @@ import datetime as _dt
 import difflib
 import math
 import signal
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -179,18 +180,21 @@ def run_scan(
 
 @contextlib.contextmanager
 def _sigint_blocked():
-    """SIGINT blocked on this thread while worker processes start: they inherit the mask, so a
-    Ctrl-C (sent to the whole process group) while the fork server imports its preload, seconds
-    on a loaded machine, is the scanning process's alone to handle (exit 130), never a traceback
-    from a worker. The workers forked from that server keep it blocked: the scan ends them."""
-    if not hasattr(signal, "pthread_sigmask"):
+    """SIGINT ignored by the worker processes started in this block: an ignored signal stays
+    ignored across exec and fork (a handler would not), so a Ctrl-C, which the terminal sends to
+    the whole process group, never prints a traceback from the fork server importing its preload
+    (seconds on a loaded machine) or from a worker; the scanning process handles it (exit 130) and
+    ends them. Here it is blocked meanwhile, so one that lands in the block waits for its handler."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def _hung_before_enough(exploration: Records, problems: list[Problem]) -> dict[str, Any] | None:

@@ -152,3 +152,43 @@ def test_out_reuse_needs_force_and_replaces_whole(tmp_path, monkeypatch, capsys)
     (tmp_path / "notes" / "todo.txt").write_text("mine")
     assert main([*argv[:-3], "--out", "notes", "--force", "--no-progress"]) == 2
     assert "not a report folder" in capsys.readouterr().err and (tmp_path / "notes" / "todo.txt").exists()
+
+
+def _fork_server_of(pid: int) -> bool:
+    """Whether process ``pid`` has started multiprocessing's fork server (Linux /proc)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid and b"forkserver" in command:
+            return True
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the fork server through Linux /proc")
+def test_ctrl_c_to_the_process_group_in_the_first_seconds_prints_no_worker_traceback(tmp_path):
+    """A terminal's Ctrl-C goes to the whole process group: the fork server importing its preload
+    (seconds) and the workers must not print a KeyboardInterrupt traceback; the scan exits 130.
+    The signal goes a second after the fork server started: inside its imports."""
+    after_s = 1.0
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "envaudit.cli", "scan", ENV, "--quick", "--out", "out",
+                             "--no-progress"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not _fork_server_of(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(after_s)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode in (0, 1):  # the scan finished first: then its folder is whole
+        assert (tmp_path / "out" / "report.json").exists(), err
+        return
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+    assert err.strip() == "envaudit: interrupted; no report folder was written"
+    assert list(tmp_path.iterdir()) == []
