@@ -483,7 +483,8 @@ def play(
 
     ``actions`` are action values or, for ``ToolEnv``s, catalogue labels; ``then_repeat`` is
     played after them until the episode ends (or ``max_steps``); ``faults`` forces tool calls to
-    fail or time out, keyed by call index (``{0: "timeout"}``: the first call times out).
+    fail or time out, keyed by call index (``{0: "timeout"}``: the first call times out). The
+    episode keeps its observations (``observations[0]`` from ``reset``, then one per step).
 
     >>> from envaudit.testing import play
     >>> episode = play("envaudit/FlakySearch-v0", ["give_up"], seed=0)
@@ -492,7 +493,7 @@ def play(
     """
     schedule = as_schedule(faults)
     with EnvSession(make_env, max_steps=max_steps, faults=schedule is not None) as session:
-        return session.play(Plan(seed, tuple(actions), then_repeat, schedule))
+        return session.play(Plan(seed, tuple(actions), then_repeat, schedule), keep_observations=True)
 
 
 __all__ = ["Episode", "EnvSession", "FaultSchedule", "Plan", "Step", "as_schedule", "play", "render_episode"]

@@ -93,3 +93,12 @@ def test_envs_without_a_step_limit_are_cut_at_max_steps():
 
     episode = play(Endless, [], then_repeat=1, max_steps=7)
     assert episode.length == 7 and episode.end_reason == "truncated" and episode.episode_return == 7.0
+
+
+def test_play_keeps_the_observations_reset_first_then_one_per_step():
+    # FetchTask observes [facts, need, t]: each working fetch adds a fact, every step counts in t.
+    episode = play(FetchTask, ["fetch", "fetch", "submit"], seed=0)
+    assert episode.observations is not None and len(episode.observations) == episode.length + 1
+    facts, need, t = zip(*(obs.tolist() for obs in episode.observations), strict=True)
+    assert t == (0, 1, 2, 3) and facts[:3] == (0, 1, 2) and len(set(need)) == 1 and need[0] in (1, 2)
+    assert episode.success == (facts[-1] >= need[0])
