@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -726,3 +727,23 @@ def test_injection_next_actions_tie_by_action():
     assert tests[("conditioned", SEARCH, TOOL_ERROR, HANDOFF)]["test"] == (
         "Wilcoxon signed-rank on the next step's reward, same seed and prefix with vs without a fault forced on "
         "the call before it, one-sided")
+
+
+def _readme_codes() -> dict[str, str]:
+    """README's code table: finding code -> what it means."""
+    rows = [line.split("|") for line in (Path(__file__).parents[3] / "README.md").read_text().splitlines()
+            if line.startswith("| `")]
+    return {cells[1].strip().strip("`"): cells[2].strip() for cells in rows if len(cells) >= 4}
+
+
+def test_the_readme_files_an_ending_right_after_a_failure_where_the_probe_does():
+    """Handing off (any ending) right after a failed call is filed as failure-shortcut, a retry that
+    pays more after one as failure-rewarded: the README's code table must say the same."""
+    codes = _readme_codes()
+    ending = FC.finding(FakeContext(records()), ["k"], {"k": cond()}, {"k": 0.001}, (0.9, "x"))
+    retry = FC.finding(FakeContext(records()), ["k"], {"k": cond(ends=False, path_returns=[])}, {"k": 0.001},
+                       (0.9, "x"))
+    assert (ending.code, retry.code) == ("failure-shortcut", "failure-rewarded")
+    assert "ending the episode (hand off, give up, answer) right after a failed call" in codes[ending.code]
+    assert "does not end the episode (a retry) pays more because the call before it failed" in codes[retry.code]
+    assert "hand off" not in codes[retry.code]
