@@ -81,6 +81,7 @@ def test_the_clean_twin_files_nothing_but_what_it_could_not_check(dumps, fmt):
     rc, data = _audit(dumps[fmt, "clean"])
     assert rc == 4
     assert _incentives(data) == []
+    assert not [f for f in data["findings"] if f["code"] in ("learned-exploit", "reward-without-success")]
     [unchecked] = [f for f in data["findings"] if f["probe"] == "logs"]
     assert unchecked["severity"] == "warn" and unchecked["summary"].startswith("could not check: ")
 
@@ -90,6 +91,14 @@ def test_a_hack_that_pays_as_much_as_success_fails(tmp_path):
     [finding] = [f for f in report.findings if f.code == "learned-exploit"]
     assert finding.severity == Severity.FAIL and finding.evidence["verdict"] == "at-least-success"
     assert report.reaches(Severity.FAIL)  # exit 1 under the default --fail-on fail
+    # intent on return + success alone (no steps, no actions): hacks paid 1.2 reach the median success
+    # return (1.0) without success, a fact at info that names no behaviour
+    [fact] = [f for f in report.findings if f.code == "reward-without-success"]
+    assert fact.severity == Severity.INFO and fact.probe == "intent"
+    eps = report.records.episodes.set_index("episode_id")
+    assert fact.evidence["median_success"] == pytest.approx(1.0, abs=0.01)
+    assert all(eps.loc[i, "success"] is False or not eps.loc[i, "success"] for i in fact.examples)
+    assert all(eps.loc[i, "return"] >= 1.1 for i in fact.examples)
 
 
 def test_map_fills_the_columns_a_dump_names_its_own_way(dumps):

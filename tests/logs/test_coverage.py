@@ -40,3 +40,30 @@ def test_each_gap_is_named_with_its_codes_and_the_map_that_fills_it():
 def test_a_generic_log_lists_no_dump_keys():
     finding = decide_exploit_policy([gap("length", "the whole analysis", "no length", ["length"], [])], _run())
     assert "dump's keys" not in finding.fix and "unchecked" not in finding.summary
+
+
+def test_the_finding_in_full_for_one_gap_without_columns_or_codes():
+    run = _run()
+    finding = decide_exploit_policy([gap("drift", "the whole analysis", "the log holds a single iteration", [], [])],
+                                    run)
+    assert finding.probe == "logs"
+    assert finding.title == "Could not check 1 part of the logged run"
+    assert finding.summary == ("could not check: drift (the whole analysis: the log holds a single iteration). A "
+                               "report without other findings does not mean the run is clean; map them with "
+                               "--map KEY=COLUMN.")
+    assert finding.fix == "Audit a log of more iterations."
+    assert finding.evidence == {
+        "behaviour": "exploration", "reward_path": "env", "source": "generic",
+        "unchecked": [{"probe": "drift", "skipped": "the whole analysis", "reason": "the log holds a single iteration",
+                       "columns": [], "codes": []}],
+        "columns": [], "dump_keys": []}
+
+
+def test_a_column_without_a_hint_gets_the_plain_map_and_keys_are_listed_once():
+    fields = pd.DataFrame({"acc": [1], "turns": [2]})
+    finding = decide_exploit_policy([gap("x", "all", "no seed", ["seed"], ["non-replayable"]),
+                                     gap("y", "all", "no seed", ["seed"], [])], _run(fields))
+    assert finding.fix == ("Give the log the columns it lacks, then audit it again: seed: --map KEY=seed. "
+                           "The verl dump's keys: acc, turns.")
+    assert finding.evidence["columns"] == ["seed"] and finding.evidence["dump_keys"] == ["acc", "turns"]
+    assert finding.summary.startswith("could not check: x (all: no seed; non-replayable unchecked); y (all: no seed). ")
