@@ -11,10 +11,15 @@ generator passes it. What the adapter maps:
 - **Reset.** Each reset picks a row by the reset seed (``seed mod rows``, so a seed replays its
   row) and makes a fresh env for it; the observation is the prompt's user text, the system
   message goes to ``info["system_prompt"]``.
-- **Success.** The env's own correctness comparison, per env class (``skyrl_profiles``):
-  gsm8k's extracted answer against the ground truth, aime's ``acc``, text2sql's row comparison;
-  never "the reward reached its maximum" (gsm8k_multi_turn pays format scores, aime pays -1 for
-  a wrong answer, text2sql -1 for a broken transcript).
+- **Success.** Judged apart from the scorer under audit, per env class (``skyrl_profiles``):
+  gsm8k's extracted answer against the ground truth, aime's ``acc``, text2sql's row comparison,
+  lcb's program run again on every test (``skyrl_code``), search's and searchcode's final answer
+  against the reference (``skyrl_search``); never "the reward reached its maximum"
+  (gsm8k_multi_turn pays format scores, aime pays -1 for a wrong answer, text2sql -1 for a broken
+  transcript, lcb's grader can be made to pay a program that prints its expected output).
+- **Catalogue.** Per profile; the code and search envs' wrong answers (and programs) are checked
+  against the judge and the scorer before they are labelled (``info["relabelled"]``), and
+  ``adapter_info["catalogue_check"]`` plays the catalogue on the first rows (``skyrl_check``).
 - **Truncation.** A multi-turn env that says ``done`` at its ``max_turns`` without having been
   answered (no ``<solution>`` for text2sql, no correct answer for gsm8k_multi_turn) was cut by
   its turn limit: truncated, not terminated. A single-turn env (``max_turns`` 1) is answered by

@@ -155,3 +155,19 @@ def test_catalogue_check_with_and_without_the_server(url):
     finally:
         down.close()
     assert "accepted no connection" in check["note"] and check["playable"]
+
+
+def test_the_judge_normalises_case_punctuation_and_a_leading_article(url):
+    # Row 0's targets are "Kessel River" and "the Kessel". em_check pays all three replies below;
+    # each is the same answer written another way, so each is a success too.
+    env = SkyRLGymEnv("search", tasks=SEARCH, search_url=url)
+    try:
+        for reply in ("<answer> kessel  river </answer>", "<answer>The Kessel.</answer>", "<answer>KESSEL</answer>"):
+            env.reset(seed=0)
+            _, reward, terminated, _, info = env.step(reply)
+            assert (reward, terminated, info["success"]) == (1.0, True, True), reply
+        # Another river is neither paid nor a success.
+        env.reset(seed=0)
+        assert env.step("<answer>the Rhine</answer>")[1] == 0.0
+    finally:
+        env.close()
