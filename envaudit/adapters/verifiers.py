@@ -44,6 +44,7 @@ import importlib
 import importlib.util
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -383,6 +384,9 @@ class VerifiersEnv(CatalogueEnv):
                 if hits:
                     unearned[label] = hits / n
         share = taken / total if total else 0.0
+        note = ({} if threading.current_thread() is threading.main_thread() else
+                {"note": "played off the main thread: graders that use signal.alarm (math-verify) score 0 here, "
+                         "though not in the scan's worker processes"})
         return {
             "entries": n, "strategies": len(self.action_labels), "played": len(played),
             "well_formed_share": share, "distinct_outcomes": len(outcomes), "success_defined": success_defined,
@@ -391,6 +395,7 @@ class VerifiersEnv(CatalogueEnv):
             "reference_return": top,
             "full_marks_without_success": unearned,
             "scorer_errors": {"count": len(errors), "examples": errors[:EXAMPLES]},
+            **note,
         }
 
     # -- episodes ------------------------------------------------------------------------------

@@ -65,6 +65,12 @@ def test_catalogue_check_reports_playability():
     env = VerifiersEnv(SUMS, size=8)
     try:
         check = env.adapter_info["catalogue_check"]
+        # Played off the main thread, the check says that signal-based graders cannot work there.
+        box = {}
+        worker = threading.Thread(target=lambda: box.update(check=env.catalogue_check(tasks=1)))
+        worker.start()
+        worker.join()
+        assert "signal.alarm" in box["check"]["note"]
         # The check leaves no episode behind: the next reset plays as usual.
         env.reset(seed=0)
         _, reward, *_ = env.step(env.action_labels.index("reference"))
@@ -75,3 +81,4 @@ def test_catalogue_check_reports_playability():
     assert check["playable"] and check["success_defined"] and check["distinct_outcomes"] == 3
     assert check["reference_success_share"] == 1.0 and check["reference_return"] == 1.25
     assert check["full_marks_without_success"] == {} and check["scorer_errors"]["count"] == 0
+    assert "note" not in check  # played on the main thread
