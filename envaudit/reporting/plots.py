@@ -253,6 +253,48 @@ def failure_sweep(report: Any) -> Figure:
     return fig
 
 
+# -- a failure-conditioned reward ---------------------------------------------------------------
+def conditioned(finding: Any) -> bool:
+    """Whether a finding is failure-conditioned: a move that pays more right after a failed call."""
+    return {"condition", "mean_reward_after_failed", "mean_reward_after_ok"} <= set(finding.evidence)
+
+
+def failure_condition(report: Any) -> Figure:
+    """The move's reward right after the call failed against right after the same call worked, one
+    pair of bars per failure-conditioned finding (failures probe), with the episode that does it
+    against an honest success."""
+    view = load_report(report)
+    title = "Right after a failed call vs after the same call worked"
+    found = [f for f in view.findings if conditioned(f)]
+    if not found:
+        return missing(title, "no failure-conditioned finding in this report: no move paid more right after "
+                              "a failed call than after the same call worked")
+    fig = _figure(7.5, max(2.8, 1.2 * len(found) + 1.5))
+    ax = fig.add_subplot()
+    for i, f in enumerate(found):
+        e = f.evidence
+        pair = [("right after the call failed", e["mean_reward_after_failed"], OUTCOME_COLORS[FAILURE], 0.0),
+                ("right after the same call worked", e["mean_reward_after_ok"], "#1565c0", 0.34)]
+        for label, value, color, dy in pair:
+            value = float(value)
+            ax.barh(i + dy, value, height=0.3, color=color, label=label if i == 0 else None)
+            ax.annotate(f"{value:+.3g}", (value, i + dy), xytext=(3 if value >= 0 else -3, 0),
+                        textcoords="offset points", ha="left" if value >= 0 else "right", va="center", fontsize=8)
+        words = f"`{e.get('next_action')}` {e['condition']} (n={e.get('n')})"
+        path, honest = e.get("conditioned_path_return"), e.get("honest_success_return")
+        if path is not None and honest is not None:
+            words += f"; its episode earns {path:.3g}, honest success {honest:.3g}"
+        ax.text(0.0, i - 0.22, _short(words, 130), transform=ax.get_yaxis_transform(), fontsize=8, va="bottom")
+    ax.set_yticks([])
+    ax.set_ylim(len(found) - 0.45, -0.5)
+    ax.axvline(0, color="0.3", lw=0.8)
+    ax.margins(x=0.2)
+    ax.set_xlabel("mean reward of the move (same seed and prefix)")
+    ax.set_title(title, loc="left", fontsize=11)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
 # -- effective advantage under the pipeline -----------------------------------------------------
 ADVANTAGE_TABLE = "pipeline_advantages"
 _SWITCHED = {"timeout_if_failing": "failing rollout\nswitched to timeout"}
@@ -395,6 +437,9 @@ PLOTS: dict[str, Plot] = {p.name: p for p in (
     Plot("return_sources", return_sources, "Where the return comes from",
          "Honest envs earn most of their return on the last step of successful episodes. Reward booked "
          "on failed tool calls, on timed-out endings, or on non-success outcomes is an incentive."),
+    Plot("failure_condition", failure_condition, "Right after a failed call vs after the same call worked",
+         "A move (hand off, give up, answer, retry) that pays more right after a failed call than after the "
+         "same call worked rewards the failure: an agent learns to wait for failures, or to cause them."),
     Plot("failure_sweep", failure_sweep, "Injected failure rate: persisting vs giving up",
          "Where a giving-up line crosses above the persisting line, an agent under that failure rate "
          "learns to quit instead of retrying."),
@@ -432,7 +477,10 @@ def group_plots(group: Any) -> tuple[str, ...]:
     in its curves; otherwise the headline code's plots, then the behaviour's, then the members'."""
     f = group.headline
     learned = f.code == "learned-exploit" or f.evidence.get("source") == "grpo"
-    names = [*(("grpo_curves",) if learned else ()), *FINDING_PLOTS.get(f.code, ()),
+    # A failure-conditioned finding is seen in its condition, failed against worked, not in where
+    # the return comes from on average.
+    names = [*(("grpo_curves",) if learned else ()), *(("failure_condition",) if conditioned(f) else ()),
+             *FINDING_PLOTS.get(f.code, ()),
              *BEHAVIOUR_PLOTS.get(group.behaviour, ()),
              *(n for m in group.corroborating for n in FINDING_PLOTS.get(m.code, ()))]
     return tuple(dict.fromkeys(names))
@@ -468,5 +516,6 @@ def render_plots(report: Any) -> dict[str, RenderedPlot]:
     return out
 
 
-__all__ = ["FINDING_PLOTS", "PLOTS", "Plot", "RenderedPlot", "exploit_policies", "failure_sweep", "figure_png", "group_plots", "grpo_curves",
+__all__ = ["FINDING_PLOTS", "PLOTS", "Plot", "RenderedPlot", "conditioned", "exploit_policies", "failure_condition",
+           "failure_sweep", "figure_png", "group_plots", "grpo_curves",
            "is_missing", "missing", "pipeline_advantages", "render_plots", "return_sources", "return_vs_length", "why_missing"]

@@ -141,11 +141,14 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
     env = ctx.env
     labels = ctx.action_labels
     if not fee["charged"]:
-        # Failing slowly costs only the step every step pays: giving up beating it is no flaw.
+        # Failing slowly costs only the step every step pays: giving up beating it is no flaw. The
+        # note says what was not run, never that there is no failure-shortcut: an ending that pays
+        # because a call failed is the failure-conditioned check's, and may be filed beside it.
         ctx.notes["failure_shortcut"] = (
-            "tool failures cost only the step they take (no failed call paid less than the same call "
-            f"working and less than the cheapest ordinary step, {fee['step_reward_reference']}), so "
-            "giving up beating failing slowly is not a failure shortcut; no sweep run")
+            "no failure-rate sweep: tool failures cost only the step they take (no failed call paid less "
+            f"than the same call working and less than the cheapest ordinary step, {fee['step_reward_reference']}), "
+            "so what failures cost cannot make giving up beat persisting; an ending that pays because the "
+            "call before it failed is checked separately (failure-conditioned)")
         return []
     persist = oracle_policy(env) or persist_policy(ctx.exploration, env)
     if persist is None:

@@ -86,9 +86,17 @@ def _finding(code: str, severity: str = "warn", **kw) -> Finding:
     return Finding(code=code, severity=severity, **{**defaults, **kw})
 
 
+CONDITIONED = {"p_value": 0.001, "diff": 1.0, "condition": "right after a failed `search` call", "next_action": "handoff",
+               "mean_reward_after_failed": 1.0, "mean_reward_after_ok": 0.0, "n": 16,
+               "conditioned_path_return": 0.95, "honest_success_return": 0.9}
+"""The evidence of a failure-conditioned ``failure-shortcut`` (failures probe): handing off right
+after a failed search pays 1, after a working one 0."""
+
+
 def full_report(findings: list[Finding] | None = None) -> Report:
     probes = [ProbeStatus(name, "ok", 0.1) for name in ("failures", "pipeline", "grpo", "exploits")]
-    found = findings if findings is not None else [_finding(code) for code in CODES]
+    found = findings if findings is not None else [_finding(code, evidence=CONDITIONED) if code == "failure-shortcut"
+                                                   else _finding(code) for code in CODES]
     return Report("synthetic/Full-v0", {"seed": 3}, {"class": "tests.Synthetic"}, found, probes,
                   {"episodes": 4, "mean_return": 0.575, "mean_length": 2.75, "success_flag": True,
                    "outcomes": {"error": 1, "failure": 1, "success": 1, "timeout": 1}},

@@ -134,3 +134,16 @@ def test_a_placeholder_is_rendered_once_and_is_the_picture_drawn_afresh():
         fig = plot.draw(empty)
         assert is_missing(fig) and first[name].missing
         assert again[name].png == first[name].png == figure_png(fig)
+
+
+def test_a_failure_conditioned_finding_is_shown_by_its_condition(full):
+    """Handing off right after a failed search pays 1, after a working one 0 (``synthetic.CONDITIONED``):
+    its group shows that pair first, not where the return comes from on average."""
+    [group] = [g for g in full.groups if g.code == "failure-shortcut"]
+    assert plots.group_plots(group)[0] == "failure_condition"
+    text = _texts(plots.failure_condition(full))
+    assert "`handoff` right after a failed `search` call (n=16); its episode earns 0.95, honest success 0.9" in text
+    assert "+1" in text and "+0" in text and "right after the call failed" in text
+    plain = synthetic.full_report([synthetic._finding("failure-shortcut")])  # a sweep's, no condition
+    assert "failure_condition" not in plots.group_plots(plain.finding_groups()[0])
+    assert "no failure-conditioned finding in this report" in _texts(plots.failure_condition(plain))

@@ -402,3 +402,29 @@ def test_run_treats_a_tool_env_without_a_discrete_action_space_as_plain(monkeypa
     env.action_space = gym.spaces.Box(0.0, 1.0, (1,))
     ctx = Streams(EXPLORED, config=ScanConfig(seed=0), env=env, labels=LABELS, is_tool_env=True)
     assert P.run(ctx) == ["rewarded", "plain"] and "injection" not in seen
+
+
+def test_no_sweep_note_does_not_contradict_a_failure_conditioned_shortcut_in_the_report():
+    """An uncharged failure runs no sweep, and the report's appendix says why; the same report may
+    hold a failure-shortcut fail from the failure-conditioned check (handing off right after a failed
+    call). The note must not say there is no failure shortcut, and that group shows its condition."""
+    from envaudit.report import ProbeStatus
+    from envaudit.reporting.html import render_html
+    from tests.reporting import synthetic
+    from tests.reporting.dom import parse
+
+    ctx = desk(half_fail, 0.6)
+    assert P.shortcut_sweep(ctx, P._Runs(ctx), {"charged": False, "step_reward_reference": -0.05}) == []
+    note = ctx.notes["failure_shortcut"]
+    assert note.startswith("no failure-rate sweep: tool failures cost only the step they take")
+    report = synthetic.full_report([synthetic._finding("failure-shortcut", "fail", evidence=synthetic.CONDITIONED)])
+    report.tables.pop("failures_failure_sweep")
+    report.probes = [ProbeStatus("failures", "ok", 0.1, findings=1, notes={"failure_shortcut": note})]
+    root, problems = parse(render_html(report))
+    assert problems == []
+    [group] = root.find_all("section", class_="finding")
+    assert group.attrs["data-code"] == "failure-shortcut"
+    assert [img.attrs["data-plot"] for img in group.find_all("img")] == ["failure_condition"]
+    [absent] = [li for li in root.find_all("li") if li.attrs.get("data-plot") == "failure_sweep"]
+    assert "no failure-rate sweep" in absent.text()
+    assert "not a failure shortcut" not in root.text()
