@@ -40,6 +40,8 @@ import cloudpickle
 import gymnasium as gym
 
 from envaudit.execution import Lost, ProcessExecutor, WorkerError
+from envaudit.execution.aio import sync_factory
+from envaudit.execution.lanes import ProcessLanes
 from envaudit.execution.reuse import Randomness, Snapshot, watched_modules
 from envaudit.execution.slots import Slot
 from envaudit.execution.worker import rss_bytes
@@ -92,6 +94,26 @@ class _Remote:
     def run(self, request: bytes) -> RunResult:
         return self.slot.ask(request)
 
+    def lanes(self, fn: Callable, shared: Any, lanes: int, poll_s: float | None) -> _RemoteLanes:
+        """Lockstep lanes on the scan's episode pool (``execution.lanes``): the GRPO probe's envs
+        step on the episode workers, its policy stays in this probe worker."""
+        return _RemoteLanes(self.slot, cloudpickle.dumps((fn, shared)), lanes)
+
+
+class _RemoteLanes:
+    """A probe worker's handle on lanes that the scanning process keeps on its episode pool."""
+
+    def __init__(self, slot: Slot, blob: bytes, lanes: int) -> None:
+        self.slot = slot
+        self.lanes = lanes
+        self.session = slot.ask(("lanes-open", blob, lanes))
+
+    def turn(self, requests: list) -> list:
+        return self.slot.ask(("lanes-turn", self.session, requests))
+
+    def close(self) -> None:
+        self.slot.ask(("lanes-close", self.session, None))
+
 
 _SHARED = ("hangs", "lost", "tally")
 """The scan-wide state a probe may update and the scan reads after it."""
@@ -116,7 +138,7 @@ def _host(slot: Slot, _shared: Any, blob: bytes) -> dict[str, Any] | bytes:
             os.chdir(cwd)
         sys.path[:] = path
         # Resolved anew for every probe, never from a cache: a factory may hold state of its own.
-        make_env = job.inputs.make_env or resolve_env(job.inputs.spec)[1]
+        make_env = job.inputs.make_env or sync_factory(resolve_env(job.inputs.spec)[1])
         for module in [*job.imports, *job.probe.preload]:
             with contextlib.suppress(Exception):  # a module the scanning process had: a head start only
                 importlib.import_module(module)
@@ -205,6 +227,7 @@ class ProbeHost:
         # reserve far more than they touch; the RSS watch is the cap.
         self.pool = ProcessExecutor(1, memory_cap_bytes=memory_cap_bytes, recycle_items=None if reuse else 1,
                                     preload=preload, cap_address_space=False)
+        self._lanes: dict[int, ProcessLanes] = {}  # a probe's lockstep lanes on the episode pool
 
     def close(self) -> None:
         self.pool.close()
@@ -213,13 +236,34 @@ class ProbeHost:
         self.replaced.append((probe.name, why))
         self.pool.retire()
 
-    def _answer(self, request: bytes) -> RunResult:
+    def _answer(self, request: bytes | tuple) -> Any:
+        if isinstance(request, tuple):
+            return self._lane_call(*request)
         make_env, kwargs = cloudpickle.loads(request)
         c = kwargs.pop("config")
         runner = Runner(make_env or self.make_env, step_timeout_s=c.step_timeout_s, max_steps=c.max_steps,
                         success_threshold=c.success_threshold, ids=iter(kwargs.pop("ids")), executor=self.episodes,
                         spec=self.spec if make_env is None else None)
         return runner.run(kwargs.pop("policy"), kwargs.pop("seeds"), ordered=False, **kwargs)
+
+    def _lane_call(self, what: str, arg: Any, more: Any) -> Any:
+        if what == "lanes-open":
+            fn, shared = cloudpickle.loads(arg)
+            lanes = ProcessLanes(self.episodes, fn, shared, more)
+            self._lanes[lanes.key] = lanes
+            return lanes.key
+        if what == "lanes-turn":
+            return self._lanes[arg].turn(more)
+        lanes = self._lanes.pop(arg, None)
+        if lanes is not None:
+            lanes.close()
+        return None
+
+    def _close_lanes(self) -> None:
+        """End the lanes a probe left open (it crashed, or its worker died)."""
+        for lanes in self._lanes.values():
+            lanes.close()
+        self._lanes.clear()
 
     def run(self, probe: Probe, ctx: ProbeContext) -> tuple[str, str | None, list[Finding]] | None:
         """Run ``probe`` in a host and bring its results into ``ctx``; None when it cannot be sent
@@ -238,8 +282,10 @@ class ProbeHost:
         try:
             [(_, out)] = list(self.pool.map(_host, None, [blob], calls=self._answer))
         except WorkerError as exc:  # a bug on the host's side of the probe run, not the env
+            self._close_lanes()
             self._replace(probe, "the host failed")
             return "crashed", str(exc).splitlines()[0], []
+        self._close_lanes()
         if isinstance(out, Lost):
             self.replaced.append((probe.name, f"its worker process was lost ({out.kind})"))  # the pool replaced it
             if out.kind not in ("crash", "memory"):  # only guarded calls are timed: never in a host

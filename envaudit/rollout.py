@@ -33,6 +33,7 @@ import numpy as np
 from envaudit.deadline import DeadlineExceeded
 from envaudit.errors import user_frame
 from envaudit.execution import InlineExecutor, Lost, Slot
+from envaudit.execution.aio import sync_env
 from envaudit.recording import (
     EPISODE_COLUMNS,
     STEP_COLUMNS,
@@ -160,7 +161,7 @@ def limit_steps(env: gym.Env, max_steps: int) -> gym.Env:
     return env
 
 
-class _Capture(Recorder):
+class EpisodeCapture(Recorder):
     """Records the one episode its env plays; ``rows()`` hands its rows to the run, which adds them
     in index order (whichever worker played it)."""
 
@@ -200,7 +201,7 @@ class _Run:
 class _Episode:
     """One work item's outcome: the episode's rows (when it was recorded) and its problem."""
 
-    capture: _Capture | None = None
+    capture: EpisodeCapture | None = None
     problem: Problem | None = None
     stop: bool = False  # the run stops here: the env hung or cannot be made
 
@@ -220,7 +221,7 @@ def _build(run: _Run) -> tuple[AuditWrapper, int]:
         if sys.path != path:
             sys.path[:] = path
     make_env = run.make_env if run.spec is None else _factory_of(run.spec)
-    made, mapping = strip_user_wrapper(make_env())
+    made, mapping = strip_user_wrapper(sync_env(make_env()))
     env = limit_steps(made, run.max_steps)
     cap = step_limit(env) or run.max_steps
     for wrapper in run.wrappers:
@@ -244,7 +245,7 @@ def play(slot: Slot, run: _Run, item: tuple) -> _Episode:
     The whole episode runs on the slot's deadline thread (``Slot.run``), each env call under its
     deadline there; an env call that overran comes back here as ``DeadlineExceeded``."""
     _index, episode_id, seed, _rng_seed, _episode_tags = item
-    playing: dict[str, _Capture] = {}
+    playing: dict[str, EpisodeCapture] = {}
     try:
         return slot.run(lambda: _play(slot, run, item, playing), run.step_timeout_s)
     except DeadlineExceeded as exc:  # an env call hung: drop the env without calling into it again
@@ -255,7 +256,7 @@ def play(slot: Slot, run: _Run, item: tuple) -> _Episode:
         return _Episode(problem=Problem("hang", exc.call, str(exc), seed), stop=True)
 
 
-def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, _Capture]) -> _Episode:
+def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, EpisodeCapture]) -> _Episode:
     _index, episode_id, seed, rng_seed, episode_tags = item
     T = run.step_timeout_s
     if "policy" not in slot.state:
@@ -269,7 +270,7 @@ def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, _Capture]) -> _
         slot.state["env"], slot.state["cap"] = env, cap
         slot.at_end(lambda: slot.guard(env.close, T, "close"))
     env, cap, policy = slot.state["env"], slot.state["cap"], slot.state["policy"]
-    capture = playing["capture"] = _Capture(episode_id)
+    capture = playing["capture"] = EpisodeCapture(episode_id)
     env.recorder = capture
     env.set_tags(**run.tags, **(episode_tags or {}))
     try:

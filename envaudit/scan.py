@@ -29,6 +29,7 @@ from envaudit.coverage import ReturnTally, coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
 from envaudit.execution import ExecutionConfig, make_executor
+from envaudit.execution.aio import sync_factory
 from envaudit.findings import Finding
 from envaudit.probe import (
     HUNG_NOTE,
@@ -143,6 +144,7 @@ def run_scan(
                          "a factory passed as the target takes its own: functools.partial(factory, ...)")
     else:
         make_env, env_id = target, env_id or getattr(target, "__name__", repr(target))
+    make_env = sync_factory(make_env)  # an env with async reset/step is awaited (execution.aio)
     check_probe_names(config.probes)
     pipeline = config.rollout_pipeline()
     tell = progress or (lambda _msg, _frac: None)

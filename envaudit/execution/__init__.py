@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from envaudit.execution.aio import DEFAULT_WORKERS, AsyncioExecutor
 from envaudit.execution.local import InlineExecutor, ThreadExecutor
 from envaudit.execution.pool import ProcessExecutor, WorkerError, default_workers
 from envaudit.execution.slots import Lost, Slot
@@ -21,7 +22,7 @@ from envaudit.execution.slots import Lost, Slot
 if TYPE_CHECKING:
     from envaudit.execution.ray_exec import RayExecutor
 
-EXECUTORS = ("processes", "threads", "inline", "ray")
+EXECUTORS = ("processes", "threads", "asyncio", "inline", "ray")
 
 
 def _opt(default: Any, help: str) -> Any:
@@ -35,10 +36,11 @@ class ExecutionConfig:
 
     executor: str = _opt("processes", "Where env code runs: processes (isolated worker processes; a crash "
                          "in the env becomes an env-error finding), threads (in the scanning process; for "
-                         "I/O-bound envs), inline (one env at a time in the scanning process), ray (Ray "
+                         "I/O-bound envs), asyncio (many episodes at once in the scanning process; an env with "
+                         "async reset/step is awaited on one event loop: for clients of a server), inline (one env at a time in the scanning process), ray (Ray "
                          "actors, isolated like processes; a local Ray instance or --ray-address).")
-    workers: int = _opt(0, "Env instances stepped at once (0: one per core of this machine; with ray, one "
-                         "per CPU of the cluster).")
+    workers: int = _opt(0, "Env instances stepped at once (0: one per core of this machine; with asyncio, "
+                         f"{DEFAULT_WORKERS}; with ray, one per CPU of the cluster).")
     memory_cap_mb: float | None = _opt(4096.0, "A worker process that grows by more than this (MiB) past "
                                        "what it held at start is killed and its episode (or, under processes, "
                                        "its probe) reported as env-error (processes and ray).")
@@ -64,6 +66,8 @@ class ExecutionConfig:
 
     @property
     def n_workers(self) -> int:
+        if not self.workers and self.executor == "asyncio":
+            return DEFAULT_WORKERS
         return self.workers or default_workers()
 
 
@@ -72,13 +76,15 @@ def execution_help() -> dict[str, str]:
 
 
 def make_executor(config: ExecutionConfig | None, *, preload: Sequence[str] = ()
-                  ) -> InlineExecutor | ThreadExecutor | ProcessExecutor | RayExecutor:
+                  ) -> InlineExecutor | ThreadExecutor | AsyncioExecutor | ProcessExecutor | RayExecutor:
     """The executor ``config`` asks for (``None``: inline, one episode at a time in this process).
     ``preload``: modules worker processes import once, up front (those the runs' policies live in)."""
     if config is None or config.executor == "inline":
         return InlineExecutor()
     if config.executor == "threads":
         return ThreadExecutor(config.n_workers)
+    if config.executor == "asyncio":
+        return AsyncioExecutor(config.n_workers)
     cap = None if config.memory_cap_mb is None else int(config.memory_cap_mb * 2**20)
     recycle = config.recycle_mb * 2**20 if config.recycle_mb is not None else (cap // 2 if cap else None)
     if config.executor == "ray":
@@ -90,5 +96,5 @@ def make_executor(config: ExecutionConfig | None, *, preload: Sequence[str] = ()
                            recycle_rss_bytes=int(recycle) if recycle else None, preload=preload)
 
 
-__all__ = ["EXECUTORS", "ExecutionConfig", "InlineExecutor", "Lost", "ProcessExecutor", "Slot",
+__all__ = ["EXECUTORS", "AsyncioExecutor", "ExecutionConfig", "InlineExecutor", "Lost", "ProcessExecutor", "Slot",
            "ThreadExecutor", "WorkerError", "default_workers", "execution_help", "make_executor"]

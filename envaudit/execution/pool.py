@@ -35,6 +35,7 @@ from envaudit.execution.worker import (
     BASE,
     CALL,
     DEADLINE,
+    LANE,
     MARKER_SIZE,
     SEED,
     STARTED,
@@ -172,6 +173,7 @@ class ProcessExecutor:
         self._method = method
         self._slots: list[_Worker | None] = [None] * workers
         self._keys = itertools.count(1)
+        self._blobs: dict[int, bytes] = {}  # a pinned run's (fn, shared), pickled once
         self._names = itertools.count()
         self.started = 0  # worker processes started so far (tests read it)
 
@@ -205,33 +207,64 @@ class ProcessExecutor:
 
     def _lost(self, w: _Worker, k: int, kind: str, detail: str) -> Lost:
         code = int(w.marker[CALL])
-        step, seed = int(w.marker[STEP]), int(w.marker[SEED])
+        step, seed, lane = int(w.marker[STEP]), int(w.marker[SEED]), int(w.marker[LANE])
         lost = Lost(kind, CALLS.get(code, ""), step if step >= 0 and code == 3 else None, detail,
-                    seed if seed >= 0 and code else None)
+                    seed if seed >= 0 and code else None, lane if lane >= 0 else None)
         w.kill()
         self._slots[k] = None
         return lost
 
+    def pin(self, fn: Callable[[Any, Any, Any], Any], shared: Any) -> int:
+        """A run whose workers keep their slot's state from one ``map(..., key=)`` to the next
+        (lockstep lanes, ``execution.lanes``); ``unpin(key)`` ends it. Workers are not recycled
+        while a pinned run is open (their state would go with them)."""
+        key = next(self._keys)
+        self._blobs[key] = cloudpickle.dumps((fn, shared))
+        return key
+
+    def unpin(self, key: int) -> None:
+        self._blobs.pop(key, None)
+        for w in self._slots:
+            if w is not None and w.key == key:
+                w.send(("end",))
+                w.key = None
+
     def map(self, fn: Callable[[Any, Any, Any], Any], shared: Any, items: Sequence[Any],
             keep_going: Callable[[int], bool] = lambda _i: True,
-            calls: Callable[[Any], Any] | None = None) -> Iterator[tuple[int, Any]]:
+            calls: Callable[[Any], Any] | None = None, *, key: int | None = None,
+            affinity: Sequence[int] | None = None) -> Iterator[tuple[int, Any]]:
         """Yield ``(index, fn(slot, shared, item))`` or ``(index, Lost)`` as items complete.
 
         ``keep_going(i)`` is asked before item ``i`` is handed out; items are handed out in order.
-        ``calls(request)`` answers an item's ``slot.ask(request)``.
+        ``calls(request)`` answers an item's ``slot.ask(request)``. ``key``: a pinned run
+        (``pin``; ``fn`` and ``shared`` are then ignored), whose workers keep their state after
+        this map; ``affinity[i]``: the worker that must run item ``i``.
         Raises ``TypeError`` when ``(fn, shared)`` cannot be pickled for the workers.
         """
-        blob = cloudpickle.dumps((fn, shared))
-        key = next(self._keys)
+        pinned = key is not None
+        if pinned:
+            blob = self._blobs[key]
+        else:
+            blob = cloudpickle.dumps((fn, shared))
+            key = next(self._keys)
         todo = list(range(len(items)))[::-1]  # a stack: pop() gives the lowest index
         busy: dict[int, int] = {}  # slot -> item index
         last_memory_check = 0.0
         try:
             while True:
                 for k in range(self.workers):
-                    if k in busy or not todo or not keep_going(todo[-1]):
+                    if k in busy or not todo:
                         continue
-                    i = todo.pop()
+                    if affinity is not None:
+                        mine = [j for j in todo if affinity[j] == k]
+                        if not mine:
+                            continue
+                        i = mine[-1]
+                        todo.remove(i)
+                    elif not keep_going(todo[-1]):
+                        continue
+                    else:
+                        i = todo.pop()
                     w = self._worker(k)
                     if not w.send(("run", key, blob if w.key != key else None, i, items[i])):
                         w = self._worker(k)  # it died between items: a fresh one takes the item
@@ -278,10 +311,11 @@ class ProcessExecutor:
             for k in busy:  # results nobody will read: their workers are replaced
                 self._slots[k].kill()
                 self._slots[k] = None
-            for w in self._slots:
-                if w is not None and w.key == key:
-                    w.send(("end",))
-                    w.key = None
+            if not pinned:
+                for w in self._slots:
+                    if w is not None and w.key == key:
+                        w.send(("end",))
+                        w.key = None
 
     def _receive(self, w: _Worker, k: int, calls: Callable[[Any], Any] | None = None) -> Any:
         try:
@@ -307,8 +341,8 @@ class ProcessExecutor:
             raise WorkerError(f"{payload}\n--- in the worker process ---\n{extra}")
         w.items += 1
         w.rss = max(0, (extra or 0) - int(w.marker[BASE]))
-        if (self.recycle_items and w.items >= self.recycle_items) or (
-                self.recycle_rss_bytes and w.rss > self.recycle_rss_bytes):
+        if not self._blobs and ((self.recycle_items and w.items >= self.recycle_items) or (
+                self.recycle_rss_bytes and w.rss > self.recycle_rss_bytes)):
             w.stop()  # replaced before its next item; its env is closed on the way out
         return payload
 

@@ -58,6 +58,8 @@ class Lost:
     detail: str
     seed: int | None = None
     """The reset seed of the episode, when the code that called the env said it (``worker.note``)."""
+    lane: int | None = None
+    """The lockstep lane (``execution.lanes``) whose env call the worker was in, if any."""
 
 
 def _noted(fn: Callable[[], Any], call: str, step: int | None) -> Any:
@@ -103,6 +105,10 @@ class Slot:
         if worker.watching():
             worker = self._closer
         return _noted(lambda: worker.call(fn, deadline_s, what=what), call, step)
+
+    def label(self, lane: int | None, seed: int | None = None) -> None:
+        """Say which lockstep lane (and reset seed) the next env calls are for; only a worker
+        process writes it down (for the parent to read after a death); here the caller knows."""
 
     def at_end(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` when the run that uses this slot ends (closing its env)."""

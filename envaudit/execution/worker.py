@@ -29,9 +29,9 @@ from envaudit.execution import slots
 from envaudit.execution.slots import CALL_CODES, Slot
 
 # marker layout (doubles): [call code, step (-1: none), started (time.monotonic), deadline_s,
-# reset seed (-1: none), the worker's resident bytes when it started]
-CALL, STEP, STARTED, DEADLINE, SEED, BASE = range(6)
-MARKER_SIZE = 6
+# reset seed (-1: none), the worker's resident bytes when it started, lockstep lane (-1: none)]
+CALL, STEP, STARTED, DEADLINE, SEED, BASE, LANE = range(7)
+MARKER_SIZE = 7
 
 
 def rss_bytes(pid: int | str = "self") -> int | None:
@@ -82,12 +82,13 @@ class ProcessSlot(Slot):
         self.marker = marker
         self._conn = conn
         self._index: int | None = None
+        self._seed: int | None = None
 
     def run(self, fn: Callable[[], Any], poll_s: float | None) -> Any:
         return fn()  # on the worker's main thread: the parent keeps time from the marker
 
     def guard(self, fn: Callable[[], Any], deadline_s: float | None, call: str, step: int | None = None) -> Any:
-        self._mark(call, step, None, deadline_s)
+        self._mark(call, step, self._seed, deadline_s)
         try:
             return fn()
         finally:
@@ -100,6 +101,10 @@ class ProcessSlot(Slot):
         m[DEADLINE] = math.inf if deadline_s is None else deadline_s
         m[STARTED] = time.monotonic()
         m[CALL] = CALL_CODES[call]
+
+    def label(self, lane: int | None, seed: int | None = None) -> None:
+        self.marker[LANE] = -1 if lane is None else lane
+        self._seed = seed
 
     def rebase(self, now: bool = True) -> None:
         """Count this worker's memory from here on; ``now=False``: not at all until the next
@@ -133,7 +138,7 @@ def serve(conn: Any, marker: Any, memory_cap_bytes: int | None, cap_address_spac
     """
     # Ctrl-C is the scan's to handle: the parent ends its workers, they must not die mid-reply.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    marker[STEP] = marker[SEED] = -1
+    marker[STEP] = marker[SEED] = marker[LANE] = -1
     marker[BASE] = rss_bytes() or 0  # the memory cap counts what the worker gains after this
     if memory_cap_bytes and cap_address_space:
         _cap_address_space(memory_cap_bytes)
@@ -162,6 +167,7 @@ def serve(conn: Any, marker: Any, memory_cap_bytes: int | None, cap_address_spac
                 continue
             key = run_key
         slot._index = index
+        slot.label(None)
         try:
             result = fn(slot, shared, item)
         except BaseException as exc:  # noqa: BLE001 - a bug in the work function, not the env

@@ -110,6 +110,14 @@ class SearchResult:
     """Targeted: how often the behaviour shows and what it earns (see ``reach_of``)."""
     evaluation_stopped: str | None = None
     """Why the evaluation covered fewer seeds than asked (a hang, the safety cap), else None."""
+    evaluation_problems: list = field(default_factory=list)
+    """What the env did wrong during the evaluation (``rollout.Problem``)."""
+
+    @property
+    def problems(self) -> list:
+        """What the env did wrong in training and evaluation: exceptions, hangs, and rollouts whose
+        worker process died (``crash``, ``memory``)."""
+        return [*self.training.problems, *self.evaluation_problems]
 
     @property
     def episodes(self) -> pd.DataFrame:
@@ -129,9 +137,10 @@ def evaluation_seeds(config: GRPOConfig, groups: int) -> list[int]:
 
 def evaluate(engine: PolicyEngine, collector: Any, config: GRPOConfig, *, mode: str, groups: int,
              deadline: float | None = None, greedy: bool = False,
-             tags: dict[str, Any] | None = None) -> tuple[Records, str | None]:
+             tags: dict[str, Any] | None = None, problems: list | None = None) -> tuple[Records, str | None]:
     """Run the policy on the evaluation seeds, ``collector.n_slots`` rollouts at a time; also says
-    why it stopped early (a hang, the safety cap), None when every seed ran."""
+    why it stopped early (a hang, the safety cap), None when every seed ran. What the env did
+    wrong on the way (``Problem``) is added to ``problems``."""
     seeds = evaluation_seeds(config, groups)
     rng = child_rng(config.seed, "grpo", mode, "eval")
     parts = []
@@ -142,6 +151,8 @@ def evaluate(engine: PolicyEngine, collector: Any, config: GRPOConfig, *, mode: 
                       for i in range(len(chunk))]
         batch = collector.collect(engine, chunk, rng, tags=batch_tags, greedy=greedy, deadline=deadline)
         parts.append(batch.records)
+        if problems is not None:
+            problems.extend(batch.problems)
         if batch.stopped is not None:
             return Records.concat(parts), batch.stopped
     return Records.concat(parts), None
@@ -157,11 +168,14 @@ def natural(
     eval_groups: int = 4,
     ids: Any = None,
     deadline: float | None = None,
+    executor: Any = None,
+    spec: str | None = None,
 ) -> SearchResult:
-    """Train under the pipeline (default ``config.rollout_pipeline``) and evaluate the result."""
+    """Train under the pipeline (default ``config.rollout_pipeline``) and evaluate the result.
+    ``executor``/``spec``: where the rollouts' envs step (``trainer.make_collector``)."""
     pipeline = pipeline or config.rollout_pipeline
     return _run(make_env, config, mode=mode, behaviour=None, pipeline=pipeline, reward=None,
-                wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline)
+                wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline, executor=executor, spec=spec)
 
 
 def targeted(
@@ -174,6 +188,8 @@ def targeted(
     eval_groups: int = 4,
     ids: Any = None,
     deadline: float | None = None,
+    executor: Any = None,
+    spec: str | None = None,
 ) -> SearchResult:
     """Train to earn the most through ``behaviour`` (a key of ``BEHAVIOURS``) and measure it."""
     if behaviour not in BEHAVIOURS:
@@ -198,7 +214,8 @@ def targeted(
     # behaviours (timeouts, errors) this mode measures.
     pipeline = Pipeline(name=f"target-{behaviour}", advantage_scaling=config.rollout_pipeline.advantage_scaling)
     result = _run(make_env, config, mode=f"target-{behaviour}", behaviour=behaviour, pipeline=pipeline,
-                  reward=reward, wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline)
+                  reward=reward, wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline,
+                  executor=executor, spec=spec)
     result.reach = reach_of(result.episodes, behaviour, reference)
     return result
 
@@ -223,20 +240,23 @@ def reach_of(episodes: pd.DataFrame, behaviour: str, reference: Reference) -> di
 
 
 def _run(make_env, config, *, mode, behaviour, pipeline, reward, wrappers, eval_groups, ids,
-         deadline) -> SearchResult:
-    collector = make_collector(make_env, config, wrappers=wrappers, ids=ids)
+         deadline, executor=None, spec=None) -> SearchResult:
+    collector = make_collector(make_env, config, wrappers=wrappers, ids=ids, executor=executor, spec=spec)
     evaluation_stopped = None
+    evaluation_problems: list = []
     try:
         training = train(make_env, config, mode=mode, reward=reward, pipeline=pipeline, collector=collector,
                          deadline=deadline, tags={"target": behaviour} if behaviour else None)
         evaluation = Records.concat([])
         if training.stopped is None and eval_groups > 0 and len(training.curves):
             evaluation, evaluation_stopped = evaluate(training.engine, collector, config, mode=mode,
-                                                      groups=eval_groups, deadline=deadline)
+                                                      groups=eval_groups, deadline=deadline,
+                                                      problems=evaluation_problems)
     finally:
         collector.close()
     episodes = evaluation.episodes
     if len(episodes):
         returns = np.asarray(reward(episodes) if reward is not None else episodes["return"], dtype=float)
         evaluation = Records(evaluation.steps, with_advantages(episodes, returns, pipeline))
-    return SearchResult(mode, behaviour, training, evaluation, evaluation_stopped=evaluation_stopped)
+    return SearchResult(mode, behaviour, training, evaluation, evaluation_stopped=evaluation_stopped,
+                        evaluation_problems=evaluation_problems)

@@ -88,10 +88,11 @@ def group_seeds(config: GRPOConfig, mode: str, iteration: int) -> list[int]:
 
 
 def make_collector(make_env: EnvFactory, config: GRPOConfig, *, wrappers: Sequence = (),
-                   ids: Any = None) -> LockstepCollector:
+                   ids: Any = None, executor: Any = None, spec: str | None = None) -> LockstepCollector:
+    """The iteration's rollouts, one lane each on ``executor``'s workers (None: in this process)."""
     return LockstepCollector(make_env, config.rollouts_per_iteration, step_timeout_s=config.step_timeout_s,
                              max_steps=config.max_steps, success_threshold=config.success_threshold,
-                             wrappers=wrappers, ids=ids)
+                             wrappers=wrappers, ids=ids, executor=executor, spec=spec)
 
 
 def default_engine(collector: LockstepCollector, config: GRPOConfig) -> PolicyEngine:
@@ -119,6 +120,7 @@ def train(
     deadline: float | None = None,
     tags: dict[str, Any] | None = None,
     on_iteration: Callable[[int, PolicyEngine, dict[str, Any]], bool | None] | None = None,
+    executor: Any = None,
 ) -> TrainResult:
     """Train a policy with GRPO on ``make_env``; ``mode`` names the run in seeds, tags and logs.
 
@@ -126,10 +128,12 @@ def train(
     ``config.iterations`` iterations; it stops early only when the env hangs, when
     ``on_iteration(iteration, engine, row)`` returns True, or at ``deadline`` (``time.monotonic()``),
     a safety cap whose cut the result reports as ``stopped="deadline"``, never a way to size work.
+    ``executor``: where the envs step (``envaudit.execution``; None: in this process); the policy
+    stays here and the result is the same with any executor and any number of workers.
     """
     pipeline = pipeline or config.rollout_pipeline
     own_collector = collector is None
-    collector = collector or make_collector(make_env, config, wrappers=wrappers, ids=ids)
+    collector = collector or make_collector(make_env, config, wrappers=wrappers, ids=ids, executor=executor)
     rows: list[dict[str, Any]] = []
     trained_episodes: list[pd.DataFrame] = []
     problems: list[Problem] = []

@@ -165,6 +165,8 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
             _incomplete(ctx, [p.name for p in plans[i:]], f"before {plan.name} started")
             break
         result = _execute(ctx, plan, config.replace(iterations=plan.iterations), reference, eval_groups)
+        # A rollout whose env killed its worker process: the scan's env-error finding lists it.
+        ctx.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
         if result.stopped == "deadline":
             # A run the cap cut is not comparable with a full one: none of its numbers are read.
             _incomplete(ctx, [p.name for p in plans[i:]], f"during {plan.name} (iteration "
@@ -299,8 +301,10 @@ def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
 # -- runs -------------------------------------------------------------------------------------
 def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Reference, eval_groups: int) -> SearchResult:
     # The scan's deadline is a safety cap only; the work is ``config.iterations`` and ``eval_groups``.
-    common = dict(ids=ctx.ids, deadline=ctx.deadline, eval_groups=eval_groups)
     make_env = _env_factory(ctx)
+    # The rollouts' envs step on the scan's workers (one lane each); the policy stays here.
+    common = dict(ids=ctx.ids, deadline=ctx.deadline, eval_groups=eval_groups, executor=ctx.executor,
+                  spec=ctx.spec if make_env is ctx.make_env else None)
     if plan.kind == "natural":
         return natural(make_env, config, pipeline=ctx.pipeline, **common)
     if plan.kind == "faults":

@@ -145,7 +145,7 @@ def test_one_worker_and_four_workers_write_the_same_report(tmp_path):
 
 
 def test_execution_config_says_what_is_wrong():
-    with pytest.raises(ValueError, match="executor must be one of processes, threads, inline, ray, got .dask."):
+    with pytest.raises(ValueError, match="executor must be one of processes, threads, asyncio, inline, ray, got .dask."):
         ExecutionConfig(executor="dask")
     with pytest.raises(ValueError, match="workers must be 0"):
         ExecutionConfig(workers=-1)
