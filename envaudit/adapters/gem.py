@@ -61,6 +61,7 @@ from envaudit.adapters.catalogue import (
     answer_strategies,
     game_labels,
     game_strategies,
+    wrong_answers,
 )
 from envaudit.adapters.gem_moves import (
     FORMAT_ERROR,
@@ -89,6 +90,8 @@ TOOL_TEXTS = {
 }
 """A call GEM's tool runs and one it reports as failed, per ``tool_type``."""
 NEEDS_TOKENIZER = ("concat_chat", "concat_chat_on_reset")
+WRONG_POOL = 8
+"""Wrong answers built per entry, of which the first two the scorer does not pay in full are kept."""
 PLAYABILITY_SEEDS = (0, 1, 2)
 PLAYABILITY_TURNS = 3
 """States on which ``adapter_info["playability"]`` tries the catalogue: the first turns of games
@@ -345,8 +348,23 @@ class GemEnv(CatalogueEnv):
 
         base = self.inner.unwrapped
         reference = reference_of(base.data, base.name)
-        return answer_strategies(reference if reference is not None else "None", self.prompt, fmt=boxed,
-                                 unformatted=lambda a: f"The answer is {a}.")
+        ref = reference if reference is not None else "None"
+        # A wrong answer built from the reference's shape can be a right one (a sum's terms rotated):
+        # those the scorer pays in full are set aside, as the reasoning-gym adapter does.
+        pool = wrong_answers(ref, WRONG_POOL)
+        with global_random_kept():
+            checked = [w for w in pool if not self._full_marks(base, w)]
+        wrong = (checked + [w for w in pool if w not in checked])[:2]
+        return answer_strategies(ref, self.prompt, fmt=boxed, unformatted=lambda a: f"The answer is {a}.",
+                                 wrong=wrong)
+
+    @staticmethod
+    def _full_marks(base: Any, answer: str) -> bool:
+        try:
+            score = base.reward_fn(answer=GemEnv._answer_of(boxed(answer)), entry=base.data)  # as GEM grades it
+            return _is_number(score) and float(score) >= 1.0
+        except Exception:  # a scorer that cannot read the answer does not pay it
+            return False
 
     def _game_strategies(self) -> list[Strategy]:
         base = self.inner.unwrapped

@@ -206,3 +206,35 @@ def test_playability_says_per_env_what_share_of_its_catalogue_it_accepts():
     # GEM's own constructor fails for this variant (num_rows None ** 2): not playable, and says why.
     broken = playability("game:FifteenPuzzle-v0-random")
     assert not broken["playable"] and broken["why"].startswith("TypeError")
+
+
+class _ReasonAsReward(gem.Env):
+    """A GEM env (GEM's own base class, registered through GEM's own ``register``) that returns its
+    reason where the reward belongs: the flaw the adapter must locate."""
+
+    def reset(self, seed=None):
+        super().reset(seed)
+        return "Say anything.", {}
+
+    def step(self, action):
+        return "done", "the answer was not boxed", True, False, {}  # REASON-AS-REWARD
+
+
+def test_a_reward_that_is_not_a_number_names_the_envs_own_line():
+    import inspect
+
+    from gem.envs.registration import ENV_REGISTRY, register
+
+    from envaudit.adapters.gem import RewardTypeError
+    from envaudit.errors import user_frame
+
+    if "envaudit-test:ReasonAsReward-v0" not in ENV_REGISTRY:
+        register("envaudit-test:ReasonAsReward-v0", entry_point=_ReasonAsReward)
+    lines, first = inspect.getsourcelines(_ReasonAsReward.step)
+    where = f"{__file__}:{first + next(i for i, line in enumerate(lines) if 'REASON-AS-REWARD' in line)}"
+    env = GemEnv("envaudit-test:ReasonAsReward-v0")
+    env.reset(seed=0)
+    with pytest.raises(RewardTypeError, match="not a number") as caught:
+        env.step("\\boxed{1}")
+    assert where in str(caught.value) and "'the answer was not boxed' (str)" in str(caught.value)
+    assert user_frame(caught.value) == where  # what the scan's env-error finding names
