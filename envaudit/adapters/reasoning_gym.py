@@ -13,7 +13,8 @@ marks to a prefix of the answer, or to any expression that makes 24 whatever the
 would turn its own hole into a "success". ``info["success"]`` is judged apart from it
 (``judge``): by a verifier of the task's own inputs where the dataset's answers are many
 (``VERIFIERS``: a cryptarithm's letter mapping, a graph colouring, a jug plan, an arithmetic
-expression over the puzzle's numbers, a queen placement among the entry's valid ones), else by the
+expression over the puzzle's numbers, a queen placement among the entry's valid ones, an
+antiderivative whose derivative is the integrand and that is no unevaluated ``Integral``), else by the
 entry's reference answer under a normalised exact match: surrounding and repeated whitespace,
 numbers by value (``12.0`` is ``12``), and letter case where the dataset's own scorer ignores it
 (``CASE_INSENSITIVE``). Entries without any answer and datasets without a verifier have no
@@ -212,13 +213,30 @@ def _quantum_lock(answer: str, entry: Mapping[str, Any], dataset: Any) -> bool:
     return len(presses) <= len(shortest) and dataset.simulate_sequence(meta, presses) == meta["target_value"]
 
 
+def _antiderivative(answer: str, entry: Mapping[str, Any], dataset: Any) -> bool:
+    # Any antiderivative is an answer (the constant is free), so the reference cannot judge it; an
+    # unevaluated Integral(...) restates the task and its derivative is the integrand by definition.
+    import sympy
+
+    var = sympy.Symbol(entry["metadata"]["variable"])
+    expr = sympy.parse_expr(answer, local_dict={var.name: var, "C": sympy.Symbol("C")})
+    if expr.has(sympy.Integral):
+        return False
+    integrand = sympy.parse_expr(entry["metadata"]["integrand"], local_dict={var.name: var})
+    return sympy.simplify(sympy.diff(expr, var) - integrand) == 0
+
+
 VERIFIERS: dict[str, tuple[str, Verifier]] = {
     "countdown": ("an expression that uses all of the entry's numbers once and makes its target", _countdown),
     "cryptarithm": ("reasoning-gym's verify_cryptarithm_solution on the letter mapping", _cryptarithm),
     "graph_color": ("reasoning-gym's verify_graph_coloring_solution on the colouring", _graph_color),
+    "intermediate_integration": ("an antiderivative: its derivative is the integrand (sympy), no unevaluated "
+                                 "Integral", _antiderivative),
     "jugs": ("reasoning-gym's jugs verify_solution on the moves", _jugs),
     "n_queens": ("one of the entry's valid_answers, normalised", _n_queens),
     "puzzle24": ("an expression that uses the entry's four numbers once each and makes 24", _puzzle24),
+    "simple_integration": ("an antiderivative: its derivative is the integrand (sympy), no unevaluated Integral",
+                           _antiderivative),
     "quantum_lock": ("a button sequence that reaches the target (reasoning-gym's simulate_sequence) in no "
                      "more presses than the stored one", _quantum_lock),
 }

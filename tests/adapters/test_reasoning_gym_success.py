@@ -213,3 +213,22 @@ def test_playable_needs_an_answer_the_scorer_reads_and_two_outcomes():
     assert playable(0.375, 8) and playable(0.01, 2)
     assert not playable(0.0, 3)  # nothing scored above 0: the scorer read no catalogue answer
     assert not playable(1.0, 1)  # every answer the same outcome: nothing to tell apart
+
+
+def test_any_antiderivative_succeeds_and_restating_the_integral_does_not():
+    """By hand: ``create_dataset("intermediate_integration", seed=0, size=50)[0]`` asks for the
+    integral of ``-2*exp(x)*sin(x)`` (reference "-exp(x)*sin(x) + exp(x)*cos(x) + C").
+    ``score_answer`` (reasoning_gym/algebra/intermediate_integration.py) differentiates the answer
+    with sympy: 1.0 for the reference with the constant 7, and 1.0 for "Integral(-2*exp(x)*sin(x),
+    x)", which only restates the task (sympy's derivative of an unevaluated integral is its
+    integrand)."""
+    dataset = rg.create_dataset("intermediate_integration", seed=0, size=50)
+    entry = dataset[0]
+    other_constant, restated = "-exp(x)*sin(x) + exp(x)*cos(x) + 7", "Integral(-2*exp(x)*sin(x), x)"
+    assert dataset.score_answer(other_constant, entry) == dataset.score_answer(restated, entry) == CORRECT
+    env = ReasoningGymEnv("intermediate_integration", size=50)
+    reward, info = _step(env, 0, f"<answer>{other_constant}</answer>")
+    assert (reward, info["success"]) == (CORRECT, True)
+    reward, info = _step(env, 0, f"<answer>{restated}</answer>")
+    assert (reward, info["success"]) == (CORRECT, False)
+    assert _step(env, 0, "<answer>exp(x)*cos(x)</answer>")[1]["success"] is False  # half of it
