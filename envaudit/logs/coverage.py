@@ -27,7 +27,8 @@ HINTS: dict[str, str] = {
     "length": "--map KEY=length (turns or steps per rollout)",
     "group_id": "a group_id column (the GRPO group a rollout was compared in)",
     "steps": "a step table (the generic schema's steps.jsonl: episode_id, step, reward, action, tool_status)",
-    "steps.tool_status": "a step table with tool_status, or --map KEY=tool_errors and --map KEY=tool_timeouts",
+    "steps.tool_status": ("a step table with tool_status (the drift's failure moves also read per-rollout counts: "
+                          "--map KEY=tool_errors and --map KEY=tool_timeouts)"),
     "steps.reward": "a step table with each step's reward",
     "steps.action": "a step table with each step's action",
 }
