@@ -37,11 +37,14 @@ Options (``--env-arg KEY=VALUE``): ``tasks`` (the row file; ``--tasks`` on the c
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import functools
 import json
-from collections.abc import Mapping
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -345,7 +348,8 @@ class SkyRLGymEnv(CatalogueEnv):
         return self.profile.judge(text, self.row if row is None else row) if self.profile.judge else None
 
     def _step_text(self, text: str):
-        out = self.inner.step(text)
+        with self._folder():
+            out = self.inner.step(text)
         self._turn += 1
         self._last = text
         observation = _text(out.get("observations"))
@@ -391,6 +395,22 @@ class SkyRLGymEnv(CatalogueEnv):
         reference = ground_truth(self.row) or ""
         return self.profile.strategies(reference, self.prompt, self._last)
 
+    @contextlib.contextmanager
+    def _folder(self) -> Iterator[None]:
+        """A code env's step runs in a fresh temporary working folder (lcb's grader forks the program
+        there), so a program that reads or writes files sees none of the caller's; other envs' steps
+        run where they are."""
+        if self.profile.kind != "code":
+            yield
+            return
+        before = os.getcwd()
+        with tempfile.TemporaryDirectory(prefix="envaudit-step-") as folder:
+            os.chdir(folder)
+            try:
+                yield
+            finally:
+                os.chdir(before)
+
     @staticmethod
     def _tests(row: Mapping[str, Any]) -> Any:
         spec = row.get("reward_spec") if isinstance(row.get("reward_spec"), Mapping) else {}
@@ -401,7 +421,8 @@ class SkyRLGymEnv(CatalogueEnv):
         inner, prompt = _make_inner(self.env_name, self.config, self.row if row is None else row)
         try:
             inner.init(prompt)
-            raw = inner.step(text).get("reward")
+            with self._folder():
+                raw = inner.step(text).get("reward")
         finally:
             inner.close()
         return float(raw) if raw is not None else 0.0
@@ -422,7 +443,8 @@ class SkyRLGymEnv(CatalogueEnv):
         inner, prompt = _make_inner(self.env_name, self.config, row)
         try:
             inner.init(prompt)
-            out = inner.step(text)
+            with self._folder():
+                out = inner.step(text)
             reward = float(out.get("reward") or 0.0)
             if out.get("done"):
                 if self.profile.judge is not None:

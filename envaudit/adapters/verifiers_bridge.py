@@ -246,6 +246,12 @@ class EpisodeBridge:
         self.client = BridgeClient(self)
         try:
             self.env = self._call(self._build(build_env, max_turns))
+        except TimeoutError:
+            self._stop_loop()
+            raise TimeoutError(
+                f"building and serving the verifiers env did not finish within {event_cap_s:g}s (the adapter's "
+                "safety cap, --env-arg event_cap_s); a toolset without a url is built and launched by verifiers "
+                "with uv, which needs the network: give it the url of a running server") from None
         except BaseException:
             self._stop_loop()
             raise

@@ -130,3 +130,24 @@ def test_catalogue_check_names_the_grader_memory_hack():
     # The row checked (a stdin problem): the frame-reading program earns full marks without success.
     assert check["full_marks_without_success"] == {"grader_output": 1.0}
     assert check["scorer_errors"]["count"] == 0
+
+
+def test_programs_run_in_a_fresh_working_folder(tmp_path, monkeypatch):
+    # Every test expects "1"; the program prints 1 only when it sees the file left in the caller's
+    # working folder. lcb's grader runs it where the step runs: a fresh temporary folder, so 0.
+    row = {"prompt": [{"role": "user", "content": "Print 1."}], "env_class": "lcb",
+           "reward_spec": {"method": "rule", "ground_truth": json.dumps(
+               [{"input": f"{i}\n", "output": "1\n", "testtype": "stdin"} for i in range(3)])},
+           "extra_info": {"index": 0, "reference": "print(1)\n"}}
+    rows = tmp_path / "one.jsonl"
+    rows.write_text(json.dumps(row) + "\n")
+    (tmp_path / "expected.out").write_text("1\n")
+    monkeypatch.chdir(tmp_path)
+    env = SkyRLGymEnv("lcb", tasks=str(rows))
+    try:
+        env.reset(seed=0)
+        peek = "```python\nimport os\nprint(1 if 'expected.out' in os.listdir('.') else 0)\n```"
+        assert env.step(peek)[1] == 0.0
+        assert Path.cwd() == tmp_path  # the caller's folder is restored
+    finally:
+        env.close()
