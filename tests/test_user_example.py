@@ -15,6 +15,8 @@ from envaudit.testing import (
     assert_canaries_at_floor,
     assert_failures_not_rewarded,
     assert_floor_below_oracle,
+    assert_no_length_reward,
+    assert_no_reward_after_failure,
     assert_no_reward_without_success,
     assert_no_timeout_reward,
     assert_replayable,
@@ -42,6 +44,14 @@ def test_failed_tool_calls_never_pay():
 
 def test_no_reward_without_success():
     assert_no_reward_without_success(make_env)
+
+
+def test_the_step_after_a_failed_call_pays_no_more():
+    assert_no_reward_after_failure(make_env)
+
+
+def test_length_does_not_pay():
+    assert_no_length_reward(make_env)
 
 
 def test_same_seed_same_trajectory():

@@ -13,6 +13,10 @@ the same actions are replayed under other reset seeds and the faulted calls are 
 the others from the same state, statistically (``envaudit.testing.matched``). A property that
 never saw its subject, or nothing to compare it with, raises ``PropertyNotExercised``.
 
+Before the random search, ``assert_no_timeout_reward`` and ``assert_failures_not_rewarded`` play
+every short plan (``explore``) and compare forced faults in pairs (``paired``): a flaw within a
+few steps is then found on every run, whatever Hypothesis draws.
+
 Options shared by every property: ``max_examples`` (default 50), ``max_steps`` (50), ``seed``
 (0: the search is reproducible), ``settings`` (a ``hypothesis.settings`` to start from), ``seeds``
 (reset seeds: int, list or strategy), ``faults`` (True: inject tool faults into ``ToolEnv``s) and
@@ -112,7 +116,14 @@ def assert_no_timeout_reward(make_env: Any, **options: Any) -> None:
     """Assert that timing out never adds reward: no episode that times out out-earns the same
     trajectory without the timing-out step.
 
-    Precisely, for every generated plan (seed, actions, optional repeated action, fault schedule):
+    First, exhaustively (``envaudit.testing.explore``): every action sequence of up to ``depth``
+    steps from reset seeds ``seed``..``seed + 3``, shortest first; on a ``ToolEnv`` each plan's
+    last tool call is forced to time out and, as its pair, to fail outright, with and without one
+    more step after it: the timed-out arm must not return more (both arms skip the tool, so they
+    differ in the call's status alone). A timed-out check graded as a pass, or a timed-out search
+    counted as "found", fails here on every run with the shortest plan that shows it.
+
+    Then, for every plan Hypothesis generates (seed, actions, optional repeated action, fault schedule):
 
     - **tool timeouts**: when tool call *k* times out, the episode's return must not exceed the
       larger of the returns of the same plan with call *k* running normally (the injected timeout
@@ -124,7 +135,8 @@ def assert_no_timeout_reward(make_env: Any, **options: Any) -> None:
       the call on: a one-sided signed-rank test over at least ``MIN_SAMPLES`` matched states.
     - **truncation**: when the step limit truncates the episode, its return must not exceed the
       best return of the same prefix ending, at the last step, in an outright failure instead
-      (an action that terminates the episode with ``success`` false), when such an action exists.
+      (an action that terminates the episode with ``success`` false), when such an action exists;
+      every action repeated to the step limit from the enumeration's seeds is checked the same way.
 
     A search that never saw a timeout, or never anything to compare one with, raises
     ``PropertyNotExercised`` (an ``AssertionError``) saying what it saw: it does not pass.
@@ -237,6 +249,11 @@ def _truncation_counterexample(session: EnvSession, plan: Plan, episode: Episode
 # -- failures ----------------------------------------------------------------------------------
 def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
     """Assert that a failed tool step never pays more than the same step succeeding.
+
+    First, exhaustively on a ``ToolEnv``: every enumerated plan's last tool call, where it works,
+    is forced to fail; the failed step must not pay more (compared only when both arms end the
+    episode alike), confirmed on 24 more reset seeds by a one-sided sign test (p < 0.01), since the
+    working call also drew the tool's random numbers. Then by Hypothesis:
 
     Precisely: when tool call *k* of a generated plan fails (status ``"error"``), the reward of
     that step must not exceed the reward of the same step, after the same prefix, with call *k*

@@ -3,6 +3,7 @@ spec (envaudit.families: FLAW_DOCS), and passes on the same spec with the flaw r
 
 from dataclasses import replace
 
+import gymnasium as gym
 import pytest
 
 from envaudit.families import flawed_case, make_env
@@ -129,3 +130,35 @@ def test_a_lenient_grader_pays_what_a_success_pays():
 def test_depth_is_checked():
     with pytest.raises(ValueError, match="depth must be a positive int"):
         assert_no_length_reward(twin(spec_of("brevity-bonus", TOOLENV)), depth=0)
+
+
+class Milestone(gym.Env):
+    """Eight steps of one action; the fifth pays +1 once (a milestone, bounded), the rest 0."""
+
+    action_space = gym.spaces.Discrete(1)
+    observation_space = gym.spaces.Discrete(9)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return 0, {}
+
+    def step(self, action):
+        self.t += 1
+        reward = 1.0 if self.t == 5 else 0.0
+        return self.t, reward, False, self.t >= 8, {"success": False} if self.t >= 8 else {}
+
+
+def test_a_reward_paid_once_late_in_a_run_is_not_farming():
+    # The second half of the run (steps 4-7) holds one paying step: bounded progress, not farming.
+    assert_no_length_reward(Milestone)
+
+
+def test_a_reward_paid_on_every_step_is_farming():
+    class Farm(Milestone):
+        def step(self, action):
+            obs, _, terminated, truncated, info = super().step(action)
+            return obs, 0.1, terminated, truncated, info
+
+    with pytest.raises(PropertyFailed, match="kept paying"):
+        assert_no_length_reward(Farm)

@@ -134,3 +134,10 @@ def test_bad_oracles_name_the_forms_accepted():
         assert_floor_below_oracle(sd.clean, 3, margin=0.5)
     with pytest.raises(TypeError, match="oracle callable returned int"):
         assert_floor_below_oracle(sd.clean, lambda env: 3, margin=0.5)
+
+
+@pytest.mark.parametrize("current", ["0", "7", "4294967295"])
+def test_the_other_interpreter_gets_another_hash_seed(monkeypatch, current):
+    monkeypatch.setenv("PYTHONHASHSEED", current)
+    other = other_hash_seed()
+    assert other.isdigit() and other != current and 0 <= int(other) <= 4294967295
