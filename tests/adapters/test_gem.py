@@ -175,6 +175,22 @@ def test_rg_envs_reset_and_succeed_by_the_reference_not_by_score_answer():
     assert "reference" in env.adapter_info["success"] and "score_answer" in env.adapter_info["success"]
 
 
+def test_full_marks_from_a_lenient_scorer_are_reward_without_success():
+    # rg:game_of_life_halting: reasoning-gym 0.1.23's score_answer pays
+    # `bool(answer) == bool(entry["answer"])` (game_of_life_halting.py:398): any non-empty answer,
+    # "eurT" included, earns 1.0. Success is the reference ("True"/"False"), so only it succeeds.
+    env = GemEnv("rg:game_of_life_halting")
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        assert env.candidates()["reference"] in ("\\boxed{True}", "\\boxed{False}")
+        _, reward, _, _, info = env.step(env.action_labels.index("wrong_1"))
+        assert (reward, info["success"]) == (1.0, False)
+        env.reset(seed=seed)
+        _, reward, _, _, info = env.step(env.action_labels.index("reference"))
+        assert (reward, info["success"]) == (1.0, True)
+    assert "wrong_1" in env.adapter_info["playability"]["full_marks_without_success"]
+
+
 def test_gems_tool_wrapper_applies_through_env_arg_and_its_calls_are_tool_steps():
     from envaudit.adapters import resolve_adapter
     from envaudit.errors import UsageError
@@ -183,7 +199,8 @@ def test_gems_tool_wrapper_applies_through_env_arg_and_its_calls_are_tool_steps(
     env = make_env()
     env.reset(seed=3)
     assert env.adapter_info["wrappers"] == ["python_tool"]
-    # GEM's python_tool: 0.05 per call, 0.25 more when the code runs, 5 calls at most.
+    # GEM's python_tool: 0.05 per call, 0.25 more when the code runs, 5 calls at most. GEM runs the
+    # code with the `python` found on PATH (gem/utils/sandbox.py), so the test needs one there.
     _, reward, terminated, _, info = env.step(env.action_labels.index("tool_call"))
     assert (reward, terminated, info["tool"]) == (pytest.approx(0.30), False, {"name": "python_code", "status": "ok"})
     _, reward, terminated, _, info = env.step(env.action_labels.index("tool_error"))
