@@ -106,6 +106,8 @@ def test_map_fills_the_columns_a_dump_names_its_own_way(dumps):
     unchecked = {(i["probe"], i["skipped"]) for i in report.incomplete}
     # tool_timeouts is read unasked (the schema's own name), so timeouts and pipeline ran
     assert ("timeouts", "the whole analysis") not in unchecked and ("length", "the whole analysis") in unchecked
+    assert {("drift", "length moves"), ("drift", "failure moves"), ("drift", "takeover moves"),
+            ("failures", "the whole analysis")} <= unchecked and ("drift", "timeout moves") not in unchecked
     [note] = [f for f in report.findings if f.probe == "logs"]
     assert "num_turns" in note.fix and "--map KEY=length" in note.fix  # the dump's keys, listed for --map
     mapped = run_logs(read_log([dumps["verl", "clean"]], mapping={"num_turns": "length"}), ScanConfig())

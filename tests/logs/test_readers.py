@@ -293,3 +293,71 @@ def test_prime_rl_reads_a_timeout_error_type_as_a_timeout(tmp_path):
     first["errors"] = [{"type": "ValueError", "message": "bad tool arguments"}]
     (folder / "traces.jsonl").write_text(json.dumps(first) + "\n")
     assert _rows(READERS["prime-rl"].read(tmp_path), "end_reason") == ["error"]
+
+
+# ---------------------------------------------------------------- what the readers share
+
+def test_copies_reward_by_value_on_every_rollout():
+    from envaudit.logs.readers._common import copies_reward
+
+    assert copies_reward(pd.Series([1]), pd.Series([1.0]))  # one rollout is enough to compare
+    assert not copies_reward(pd.Series([], dtype=float), pd.Series([], dtype=float))  # nothing to compare
+    assert copies_reward(pd.Series([1.0, math.nan]), pd.Series([1.0, math.nan]))  # unscored alike
+    assert not copies_reward(pd.Series([1.0, math.nan]), pd.Series([1.0, 0.0]))
+    assert not copies_reward(pd.Series([1, 0]), pd.Series([1.0, 0.0, 1.0]))
+
+
+def test_correctness_kinds():
+    from envaudit.logs.readers._common import correctness
+
+    success, note = correctness(pd.Series([True, None, False], dtype=object), "ok")
+    assert str(success.dtype) == "boolean" and success.tolist() == [True, pd.NA, False]
+    assert note == "success <- 'ok' (boolean)"
+    success, note = correctness(pd.Series([True, 2], dtype=object), "ok")
+    assert success is None and note == "success: 'ok' holds non-numeric values (e.g. True); success left missing"
+    success, note = correctness(pd.Series([0, 3]), "ok")
+    assert note.startswith("success: 'ok' holds values other than 0/1 (e.g. 3)")
+
+
+def test_jsonl_lines_blank_lines_and_non_objects(tmp_path):
+    from envaudit.logs.readers._common import first_record, read_jsonl
+
+    log = tmp_path / "1.jsonl"
+    log.write_text('\n\n{"a": 1}\n\n{"a": 2}\n')
+    assert first_record(log) == {"a": 1}  # blank lines before the first record are skipped
+    assert [(n, r["a"]) for n, r in read_jsonl(log)] == [(3, 1), (5, 2)]
+    log.write_text('{"a": 1}\n[1, 2]\n')
+    with pytest.raises(UsageError, match=r"1\.jsonl:2 holds a JSON list, expected an object"):
+        list(read_jsonl(log))
+    log.write_text("[1, 2]\n")
+    assert first_record(log) is None
+
+
+def test_step_files_sort_as_numbers(tmp_path):
+    from envaudit.logs.readers._common import find_files
+
+    for step in (10, 2, 1):
+        (tmp_path / f"{step}.jsonl").write_text("{}\n")
+    assert [p.name for p in find_files(tmp_path, "*.jsonl", "dump", "hint")] == ["1.jsonl", "2.jsonl", "10.jsonl"]
+    with pytest.raises(UsageError, match=r"holds no verl dump \(\*\.parquet\); set the option"):
+        find_files(tmp_path, "*.parquet", "verl dump", "set the option")
+
+
+def test_group_key_and_the_logged_run():
+    import hashlib
+
+    from envaudit.logs.readers._common import group_key, logged_run, pick_correctness_field
+
+    assert group_key(3, "p", "q") == "3/" + hashlib.sha1("p\x1fq".encode()).hexdigest()[:10]
+    eps = pd.DataFrame({"episode_id": ["a", "b"], "iteration": ["1", "2"], "return": [1, 0], "length": [2.0, 3.0]},
+                       index=[5, 7])
+    steps = pd.DataFrame({"episode_id": ["a"], "step": [0], "action": ["x"]}, index=[9])
+    run = logged_run(eps, steps, "verl", [])
+    assert run.episodes.index.tolist() == [0, 1] and "index" not in run.episodes.columns
+    assert str(run.episodes["iteration"].dtype) == "int64" and str(run.episodes["return"].dtype) == "float64"
+    assert str(run.episodes["length"].dtype) == "Int64"
+    assert run.missing == ["group_id", "end_reason", "success", "steps.reward", "steps.tool_name",
+                           "steps.tool_status", "steps.latency_s"]
+    assert run.steps.index.tolist() == [0]
+    assert pick_correctness_field(["score", "pred"], None) is None
+    assert pick_correctness_field(["passed", "acc"], None) == "acc"  # in CORRECTNESS_NAMES' order

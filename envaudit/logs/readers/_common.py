@@ -168,7 +168,8 @@ def correctness(values: pd.Series, field: str, reward: pd.Series | None = None) 
         if set(numbers.dropna().unique()) <= {0, 1}:
             return numbers.map(lambda v: pd.NA if pd.isna(v) else bool(v)).astype("boolean"), \
                 f"success <- {field!r} (0/1)"
-        return None, (f"success: {field!r} holds values other than 0/1 (e.g. {present.iloc[0]!r}); a correctness "
+        odd = numbers[numbers.notna() & ~numbers.isin([0, 1])].iloc[0]
+        return None, (f"success: {field!r} holds values other than 0/1 (e.g. {odd.item()!r}); a correctness "
                       "flag must be boolean or 0/1, success left missing")
     return None, (f"success: {field!r} holds non-numeric values (e.g. {present.iloc[0]!r}); success left missing")
 
