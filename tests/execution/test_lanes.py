@@ -179,3 +179,16 @@ def test_the_grpo_probe_gives_the_same_curves_and_findings_with_1_and_4_workers(
         assert other["report"] == base["report"], f"{executor} x {workers}"
         pd.testing.assert_frame_equal(other["curves"].drop(columns=[c for c in other["curves"] if "time" in c]),
                                       base["curves"].drop(columns=[c for c in base["curves"] if "time" in c]))
+
+
+def test_grpo_rollouts_of_an_async_env_are_awaited_on_the_loop_with_the_same_result(executors):
+    config = GRPOConfig(group_size=4, groups_per_iteration=2, iterations=2, pipeline="drop", seed=5)
+    inline = train(AsyncCheckSubmit, config)
+    start = time.monotonic()
+    many = train(AsyncCheckSubmit, config, executor=executors("asyncio", 8))
+    took = time.monotonic() - start
+    pd.testing.assert_frame_equal(comparable(inline.curves), comparable(many.curves))
+    pd.testing.assert_frame_equal(inline.episodes, many.episodes)
+    # Every turn's 8 replies are awaited at once: about one reply per turn, not one per rollout.
+    turns = many.env_steps / 8
+    assert took < 4 * turns * REPLY_S + 2.0
