@@ -22,7 +22,9 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
 - **Opponents.** Other players play a seeded random *legal* player: a uniform draw from the legal
   moves of their state (read as the agent's are, below), from a generator seeded by the reset seed,
   so an episode is a function of the seed and the agent's actions. The agent moves first only when
-  the game says so: opponents who start move before the first observation. Games for more than
+  the game says so: opponents who start move before the first observation. A game they finish
+  before player 0 ever moves is dealt again from a seed derived from the reset seed (``DEALS``;
+  ``info["deal"]`` says so). Games for more than
   two players need ``--env-arg num_players=N``.
 - **Seeding.** ``reset(seed=...)`` seeds Python's *global* ``random`` (``ta.State.__init__``);
   anything else that draws from it in the same process changes the episodes. The fingerprint
@@ -96,6 +98,8 @@ OPPONENT_MOVES_PER_TURN = 20
 """Steps per opponent between two agent turns before the adapter gives up on the game (a guard)."""
 MAX_PLAYERS = 16
 """The most players tried when a game of several players does not say how many it needs."""
+DEALS = 8
+"""Games dealt per reset, at most, until one leaves player 0 a move (the opponents can end a game first)."""
 PLAYABILITY_SEED = 0
 PLAYABILITY_TURNS = 3
 """States of one seeded game on which ``adapter_info["playability"]`` is measured."""
@@ -357,16 +361,26 @@ class TextArenaEnv(CatalogueEnv):
         self._seed = seed if seed is not None else int(self.np_random.integers(2**31))
         self._turn, self._last = 0, None
         self._game_for_episode()
-        self.game.reset(num_players=self.num_players, seed=self._seed)
-        self._sink = _Sink()
-        watch_rewards(self.base.state, self._sink)
-        self._opponent = random.Random(f"envaudit-opponent:{self._seed}")  # never the global random
-        self._cache: tuple[Any, list[Strategy]] | None = None
-        self._prompts: dict[int, str] = {}  # each player's first messages of this game
-        if self._play_opponents():
-            raise RuntimeError(f"{self.env_id} ended before player 0's first move")
+        for deal in range(DEALS):
+            # A game the opponents finish before player 0 ever moves (SecretMafia-v0 at seed 0: the
+            # village votes out both Mafia first) is dealt again, from a seed derived from this one.
+            if deal:
+                self._new_game()
+                self._played = True
+            game_seed = self._seed if not deal else random.Random(f"envaudit-deal:{self._seed}:{deal}").getrandbits(31)
+            self.game.reset(num_players=self.num_players, seed=game_seed)
+            self._sink = _Sink()
+            watch_rewards(self.base.state, self._sink)
+            # Never the global random; the first deal's generator is the reset seed's alone.
+            self._opponent = random.Random(f"envaudit-opponent:{self._seed}" + (f":{deal}" if deal else ""))
+            self._cache: tuple[Any, list[Strategy]] | None = None
+            self._prompts: dict[int, str] = {}  # each player's first messages of this game
+            if not self._play_opponents():
+                break
+        else:
+            raise RuntimeError(f"{self.env_id} ended before player 0's first move in {DEALS} deals")
         self._obs, self._newest = self._observe()
-        return self._obs, {}
+        return self._obs, ({"deal": deal, "game_seed": game_seed} if deal else {})
 
     def _observe(self) -> tuple[str, list[str]]:
         """The player to move's observation, and its messages new since its last one (read from the

@@ -106,3 +106,15 @@ def test_a_fresh_game_replays_the_same_episode():
         episodes.append(steps)
     # The second game shows the first one's transcript; the games after it replay the first.
     assert episodes[0] == episodes[2] == episodes[3] and episodes[1] != episodes[0]
+
+
+def test_a_game_the_opponents_finish_first_is_dealt_again_from_the_seed():
+    # SecretMafia-v0 (6 players, the agent a villager at seed 0): the seeded random opponents vote
+    # out both Mafia before player 0's first turn (checked by hand: TextArena's reason "All Mafia
+    # were eliminated. Village wins!", 39 turns in). The reset deals again and replays that deal.
+    env = TextArenaEnv("SecretMafia-v0")
+    first, info = env.reset(seed=0)
+    assert info["deal"] >= 1 and env.base.state.current_player_id == 0 and not env.base.state.done
+    again, info_again = TextArenaEnv("SecretMafia-v0").reset(seed=0)
+    assert (again, info_again) == (first, info)
+    assert "deal" not in env.reset(seed=1)[1]  # a game that leaves player 0 a move is the seed's own
