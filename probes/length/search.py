@@ -161,7 +161,7 @@ def skeleton_of(actions: Sequence[Any], statuses: Sequence[Any]) -> list[Any]:
 def find_successes(ctx: ProbeContext, n: int, seeds: Sequence[int]) -> list[tuple[int, tuple]]:
     """Up to ``n`` (seed, actions) successes over ``seeds`` in order; stops after ``MISSES`` misses in a row."""
     space = ctx.env.action_space
-    if not isinstance(space, gym.spaces.Discrete) or ctx.env_hung("the search for successes to delay"):
+    if not isinstance(space, gym.spaces.Discrete) or ctx.hangs:
         return []
     actions = [int(space.start) + i for i in range(int(space.n))]
     env = ctx.make_env()
