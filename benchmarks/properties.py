@@ -84,11 +84,14 @@ def main() -> None:
     parser.add_argument("--n-clean", type=int, default=30, help="generated clean envs (default 30)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated cases (default 0)")
     parser.add_argument("--skip-replay", action="store_true", help="leave out assert_replayable (a subprocess each)")
+    parser.add_argument("--only", nargs="+", metavar="PROPERTY", choices=sorted(CLASSES),
+                        help="run only these properties")
     parser.add_argument("--verbose", action="store_true", help="print every miss and false failure")
     args = parser.parse_args()
     tallies: dict[str, Tally] = defaultdict(Tally)
     notes: list[str] = []
-    props = [p for p in CLASSES if not (args.skip_replay and p == "assert_replayable")]
+    props = [p for p in CLASSES if not (args.skip_replay and p == "assert_replayable")
+             and (not args.only or p in args.only)]
     for name, make_env, flaw, source in targets(args.n_flawed, args.n_clean, args.seed):
         for prop in props:
             kinds, codes = CLASSES[prop]

@@ -21,8 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from envaudit.policies import oracle_policy
 from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.testing.explore import Explorer
+from envaudit.testing.oracles import as_policy
 from envaudit.testing.search import (
     Counterexample,
     PropertyFailed,
@@ -42,7 +44,7 @@ INTERPRETER_TIMEOUT_S = 120
 """A safety cap on the subprocess; it never decides a verdict (a replay that cannot run is skipped)."""
 
 
-def assert_replayable(make_env: Any, *, interpreters: bool = True, **options: Any) -> None:
+def assert_replayable(make_env: Any, *, interpreters: bool = True, oracle: Any = None, **options: Any) -> None:
     """Assert that the same seed and the same actions give the same trajectory.
 
     Every plan is played three times: twice on one env instance (which has played other
@@ -50,8 +52,11 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, **options: An
     observation and, step by step, on observations, rewards, ``terminated``/``truncated``, the
     tool called and its status, and the final ``success`` flag (tool latencies are not
     compared). The plans: every short action sequence from a few seeds (exhaustive, shortest
-    first), each action repeated to the end, then a Hypothesis search with faults. With
-    ``interpreters`` (default) the short plans are also played in a fresh Python subprocess with
+    first), each action repeated to the end, the oracle's episodes replayed open-loop (``oracle``:
+    a policy, a function ``(obs, info) -> action``, a list of actions, or a callable
+    ``(env) -> one of those``; default the env's ``oracle()`` if it has one), then a Hypothesis
+    search with faults. With
+    ``interpreters`` (default) the first 48 short plans are also played in a fresh Python subprocess with
     another ``PYTHONHASHSEED`` and must agree with this process; that needs ``make_env`` to be an
     env id or a factory ``cloudpickle`` can send (a module-level function or class, or a lambda
     over such), and is skipped when the subprocess cannot build the env.
@@ -78,11 +83,13 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, **options: An
 
         ex = Explorer(first, seed=opts.seed, seeds=opts.seeds, depth=extra.get("depth"))
         with _seeded_globals(opts.seed):  # an env that draws from the global generators gets the same draws every run
-            short = [n.plan for n in ex.tree()[:INTERPRETER_PLANS]] + [Plan(ex.seeds[0], (), a) for a in ex.actions]
-            found = next((f for f in map(check, short) if f is not None), None)
+            every = ([n.plan for n in ex.tree()] + [Plan(s, (), a) for s in ex.seeds for a in ex.actions]
+                     + _oracle_plans(first, ex.seeds, oracle, opts.seed))
+            found = next((f for f in map(check, every) if f is not None), None)
         if found is not None:
-            how = f"exhaustive over short plans, {len(short)} plans"
-            raise PropertyFailed(render_failure(prop, target_text(make_env), found, len(short), how=how), found, prop)
+            how = f"exhaustive over short plans, {len(every)} plans"
+            raise PropertyFailed(render_failure(prop, target_text(make_env), found, len(every), how=how), found, prop)
+        short = [n.plan for n in ex.tree()[:INTERPRETER_PLANS]] + [Plan(ex.seeds[0], (), a) for a in ex.actions]
         faults = (fault_schedules(max_calls=min(first.limit, first.max_steps), kinds=(TOOL_ERROR, TOOL_TIMEOUT))
                   if opts.faults and first.injects else None)
         strategy = plans(first, seeds=opts.seeds, faults=faults)
@@ -92,6 +99,15 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, **options: An
             if found is not None:
                 how = f"exhaustive over short plans, {len(short)} plans, one fresh interpreter"
                 raise PropertyFailed(render_failure(prop, target_text(make_env), found, len(short), how=how), found, prop)
+
+
+def _oracle_plans(session: EnvSession, seeds: list[int], oracle: Any, seed: int) -> list[Plan]:
+    """The oracle's episodes as plans (its actions, replayed open-loop): hidden state that only a
+    whole solved task reaches, such as an answer drawn outside the env's seed, shows there."""
+    policy = as_policy(oracle, session.env, action=session.action) if oracle is not None else oracle_policy(session.env)
+    if policy is None:
+        return []
+    return [Plan(s, session.play(Plan(s), policy=policy, rng=np.random.default_rng([seed, s])).actions) for s in seeds]
 
 
 @contextmanager
