@@ -93,7 +93,13 @@ def test_crosswords_own_random_moves_are_format_errors_and_the_fallback_says_non
     assert "none accepted" in source
     for move in GAMES["CrosswordsEnv"].legal(env, RNG)[:5]:
         assert try_move(env, move).accepted  # a wrong letter is "incorrect", not a rejected move
-    assert try_move(env, GAMES["CrosswordsEnv"].reference(env)).reward > 0
+    reference = GAMES["CrosswordsEnv"].reference(env)
+    assert try_move(env, reference).reward > 0
+    env.step(reference)  # the cell is filled now: no legal move may name it ("already filled")
+    row_col = reference[len("\\boxed{"):].rsplit(" ", 1)[0]
+    legal = GAMES["CrosswordsEnv"].legal(env, RNG)
+    assert legal and not any(m.startswith("\\boxed{" + row_col + " ") for m in legal)
+    assert all(try_move(env, m).accepted for m in legal)
 
 
 def test_a_wall_collision_is_one_of_the_games_rejections_and_a_lost_mine_is_not():
