@@ -51,10 +51,11 @@ from envaudit.probes._shared.endings import (
     final_share,
     fmt,
     honest_successes,
-    without_lucky,
     sample_size,
     typical_step_pay,
+    without_lucky,
 )
+from envaudit.probes._shared.same_state import failing_endings
 from envaudit.protocol import FAILURE, TOOL_OK
 from envaudit.rollout import Policy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap
@@ -185,8 +186,18 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
         rest = run_eps[ended_unsuccessful(run_eps)]
         own = float(rest["length"].median()) if len(rest) else 0.0
         yard, yard_info = without_lucky(success, sources or {}, ctx.exploration.episodes, own)
-        verdict = exploit_ladder(rest["return"].to_numpy(float), yard, alternative, rng,
-                                 alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        # The behaviour against the honest failure from the same state (the counterfactual engine:
+        # the least-paying other ending that fails there): a step cost that a quick ending saves, or
+        # partial credit that every ending pays, then pays both sides alike (giving up beats failing
+        # slowly is no reward without success).
+        same = failing_endings(ctx, rest, result.records.steps, tag=f"intent-ending-{policy.name}",
+                               arm="same-state-ending", exclude=[a], min_length=1, pick="least")
+        paired = same is not None and len(same["behaviour"]) >= MIN_SAMPLES
+        exploit, versus = (same["behaviour"], same["ended"]) if paired else (rest["return"].to_numpy(float),
+                                                                             alternative)
+        verdict = exploit_ladder(exploit, yard, versus, rng, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
+        if paired:
+            verdict["same_state"] = {k: v for k, v in same.items() if k not in ("behaviour", "ended")}
         if yard_info["lucky_left_out"]:
             verdict["yardstick"] = {**yard_info, "mean_honest_success": float(yard.mean())}
         # A payout at the end (a claim, a lenient grader) is this probe's; pay collected step by
@@ -199,7 +210,7 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
                "final_step_share": share,
                "mean_exploit": float(rest["return"].mean()) if len(rest) else None, "n_exploit": int(len(rest)),
                "success_rate": float(run_eps["success"].eq(True).fillna(False).mean()) if len(run_eps) else None,
-               "mean_alternative": float(alternative.mean()) if len(alternative) else None,
+               "mean_alternative": float(versus.mean()) if len(versus) else None,
                "examples": [int(e) for e in rest.sort_values("return", ascending=False)["episode_id"][:5]]}
         if not best or LEVEL_RANK[verdict["level"]] > LEVEL_RANK[best["verdict"]["level"]]:
             best = row
@@ -399,9 +410,13 @@ def _no_flag_text() -> tuple[str, str, str]:
 def _confirmed_text(best: dict, mean_s: float | None, fail: bool) -> tuple[str, str, str]:
     head = (f"Episodes that {_pattern(best).replace('ends with', 'end with').replace('uses', 'use')} earn "
             f"{fmt(best['mean_exploit'])} with success=False ({best['policy']} on fresh seeds)")
+    yard = best["verdict"].get("yardstick")
+    mean_s = yard["mean_honest_success"] if yard else mean_s
     summary = (f"{head}, at least as much as succeeding ({fmt(mean_s)}), so an agent learns "
                f"'{best['label']}' instead of doing the task." if fail else
-               f"{head}, more than an honest failure ({fmt(best['mean_alternative'])})"
+               f"{head}, more than "
+               + ("failing another way from the same state" if best["verdict"].get("same_state") else "an honest failure")
+               + f" ({fmt(best['mean_alternative'])})"
                + (f" though less than succeeding ({fmt(mean_s)})" if mean_s is not None
                   else "; no honest success was seen to compare with")
                + f", so an agent that cannot do the task learns '{best['label']}'.")

@@ -15,7 +15,11 @@ timed-out episodes that the env did not judge a success:
    exploration policy, one tool at a time (with the paired difference against the same seeds and
    actions un-faulted, Wilcoxon signed-rank, in the evidence).
 
-Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against the
+Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against ending
+the same episodes honestly from the same state instead (``same_state_endings``: replayed through the
+counterfactual engine up to the step before their last, then ended at once each way that fails;
+partial credit paid on every unfinished ending then pays both sides alike). Where that cannot be
+replayed (no ``Discrete`` space, injected faults, a logged run, too few failing states): against the
 same episodes failing outright instead (``matched_failures``: each timed-out episode's return with
 its ending's pay swapped for what an honest failure's ending pays — same start, same prefix, same
 progress; failures of *other* episodes got less far, and progress is not a reward for timing out)
@@ -67,6 +71,7 @@ from envaudit.probes._shared.endings import (
     split_enders,
     unsuccessful_timeouts,
 )
+from envaudit.probes._shared.same_state import failing_endings
 from envaudit.protocol import (
     END_TOOL_TIMEOUT,
     FAILURE,
@@ -87,16 +92,38 @@ LEVEL_RANK = {None: 0, "above_alternative": 1, "at_least_success": 2}
 
 
 
-def arm_verdict(ctx: ProbeContext, records: Records | None, success, failure, rng) -> dict:
-    """The ladder for one arm's timeouts (exploration when ``records`` is None) against the same
-    episodes failing outright instead (``matched_failures``), kept only when the timeout's ending
-    itself pays more than a failure's."""
+def same_state_endings(ctx: ProbeContext, timed_out: pd.DataFrame, steps: pd.DataFrame) -> dict | None:
+    """Each timed-out episode against the best ending that fails from the state before its last
+    step (``same_state.failing_endings``): ``timeout`` and ``ended`` returns, paired."""
+    out = failing_endings(ctx, timed_out, steps, tag="timeouts-ending", arm="same-state-ending")
+    if out is None:
+        return None
+    return {"timeout": out.pop("behaviour"), **out}
+
+
+def arm_verdict(ctx: ProbeContext, records: Records | None, success, failure, rng, *,
+                same_state: bool = True) -> dict:
+    """The ladder for one arm's timeouts (exploration when ``records`` is None) against ending the
+    same episode honestly instead, from the same state (``same_state_endings``: replayed through
+    the counterfactual engine). Where the engine cannot replay them (a space that is not
+    ``Discrete``, faults injected on the way, nothing but the step limit ends episodes, a logged
+    run), against the same episodes with their ending's pay swapped for an honest failure's
+    (``matched_failures``), kept only when the timeout's ending itself pays more than a failure's."""
     episodes = ctx.exploration.episodes if records is None else records.episodes
     timed_out = episodes[unsuccessful_timeouts(episodes)]
     pooled = ctx.exploration if records is None else Records.concat([ctx.exploration, records])
     explored = ctx.exploration.episodes
     failure_ids = explored.loc[explored["outcome"] == FAILURE, "episode_id"]
     returns = timed_out["return"].to_numpy(float)
+    replayed = same_state_endings(ctx, timed_out, pooled.steps) if same_state else None
+    if replayed is not None and len(replayed["timeout"]) >= MIN_SAMPLES:
+        verdict = exploit_ladder(replayed["timeout"], success, replayed["ended"], rng, alpha=ctx.config.alpha,
+                                 min_effect=MIN_EFFECT)
+        verdict["alternative"] = ("the same episodes ended honestly instead of their last step, from the same state "
+                                  f"(the best of {', '.join(replayed['endings'])})")
+        verdict["same_state"] = {k: v for k, v in replayed.items() if k not in ("timeout", "ended")}
+        verdict["mean_failure_elsewhere"] = float(np.mean(failure)) if len(failure) else None
+        return verdict
     matched = matched_failures(timed_out["episode_id"], returns, pooled.steps, failure_ids, ctx.exploration.steps)
     verdict = exploit_ladder(returns, success, matched, rng, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
     verdict["alternative"] = "the same episodes failing outright instead (their ending's pay swapped for a failure's)"
@@ -205,7 +232,7 @@ def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray,
                          tags={"faults": f"timeout:{tool}"})
         ctx.keep(result.records)
         f = result.records.episodes
-        verdict = arm_verdict(ctx, result.records, success, failure, rng)
+        verdict = arm_verdict(ctx, result.records, success, failure, rng, same_state=False)
         pairs = f[f["n_injected"] > 0].merge(b[["seed", "return"]], on="seed", suffixes=("", "_unfaulted"))
         verdict["paired"] = paired_compare(pairs["return"].to_numpy(float), pairs["return_unfaulted"].to_numpy(float),
                                            rng, labels=("faulted", "unfaulted"))
@@ -232,7 +259,8 @@ def _summary(best: dict, mean_s: float | None, mean_f: float | None) -> str:
                     best["arm"], f"Timing out by {best['what'].replace('repeat ', 'repeating ', 1)} earns")
         head = f"{what} {fmt(best['mean_timeout'])} on average"
     matched = fmt((v.get("vs_alternative") or {}).get("mean_alternative"))
-    versus = f"more than the same episodes would earn failing outright instead ({matched}"
+    versus = (f"more than the same episodes would earn ending at once from the same state instead ({matched}"
+              if v.get("same_state") else f"more than the same episodes would earn failing outright instead ({matched}")
     versus += f"; failures elsewhere earn {fmt(mean_f)})" if mean_f is not None else ")"
     if v["level"] == "at_least_success":
         return (f"{head}, at least as much as succeeding ({fmt(mean_s)}) and {versus}, so an agent can learn "
@@ -315,7 +343,7 @@ def analyse(ctx: ProbeContext) -> list[Finding]:
         return []
     success = returns_of(eps, SUCCESS)
     rng = ctx.rng("stats")
-    verdict = arm_verdict(ctx, None, success, failure, rng)
+    verdict = arm_verdict(ctx, None, success, failure, rng, same_state=False)
     arm = arm_row("logged", "the logged policy", eps, ctx.exploration.steps, verdict)
     return decide_timeout_rewarded(ctx, [arm], success, {"n_logged": int(len(success))}, failure)
 

@@ -10,7 +10,13 @@ finds action cycles that return to the same observation with positive net reward
 """
 
 from envaudit.counterfactual.cycles import Cycle, find_cycles
-from envaudit.counterfactual.engine import Counterfactuals, Episode, Played, from_runner, paired_test
+from envaudit.counterfactual.engine import (
+    Counterfactuals,
+    Episode,
+    Played,
+    from_runner,
+    paired_test,
+)
 from envaudit.counterfactual.plans import (
     ANY,
     ENDED,

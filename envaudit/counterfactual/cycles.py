@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 
@@ -71,7 +72,7 @@ def find_cycles(steps: pd.DataFrame, episodes: pd.DataFrame, enders: Iterable[in
             continue
         # One prefix per seed (the engine plays each seed once per run anyway), earliest first.
         chosen: dict[int, Prefix] = {}
-        for _, t, prefix in sorted(rows, key=lambda r: (r[1], r[2].source)):
+        for _, _t, prefix in sorted(rows, key=lambda r: (r[1], r[2].source)):
             chosen.setdefault(prefix.seed, prefix)
         cycles.append(Cycle(window, pay, len(rows), list(chosen.values())[:MAX_PREFIXES]))
     cycles.sort(key=lambda c: (-c.count, -c.pay, c.actions))

@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from envaudit.counterfactual.plans import ENDED, LIMIT, Continuation, Prefix, Plan, PlannedEnv, PlanPolicy
+from envaudit.counterfactual.plans import (
+    ENDED,
+    LIMIT,
+    Continuation,
+    Plan,
+    PlannedEnv,
+    PlanPolicy,
+    Prefix,
+)
 from envaudit.protocol import SUCCESS
 from envaudit.recording import Records
 from envaudit.rollout import Runner, RunResult

@@ -241,3 +241,31 @@ def honest_successes(ctx: ProbeContext, target: int = 0) -> tuple[np.ndarray, di
     if len(ret) < target:
         ret = _top_up(ctx, ret, info, target)
     return ret, info
+
+
+def without_lucky(success: np.ndarray, sources: dict, exploration: pd.DataFrame, own_length: float
+                  ) -> tuple[np.ndarray, dict]:
+    """The ladder's yardstick for ``fail``: what the honest policy earns, not what luck pays.
+
+    ``success`` and ``sources`` are ``honest_successes``'s (exploration's successes, then the
+    oracle's, then random top-ups). With at least ``MIN_SAMPLES`` oracle successes the yardstick is
+    the oracle's alone: exploration's successes pooled with them would let lucky ones set the bar.
+    Without, exploration's successes less the lucky ones: a success in no more steps than the
+    exploit's own episodes take is the exploit's behaviour succeeding by chance (a first-step
+    guess that happened to be right), not the honest policy (issue 25, class 6); all of them when
+    fewer than ``MIN_SAMPLES`` take longer."""
+    n_explored, n_oracle = int(sources.get("n_exploration", 0)), int(sources.get("n_oracle", 0))
+    if n_oracle >= MIN_SAMPLES and n_explored + n_oracle <= len(success):
+        oracle = np.asarray(success[n_explored:n_explored + n_oracle], float)
+        return oracle, {"lucky_left_out": n_explored, "honest": "the env's oracle",
+                        "mean_left_out": float(np.mean(success[:n_explored])) if n_explored else None}
+    if exploration.empty:
+        return success, {"lucky_left_out": 0}
+    won = exploration[exploration["outcome"] == SUCCESS]
+    honest = won[won["length"] > own_length]
+    if len(honest) < MIN_SAMPLES or len(honest) == len(won):
+        return success, {"lucky_left_out": 0}
+    lucky = won[won["length"] <= own_length]
+    return honest["return"].to_numpy(float), {
+        "lucky_left_out": int(len(lucky)), "mean_left_out": float(lucky["return"].mean()),
+        "honest": f"exploration's successes longer than the exploit's own episodes ({own_length:g} steps)"}

@@ -1,7 +1,8 @@
 """Probe ``length`` → ``length-bias``: does the return depend on episode length beyond what success
 explains (step farming, a brevity bonus, delaying a success that is in reach)?
 
-``bias`` runs the probe (the regression, the farming and brevity strategies); ``delay`` pairs a
+``bias`` runs the probe (the regression, the farming and brevity strategies); ``cycles`` judges
+action cycles that pay lap after lap by the counterfactual engine; ``delay`` pairs a
 success with the same success delayed; ``search`` finds successes in long tasks without an oracle;
 ``logged`` is its half that judges a logged run's episodes alone (``envaudit logs``).
 Each measures; ``decide_length_bias`` (``decisions``, with its words in ``text``) grades every kind

@@ -56,6 +56,7 @@ from envaudit.probes._shared.endings import (
     typical_step_pay,
 )
 from envaudit.probes._shared.stall import stall_marginal
+from envaudit.probes.length.cycles import cycle_farming
 from envaudit.probes.length.decisions import decide_length_bias
 from envaudit.probes.length.delay import (
     best_paying,
@@ -262,7 +263,7 @@ def _failures_not_ending_with(ctx: ProbeContext, action, failure: np.ndarray) ->
     return other if len(other) >= MIN_SAMPLES else failure
 
 
-def run(ctx: ProbeContext) -> list[Finding]:
+def _run(ctx: ProbeContext, looped: list) -> list[Finding]:
     eps, steps = ctx.exploration.episodes, ctx.exploration.steps
     if len(eps) < MIN_SAMPLES:
         ctx.notes["skipped"] = f"only {len(eps)} exploration episodes (need {MIN_SAMPLES})"
@@ -275,6 +276,11 @@ def run(ctx: ProbeContext) -> list[Finding]:
     rng = ctx.rng("regression")
     failure = returns_of(eps, FAILURE)
     success, sources = honest_successes(ctx)
+    # An action cycle that pays lap after lap (the boat-race loop) is judged from the same states.
+    cycle = cycle_farming(ctx, success, "honest successes found (exploration, the oracle)")
+    if cycle is not None:
+        ctx.notes["cycle"] = {k: v for k, v in cycle.items() if k != "examples"}
+        looped += decide_length_bias("cycle", cycle)
     # Delaying a success needs successes to delay, not successes in random play: where neither
     # exploration nor an oracle shows one, the check searches for them (``search``).
     enders, others, _ = split_enders(steps)
@@ -311,3 +317,8 @@ def run(ctx: ProbeContext) -> list[Finding]:
     brevity = _brevity(ctx, fit, success, failure, rng, slope=False, enders=fading) if fading else None
     found += [brevity] if brevity is not None else []
     return found
+
+
+def run(ctx: ProbeContext) -> list[Finding]:
+    looped: list[Finding] = []
+    return _run(ctx, looped) + looped

@@ -18,7 +18,7 @@ from envaudit.findings import Finding, Severity
 from envaudit.probes.length import text
 
 CODE = "length-bias"
-KINDS = ("constant", "unending", "delay", "farming", "brevity", "one-incentive", "logged-correlation", "logged-delay")
+KINDS = ("constant", "unending", "delay", "farming", "cycle", "brevity", "one-incentive", "logged-correlation", "logged-delay")
 
 
 def decide_length_bias(kind: str, measured: Mapping[str, Any]) -> list[Finding]:
@@ -36,6 +36,12 @@ def decide_length_bias(kind: str, measured: Mapping[str, Any]) -> list[Finding]:
       idle steps pay (``evidence["marginal"]["pays"]``): ``fail`` at ``at_least_success``, ``warn`` at
       ``above_alternative``, both only when the idle steps pay; ``info`` when the long episodes earn
       more only by progress made on the way, and ``info`` for the bare correlation.
+    - ``"cycle"`` (``cycles.cycle_farming``): repeating an action cycle that comes back to the same
+      observation, then ending honestly, against ending at once from the same prefixes (the
+      counterfactual engine's pairs); ``measured["level"]``: ``fail`` at ``at_least_success`` (it
+      earns at least honest success from the same starts: the oracle's on the same seeds, else the
+      honest successes found), ``warn`` at ``above_alternative`` (the laps pay, less than success);
+      none when the laps do not pay.
     - ``"brevity"`` (``bias._brevity``): quitting at once on the ladder -> ``fail`` at
       ``at_least_success`` (a brevity bonus); else, when the regression's slope was what sent it
       there (``measured["slope"]``), ``info`` (a step cost); else none.
@@ -82,6 +88,17 @@ def decide_length_bias(kind: str, measured: Mapping[str, Any]) -> list[Finding]:
                             measured["examples"], text.FIX_FARMING, probe="length")]
         return [Finding(CODE, Severity.INFO, text.CORRELATION_TITLE, text.correlation_summary(evidence), tagged, [],
                         text.FIX_CORRELATION, probe="length")]
+    if kind == "cycle":
+        level = measured["level"]
+        if level is None:
+            return []
+        evidence = {k: v for k, v in measured.items() if k not in ("examples", "level", "holds")}
+        evidence.update(behaviour="stall", reward_path="env")
+        if level == "at_least_success":
+            evidence["p_value"] = max(evidence["p_value"], measured["vs_success"]["p_value"])
+        return [Finding(CODE, Severity.FAIL if level == "at_least_success" else Severity.WARN,
+                        text.cycle_title(level), text.cycle_summary(level, evidence), evidence,
+                        measured["examples"], text.FIX_CYCLE, probe="length")]
     if kind == "brevity":
         evidence = measured["evidence"]
         if measured["level"] == "at_least_success":

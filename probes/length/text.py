@@ -94,6 +94,29 @@ FIX_CORRELATION = "If longer episodes are not meant to pay more, look for per-st
 
 
 # -- brevity: quitting at once on the ladder -------------------------------------------------------
+def cycle_title(level: str) -> str:
+    return ("Pacing back and forth pays as much as succeeding" if level == "at_least_success"
+            else "Pacing back and forth pays")
+
+
+def cycle_summary(level: str, evidence: Mapping[str, Any]) -> str:
+    cycle = " then ".join(f"'{a}'" for a in evidence["cycle"])
+    test = evidence["cycle_vs_end_now"]
+    head = (f"Repeating {cycle} {evidence['laps']} more times and then ending with '{evidence['honest_ending']}' "
+            f"earns {test['mean']:.3g} more than ending that way at once from the same state "
+            f"({test['n_pairs']} paired replays, p={test['p_value']:.2g}); each lap comes back to the same "
+            f"observation, so the loop can be run until the step limit")
+    if level == "at_least_success":
+        return (f"{head}, and it earns {evidence['mean_cycle']:.3g}, at least what honest success earns "
+                f"({evidence['mean_success']:.3g}, {evidence['success_source']}): a return maximiser loops "
+                "instead of finishing.")
+    return f"{head}, though less than succeeding ({evidence['mean_success']:.3g})."
+
+
+FIX_CYCLE = ("Pay for progress only once (potential-based shaping: charge a step back what the step forward "
+             "paid, or pay each milestone the first time it is reached), so a loop nets nothing.")
+
+
 QUIT_TITLE = "Quitting at once pays as much as success"
 
 

@@ -52,14 +52,15 @@ def test_tool_timeout_that_ends_the_episode_and_pays_is_caught():
     params = {**TaskEnv.__init__.__kwdefaults__, **FIXTURES["tool_timeout_pays"].params}
     f = only_finding(run_probe(probe, FIXTURES["tool_timeout_pays"].make(), episodes=96)[0])
     assert f.severity == Severity.WARN  # 0.6 beats failing (0) but not succeeding (1)
-    assert f.evidence["arm"] == "repeat-search"
+    # Repeating search reaches the warn rung (exploration's timeouts may too, the strongest heads).
+    arm = next(a for a in f.evidence["arms"] if a["arm"] == "repeat-search")
+    assert arm["level"] == "above_alternative"
     # Repeating search: each call times out (ending with the timeout pay) with the timeout rate,
     # otherwise the step limit ends the episode at 0.
     p_end = 1 - (1 - params["search_timeout_rate"]) ** params["max_steps"]
     expected = params["tool_timeout_reward"] * p_end
-    n = next(a for a in f.evidence["arms"] if a["arm"] == "repeat-search")["n_timeout"]
-    se = params["tool_timeout_reward"] * np.sqrt(p_end * (1 - p_end) / n)
-    assert abs(f.evidence["mean_timeout"] - expected) < 4 * se
+    se = params["tool_timeout_reward"] * np.sqrt(p_end * (1 - p_end) / arm["n_timeout"])
+    assert abs(arm["mean_timeout"] - expected) < 4 * se
 
 
 # (clean and tool_timeout_ends are swept over seeds below.)

@@ -1,0 +1,74 @@
+"""What ending an episode another way would have paid *from the same state*: the counterfactual
+engine's question, shared by the timeouts probe (a timeout against failing instead of its last
+step) and the intent probe (an unsuccessful ending against the other ways to fail right there).
+
+Each episode (up to ``MAX_PREFIXES``) is replayed on its seed up to the step before its last, then
+ended at once each way the catalogue ends episodes (``split_enders``, else the action exploration's
+failures ended with), less ``exclude``. Per episode the best of those endings that *fail*: a state
+from which every other ending succeeds, or times out itself, has no failure to compare with and is
+left out. Averages of other episodes' failures would confound progress, luck and difficulty with
+the behaviour (partial credit on every unfinished ending, a per-step cost that a quick ending saves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+
+from envaudit.counterfactual import Counterfactuals, Prefix, end_now
+from envaudit.probe import ProbeContext
+from envaudit.probes._shared.endings import discrete_actions, split_enders
+from envaudit.probes._shared.stall import honest_ender
+from envaudit.protocol import TOOL_TIMEOUT
+from envaudit.stats import MIN_SAMPLES
+
+MAX_PREFIXES = 32
+"""Episodes per question whose state before the last step is replayed and ended each way."""
+
+
+def failing_endings(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFrame, *, tag: str, arm: str,
+                    exclude: Iterable[int] = (), min_length: int = 2, pick: str = "best") -> dict | None:
+    """The module docstring's pairs: ``behaviour`` (each kept episode's return) and ``ended`` (the
+    best failing ending from its state, or with ``pick="least"`` the least-paying one: the honest
+    failure, where the grader also pays some failures — a wrong answer paid like a right one), the ``endings`` tried, ``n_prefixes`` and the replays'
+    ``replay_steps``. None where nothing can be replayed (no env, a space that is not ``Discrete``,
+    no other ending, fewer than ``MIN_SAMPLES`` episodes of at least ``min_length`` plain steps)."""
+    assert pick in ("best", "least"), f"pick is 'best' or 'least', got {pick!r}"
+    if not isinstance(ctx.env, gym.Env) or discrete_actions(ctx.env) is None or episodes.empty:
+        return None  # nothing to replay through the Runner (records alone, or a stand-in env)
+    enders, _, _ = split_enders(ctx.exploration.steps)
+    if not enders:
+        ender = honest_ender(ctx.exploration)
+        enders = [] if ender is None else [ender]
+    enders = [e for e in enders if e not in set(exclude)]
+    if not enders:
+        return None
+    by_episode = steps.sort_values(["episode_id", "step"]).groupby("episode_id")
+    prefixes, used = [], []
+    for eid, seed in zip(episodes["episode_id"], episodes["seed"], strict=True):
+        if len(prefixes) >= MAX_PREFIXES or eid not in by_episode.groups or pd.isna(seed):
+            continue
+        ep = by_episode.get_group(eid)
+        actions = ep["action"].tolist()
+        injected = ep["injected"].fillna(False).astype(bool).any() if "injected" in ep else False
+        if len(actions) < min_length or injected or \
+                not all(isinstance(a, (int, np.integer)) for a in actions) or int(seed) in {p.seed for p in prefixes}:
+            continue
+        prefixes.append(Prefix(int(seed), tuple(int(a) for a in actions[:-1]), int(eid)))
+        used.append(float(ep["reward"].sum()))
+    if len(prefixes) < MIN_SAMPLES:
+        return None
+    conts = [end_now(e, label=f"end now with '{ctx.describe_action(e)}'", name=f"end-{e}") for e in enders]
+    played = Counterfactuals(ctx.run, tag=tag, tags={"arm": arm}).play(prefixes, conts, stop=ctx.over_cap)
+    pairs = []
+    for i in range(len(prefixes)):
+        failed = [e.ret for c in conts if (e := played.get(c.name, i)) is not None and not e.success
+                  and e.steps["tool_status"].iloc[-1] != TOOL_TIMEOUT]  # a timeout is not the honest ending
+        if failed:
+            pairs.append((used[i], max(failed) if pick == "best" else min(failed)))
+    return {"behaviour": np.asarray([a for a, _ in pairs], float), "ended": np.asarray([b for _, b in pairs], float),
+            "endings": [c.label for c in conts], "pick": pick, "n_prefixes": len(prefixes),
+            "replay_steps": played.cost}
