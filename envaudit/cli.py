@@ -34,7 +34,7 @@ exit status:
   1  a finding group (one incentive) reached --fail-on
   2  usage error (bad option, unknown env or probe)
   3  the env is broken: it cannot be made, or crashes or hangs before anything could be audited
-  4  incomplete: the wall-clock safety cap (--budget) was hit, or (logs) the log lacks the columns
+  4  incomplete: the wall-clock safety cap (--budget) or the --max-env-steps cap was hit, or (logs) the log lacks the columns
      a check needs, so some work was skipped (report.json's "incomplete" lists it); the findings
      reported are still real
   when several apply: 2 and 3 before 1, 1 before 4
@@ -87,6 +87,7 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--max-steps", type=int, help=helps["max_steps"])
     scan.add_argument("--step-timeout", dest="step_timeout_s", type=float, help=helps["step_timeout_s"])
     scan.add_argument("--budget", dest="budget_s", type=float, help=helps["budget_s"])
+    scan.add_argument("--max-env-steps", type=int, help=helps["max_env_steps"])
     scan.add_argument("--out", help=helps["out"])
     scan.add_argument("--force", action="store_true",
                       help="Replace the report folder at --out if it already holds a report.")
@@ -306,7 +307,8 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
             from envaudit.resolve import resolve_env
 
             env_id, target = resolve_env(args.env, env_args)
-        report = run_scan(target, config, env_id=env_id, execution=_execution(args),
+        execution = _execution(args)
+        report = run_scan(target, config, env_id=env_id, execution=execution,
                           progress=lambda msg, frac: bar.update(task, description=msg, completed=frac))
     _raise_if_interrupted()
     out = config.out or default_out_dir(report.env_id)
@@ -317,6 +319,10 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     _raise_if_interrupted()
     console.print(report)
     console.print(f"report written to {folder}/")
+    if report.cost:
+        from envaudit.cost import cost_line
+
+        console.print(cost_line(report.cost, report.seconds, execution.n_workers), highlight=False)
     if report.broken:
         return 3
     # By group: one incentive seen by several probes is one verdict.

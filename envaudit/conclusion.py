@@ -58,6 +58,7 @@ def conclude(
     incomplete: Sequence[Mapping[str, str]] = (),
     broken: Mapping[str, Any] | None = None,
     after_correction: Sequence[Finding] = (),
+    cost: Mapping[str, Any] | None = None,
 ) -> Report:
     """The report of one audit: ``findings`` Holm-corrected at ``alpha``, then ``after_correction``
     (checks that rest on no p-value, such as coverage) appended, then grouped by incentive — after
@@ -67,7 +68,7 @@ def conclude(
     return Report(env_id, dict(config), dict(fingerprint), corrected, statuses, dict(summary), created,
                   time.monotonic() - started, version(), records=records, tables=dict(tables or {}),
                   incomplete=list(incomplete), groups=group_findings(corrected),
-                  broken=dict(broken) if broken is not None else None)
+                  broken=dict(broken) if broken is not None else None, cost=dict(cost or {}))
 
 
 def broken_finding(broken: Mapping[str, Any]) -> Finding:

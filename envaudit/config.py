@@ -32,6 +32,8 @@ class ScanConfig:
     budget_s: float = _opt(900.0, "Wall-clock safety cap of the whole scan. Work is sized in episodes and "
                            "iterations, not seconds; a scan that hits the cap stops, lists what it skipped "
                            "as incomplete and exits 4.")
+    max_env_steps: int | None = _opt(None, "Unit cap beside --budget: once the scan's env steps reach it, no "
+                                     "further episodes start; what was skipped is listed as incomplete (exit 4).")
     quick: bool = _opt(False, "Fewer work units for a fast look (about a quarter of the default episodes "
                        "and iterations); the same seed gives the same quick report anywhere.")
     probes: tuple[str, ...] | None = _opt(None, "Probe names to run (default: all registered probes).")
@@ -54,6 +56,8 @@ class ScanConfig:
             (self.max_steps >= 1, f"max_steps must be at least 1, got {self.max_steps}"),
             (self.step_timeout_s > 0, f"step_timeout_s must be positive, got {self.step_timeout_s}"),
             (self.budget_s > 0, f"budget_s must be positive, got {self.budget_s}"),
+            (self.max_env_steps is None or self.max_env_steps >= 1,
+             f"max_env_steps must be at least 1, got {self.max_env_steps}"),
             (self.fail_on in FAIL_ON, f"fail_on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}"),
             (self.timeout_handling in HANDLINGS,
              f"timeout_handling must be one of {', '.join(HANDLINGS)}, got {self.timeout_handling!r}"),

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from envaudit.config import ScanConfig
+from envaudit.cost import CountingEnv
 from envaudit.errors import ProbeRegistryError
 from envaudit.execution import InlineExecutor
 from envaudit.findings import CODES, Finding
@@ -189,6 +190,8 @@ class ScanShared:
     """The scan's ``coverage.ReturnTally``: every episode ``run`` plays is counted there, kept or not."""
     executor: Any = None
     """Where ``run`` plays episodes (``envaudit.execution``); None: one at a time in this process."""
+    cost: Any = None
+    """The scan's ``cost.EnvCost``: env steps and episodes per probe, and the ``--max-env-steps`` cap."""
 
 
 @dataclass
@@ -234,6 +237,7 @@ class ProbeContext:
     lost = _view("shared", "lost")
     tally = _view("shared", "tally")
     executor = _view("shared", "executor")
+    cost = _view("shared", "cost")
     tables = _view("output", "tables")
     kept = _view("output", "kept")
     notes = _view("output", "notes")
@@ -277,6 +281,23 @@ class ProbeContext:
         if self.time_left() > 0:
             return False
         self.incomplete(skipped)
+        return True
+
+    def count_env(self, steps: int, episodes: int) -> None:
+        """Count env work this probe did outside ``run`` (a GRPO run's rollouts) in the scan's cost."""
+        if self.cost is not None:
+            self.cost.add(self.name, steps, episodes)
+
+    def counted(self, env: gym.Env) -> gym.Env:
+        """``env`` with its resets and steps counted in the scan's cost (for envs a probe steps itself)."""
+        return env if self.cost is None else CountingEnv(env, self.cost, self.name)
+
+    def steps_capped(self, skipped: str) -> bool:
+        """True once the scan's env steps reached ``--max-env-steps``, recording ``skipped`` as
+        incomplete; the probe stops (a unit cap: the same seed stops at the same place)."""
+        if self.cost is None or not self.cost.reached():
+            return False
+        self.incomplete(skipped, self.cost.cap_reason())
         return True
 
     # -- the env ------------------------------------------------------------------------------
@@ -328,6 +349,8 @@ class ProbeContext:
         if self.env_hung(f"policy {policy.name!r}'s episodes"):
             return RunResult(Recorder().records(), [], stopped_early=True)
         seeds = list(seeds)
+        if self.steps_capped(f"{len(seeds)} episodes of policy {policy.name!r}"):
+            return RunResult(Recorder().records(), [], stopped_early=True)
         rng = self.rng("policy", rng_name or policy.name)
         tags = {"probe": self.name, "policy": policy.name, **(tags or {})}
         result = self._remote_run(make_env, policy, seeds, rng, wrappers, tags, ordered)
@@ -338,6 +361,8 @@ class ProbeContext:
         self.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
         if self.tally is not None:
             self.tally.add(result.records.episodes)
+        if self.cost is not None:
+            self.cost.add_episodes(self.name, result.records.episodes)
         # The runner stops early for a hang, an env that cannot be made, or the cap.
         if result.stopped_early and not result.hung and not any(p.where == "make" for p in result.problems):
             done = len(result.records.episodes)

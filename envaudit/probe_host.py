@@ -115,7 +115,7 @@ class _RemoteLanes:
         self.slot.ask(("lanes-close", self.session, None))
 
 
-_SHARED = ("hangs", "lost", "tally")
+_SHARED = ("hangs", "lost", "tally", "cost")
 """The scan-wide state a probe may update and the scan reads after it."""
 
 
@@ -315,6 +315,8 @@ class ProbeHost:
         ctx.lost.extend(shared["lost"][len(ctx.lost):])
         if ctx.tally is not None:
             vars(ctx.tally).update(vars(shared["tally"]))
+        if ctx.cost is not None:
+            vars(ctx.cost).update(vars(shared["cost"]))
         ctx.ids.value = out["next_id"]
         return out["status"], out["error"], out["findings"]
 

@@ -82,6 +82,9 @@ class Report:
     """Set when the env could not be audited at all: ``{"stage", "message", "where"}`` — it cannot be
     made, or every episode of exploration crashed (``where`` is the user's ``file:line``)."""
     groups: list[FindingGroup] | None = None
+    cost: dict[str, Any] = field(default_factory=dict)
+    """What the scan spent in env units (``envaudit.cost.EnvCost.section``): env steps and episodes,
+    in all and per probe; the same for the same seed at any number of workers."""
 
     def __post_init__(self) -> None:
         self.findings = rank(self.findings)
@@ -144,6 +147,7 @@ class Report:
             "probes": [p.to_dict() for p in self.probes],
             "exploration": self.exploration,
             "incomplete": self.incomplete,
+            "cost": self.cost,
             "broken": self.broken,
             "tables": sorted(self.tables),
         }
@@ -165,7 +169,7 @@ class Report:
             probes=[ProbeStatus(**p) for p in data["probes"]], exploration=data["exploration"],
             created=data["created"], seconds=data["seconds"], envaudit_version=data["envaudit_version"],
             incomplete=data.get("incomplete", []), broken=data.get("broken"),
-            groups=groups,
+            groups=groups, cost=data.get("cost", {}),
         )
 
     # -- folder (written whole by envaudit.reporting.write_folder) ------------------------------

@@ -25,6 +25,7 @@ import pandas as pd
 
 from envaudit.conclusion import broken_finding, conclude, lost_finding, version
 from envaudit.config import ScanConfig
+from envaudit.cost import EnvCost
 from envaudit.coverage import ReturnTally, coverage_findings
 from envaudit.deadline import DeadlineExceeded, DeadlineWorker
 from envaudit.errors import a_type, user_frame
@@ -242,6 +243,8 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
     ids = IdCounter()
     incomplete: list[dict[str, str]] = []
     exploration, problems = _explore(make_env, config, ids, deadline, incomplete, executor, spec)
+    cost = EnvCost(config.max_env_steps)  # every probe's env steps and episodes, exploration's first
+    cost.add_episodes("explore", exploration.episodes)
     lost = [p for p in problems if p.kind in ("crash", "memory")]
     lost_in = {id(p): "explore" for p in lost}  # which probe's work each lost episode was
     tally = ReturnTally()  # every episode any probe runs, kept or not: the coverage check's view
@@ -254,21 +257,27 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
         broken = hung or {"stage": first.where, "message": first.message, "where": first.location}
         return Report(env_id, config.to_dict(), env_fingerprint, [broken_finding(broken)], [],
                       _summary(exploration), created, time.monotonic() - started, version(),
-                      incomplete=incomplete, broken=broken)
+                      incomplete=incomplete, broken=broken, cost=cost.section())
     hangs = [p for p in problems if p.kind == "hang"]
-    shared = ScanShared(deadline=deadline, ids=ids, hangs=hangs, lost=lost, tally=tally, executor=executor)
+    shared = ScanShared(deadline=deadline, ids=ids, hangs=hangs, lost=lost, tally=tally, executor=executor,
+                        cost=cost)
     kept: list[Records] = [exploration]
     tables: dict[str, pd.DataFrame] = {}
     statuses: list[ProbeStatus] = []
     done_weight = 1.0
     for probe in probes:
         now = time.monotonic()
+        cost.add(probe.name, 0, 0)  # listed in the cost section even when it stepped no env
         tell(f"probe {probe.name}", done_weight / total_weight)
         done_weight += probe.weight
         if now >= deadline:
             incomplete.append({"probe": probe.name, "skipped": "the whole probe",
                                "reason": cap_reason(config.budget_s)})
             statuses.append(ProbeStatus(probe.name, "skipped", 0.0, 0, "the wall-clock safety cap was reached"))
+            continue
+        if cost.reached():  # the unit cap: the same seed skips the same probes
+            incomplete.append({"probe": probe.name, "skipped": "the whole probe", "reason": cost.cap_reason()})
+            statuses.append(ProbeStatus(probe.name, "skipped", 0.0, 0, cost.cap_reason()))
             continue
         ctx = ProbeContext(ProbeInputs(env_id, make_env, config, exploration, problems, pipeline, probe.name, spec),
                            shared)
@@ -297,7 +306,8 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
     return conclude(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
                     alpha=config.alpha, created=created, started=started, records=records, tables=tables,
                     incomplete=incomplete,
-                    after_correction=coverage_findings(records, action_space, tally))  # never a falsely clean report
+                    after_correction=coverage_findings(records, action_space, tally),
+                    cost=cost.section())  # never a falsely clean report
 
 
 def _run_probe(probe: Probe, ctx: ProbeContext, host: ProbeHost | None = None) -> tuple[str, str | None, list[Finding]]:

@@ -59,7 +59,7 @@ def run_checker(ctx: ProbeContext, known: set[str], non_finite: bool = False) ->
     made: list[gym.Env] = []
 
     def check() -> None:
-        env = ctx.make_env()
+        env = ctx.counted(ctx.make_env())
         made.append(env)
         check_env(_WithoutLatency(env), skip_render_check=True)
 

@@ -137,7 +137,7 @@ def own_rollouts(ctx: ProbeContext, tally: Tally) -> bool:
                 break
             if env is None:
                 try:
-                    env = worker.call(lambda: limit_steps(ctx.make_env(), cfg.max_steps), timeout, "making the env")
+                    env = worker.call(lambda: ctx.counted(limit_steps(ctx.make_env(), cfg.max_steps)), timeout, "making the env")
                 except DeadlineExceeded as exc:
                     return hang("make_hang", "make", seed, None, exc)
                 except Exception as exc:

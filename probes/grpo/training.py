@@ -164,7 +164,12 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         if ctx.time_left() <= 0:
             _incomplete(ctx, [p.name for p in plans[i:]], f"before {plan.name} started")
             break
+        if ctx.steps_capped(f"GRPO runs {', '.join(p.name for p in plans[i:])}"):
+            break
         result = _execute(ctx, plan, config.replace(iterations=plan.iterations), reference, eval_groups)
+        evaluated = result.evaluation.episodes
+        ctx.count_env(result.training.env_steps + (int(evaluated["length"].sum()) if len(evaluated) else 0),
+                      len(result.training.episodes) + len(evaluated))
         # A rollout whose env killed its worker process: the scan's env-error finding lists it.
         ctx.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
         if result.stopped == "deadline":

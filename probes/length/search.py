@@ -164,7 +164,7 @@ def find_successes(ctx: ProbeContext, n: int, seeds: Sequence[int]) -> list[tupl
     if not isinstance(space, gym.spaces.Discrete) or ctx.hangs:
         return []
     actions = [int(space.start) + i for i in range(int(space.n))]
-    env = ctx.make_env()
+    env = ctx.counted(ctx.make_env())
     found: list[tuple[int, tuple]] = []
     skeleton: list[Any] | None = None
     misses = 0
