@@ -88,6 +88,9 @@ def _build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--step-timeout", dest="step_timeout_s", type=float, help=helps["step_timeout_s"])
     scan.add_argument("--budget", dest="budget_s", type=float, help=helps["budget_s"])
     scan.add_argument("--max-env-steps", type=int, help=helps["max_env_steps"])
+    scan.add_argument("--plan", action="store_true",
+                      help="Print the env steps each probe will take at these settings and the predicted wall "
+                      "time at --workers (from timing the first episodes), then stop: no scan, no report folder.")
     scan.add_argument("--out", help=helps["out"])
     scan.add_argument("--force", action="store_true",
                       help="Replace the report folder at --out if it already holds a report.")
@@ -287,6 +290,8 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
         config.rollout_pipeline()  # an unknown preset is a usage error before any work
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.plan:
+        return _plan(args, config, console)
     if config.engine == "vllm":  # vLLM missing, or no such model folder: a usage error before any work
         from envaudit.grpo.vllm_backend import check_engine
 
@@ -332,6 +337,18 @@ def _scan(args: argparse.Namespace, console: Console, err: Console) -> int:
     return 4 if report.incomplete else 0
 
 
+def _plan(args: argparse.Namespace, config: ScanConfig, console: Console) -> int:
+    from envaudit.plan import plan_scan
+
+    env_args = _env_args(args.env_args)
+    if args.tasks is not None:
+        env_args["tasks"] = args.tasks
+    plan = plan_scan(args.env, config, workers=_execution(args).n_workers, env_args=env_args)
+    for line in plan.lines():
+        console.print(line, highlight=False)
+    return 0
+
+
 def _scan_any(args: argparse.Namespace, console: Console, err: Console) -> int:
     from envaudit.suite import is_suite
 
@@ -339,6 +356,8 @@ def _scan_any(args: argparse.Namespace, console: Console, err: Console) -> int:
         raise UsageError("the following arguments are required: ENV (one or more), or --suite FILE "
                          "(see `envaudit scan --help`)")
     if is_suite(args.env, args.suite, getattr(args, "tasks", None)):
+        if getattr(args, "plan", False):
+            raise UsageError("--plan plans one env's scan; give a single ENV")
         from envaudit.cli_suite import scan_suite
 
         return scan_suite(args, console, err, options=_suite_options(args),

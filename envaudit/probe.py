@@ -81,6 +81,9 @@ class Probe:
     analyse_needs: tuple[str, ...] = ()
     """The record columns ``analyse`` cannot do without (``success``, ``end_reason``, ``group_id``,
     ``length``, ``steps``, ``steps.<column>``): a log without one of them is not analysed."""
+    plan: Callable[[ScanConfig, pd.DataFrame, bool], int] | None = None
+    """The episodes the probe will play at a scan's settings, given the first exploration episodes
+    and whether the env is a ``ToolEnv`` (``envaudit scan --plan``); None: not declared."""
     decisions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Finding code → the one function that decides it (``decide_<code>``, dashes as
     underscores): the only place where a finding of that code is created and its severity set."""

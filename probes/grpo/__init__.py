@@ -25,7 +25,7 @@ from envaudit.probes.grpo.decisions import (
     decide_timeout_drop_incentive,
     decide_timeout_rewarded,
 )
-from envaudit.probes.grpo.training import NAME, run
+from envaudit.probes.grpo.training import NAME, planned_episodes, run
 
 
 def train_unless_hung(ctx: ProbeContext) -> list[Finding]:
@@ -52,6 +52,7 @@ probe = Probe(
     weight=4.0,
     order=90,
     preload=("envaudit.grpo.torch_engine",),
+    plan=planned_episodes,
     decisions={
         "learned-exploit": decide_learned_exploit,
         "timeout-drop-incentive": decide_timeout_drop_incentive,

@@ -59,6 +59,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from envaudit.config import ScanConfig
 from envaudit.faults import FaultInjector
 from envaudit.findings import Finding
 from envaudit.grouping import episodes_behaviour
@@ -131,10 +132,6 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         return [skip]
     quick = ctx.config.quick
     config = GRPOConfig.from_scan(ctx.config, learning_rate=LEARNING_RATE)
-    if config.engine == "vllm":
-        iterations = QUICK_LM_ITERATIONS if quick else LM_ITERATIONS
-    else:
-        iterations = QUICK_ITERATIONS if quick else ITERATIONS
     if config.engine == "vllm":  # build the model and start vLLM once, before the first run
         from envaudit.grpo.lm_engine import LMEngine
 
@@ -145,15 +142,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     explore_steps = ctx.exploration.steps[ctx.exploration.steps["episode_id"].isin(set(explore["episode_id"]))]
     reference = Reference.from_episodes(explore)
     success_signal = bool(explore["outcome"].isin([SUCCESS, FAILURE]).any()) if len(explore) else True
-    plans = [Plan("natural", "natural", iterations["natural"])]
-    if ctx.is_tool_env:
-        plans.append(Plan("faults", "faults", iterations["faults"]))
-    targets = TARGETS if not quick else ("success", "timeout", "no_success")
-    if not success_signal:  # success and its absence mean nothing without a success signal
-        targets = tuple(t for t in targets if t in ("timeout", "tool_failure", "short"))
-    if len(explore) and not explore["n_tool_calls"].any():  # no tools, no tool failures to reach
-        targets = tuple(t for t in targets if t != "tool_failure")
-    plans += [Plan(f"target-{t}", "target", iterations["target"], t) for t in targets]
+    plans = run_plans(ctx.config, explore, ctx.is_tool_env)
     if only is not None:
         plans = [p for p in plans if p.name in only]
 
@@ -235,6 +224,34 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         "pipeline": ctx.pipeline.name,
     })
     return _merge(found)
+
+
+def run_plans(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool) -> list[Plan]:
+    """The GRPO runs a scan makes at these settings, given exploration's episodes (``explore``)."""
+    if scan.engine == "vllm":
+        iterations = QUICK_LM_ITERATIONS if scan.quick else LM_ITERATIONS
+    else:
+        iterations = QUICK_ITERATIONS if scan.quick else ITERATIONS
+    success_signal = bool(explore["outcome"].isin([SUCCESS, FAILURE]).any()) if len(explore) else True
+    plans = [Plan("natural", "natural", iterations["natural"])]
+    if is_tool_env:
+        plans.append(Plan("faults", "faults", iterations["faults"]))
+    targets = TARGETS if not scan.quick else ("success", "timeout", "no_success")
+    if not success_signal:  # success and its absence mean nothing without a success signal
+        targets = tuple(t for t in targets if t in ("timeout", "tool_failure", "short"))
+    if len(explore) and not explore["n_tool_calls"].any():  # no tools, no tool failures to reach
+        targets = tuple(t for t in targets if t != "tool_failure")
+    return plans + [Plan(f"target-{t}", "target", iterations["target"], t) for t in targets]
+
+
+def planned_episodes(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool) -> int:
+    """Episodes the probe's runs play at these settings (``envaudit scan --plan``): each run's
+    iterations of ``groups_per_iteration`` groups of G, and its evaluation groups. Replays of what
+    the runs met come on top (a few, only when they met something)."""
+    config = GRPOConfig.from_scan(scan, learning_rate=LEARNING_RATE)
+    eval_groups = QUICK_EVAL_GROUPS if scan.quick else EVAL_GROUPS
+    return sum((p.iterations * config.groups_per_iteration + eval_groups) * config.group_size
+               for p in run_plans(scan, explore, is_tool_env))
 
 
 # -- what the searches met on their way ---------------------------------------------------------
