@@ -306,7 +306,8 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
     return conclude(env_id, config.to_dict(), env_fingerprint, findings, statuses, _summary(exploration),
                     alpha=config.alpha, created=created, started=started, records=records, tables=tables,
                     incomplete=incomplete,
-                    after_correction=coverage_findings(records, action_space, tally),
+                    after_correction=coverage_findings(records, action_space, tally,
+                                                     (env_fingerprint or {}).get("adapter")),
                     cost=cost.section())  # never a falsely clean report
 
 

@@ -90,3 +90,77 @@ def test_an_oracle_that_succeeds_is_something_told_apart():
     assert case.features()["oracle"] and case.features()["regime"] == "rare"
     report = run_scan(case.make_env, quick=True, env_id=case.name)
     assert not [f for f in report.findings if f.evidence.get("behaviour") == "exploration"]
+
+
+def _adapter_info(spec):
+    from envaudit.resolve import fingerprint, resolve_env
+
+    _, make = resolve_env(spec)
+    return fingerprint(make())["adapter"]
+
+
+def _records_that_vary():
+    """Episodes whose returns differ (so the constant-return reason does not fire on its own)."""
+    import pandas as pd
+
+    from envaudit.recording import Records
+
+    episodes = pd.DataFrame({"episode_id": range(40), "seed": range(40), "return": [i % 3 - 1.0 for i in range(40)],
+                             "success": [False] * 40, "length": [1] * 40})
+    return Records(steps=pd.DataFrame(), episodes=episodes)
+
+
+def test_a_textarena_game_that_accepts_no_legal_move_is_a_named_warn():
+    """TwoDollar-v0 rejects every move the catalogue writes (its format is a proposal with a dollar
+    amount the state readers do not know): the report says so in the adapter's words, even when the
+    returns vary."""
+    from envaudit.coverage import coverage_findings
+
+    adapter = _adapter_info("textarena:TwoDollar-v0")
+    assert adapter["playability"]["legal_valid_share"] == 0
+    [finding] = coverage_findings(_records_that_vary(), gym.spaces.Discrete(3), adapter=adapter)
+    assert str(finding.severity) == "warn" and finding.title == "The scan could not play this env"
+    [reason] = finding.evidence["reasons"]
+    assert "(playability)" in reason and "accepted none of the catalogue's legal moves" in reason
+
+
+def test_a_reasoning_gym_dataset_whose_scorer_crashes_names_the_scorers_line():
+    """boxnet's score_answer raises TypeError on every answer (reasoning_gym/games/boxnet.py): the
+    warn names that line, not only 'every episode returned 0'."""
+    from envaudit.coverage import coverage_findings
+
+    adapter = _adapter_info("reasoning-gym:boxnet")
+    [finding] = coverage_findings(_records_that_vary(), gym.spaces.Discrete(3), adapter=adapter)
+    [reason] = finding.evidence["reasons"]
+    assert "(catalogue_check)" in reason and "boxnet.py:" in reason and "TypeError" in reason
+
+
+def test_a_playable_adapter_env_gets_no_warn():
+    from envaudit.coverage import coverage_findings
+
+    for spec in ("textarena:GuessTheNumber-v0", "reasoning-gym:leg_counting"):
+        assert coverage_findings(_records_that_vary(), gym.spaces.Discrete(3), adapter=_adapter_info(spec)) == []
+
+
+def test_the_adapter_check_shapes():
+    """GEM's ``playability`` and skyrl-gym's/verifiers' ``catalogue_check`` say ``playable`` with a
+    ``why`` or a ``note``; an unmeasured check (a game that could not be copied) is no verdict."""
+    from envaudit.coverage import unplayable
+
+    assert "format error" in unplayable({"playability": {"playable": False, "why": "every move a format error"}})
+    assert "no search" in unplayable({"catalogue_check": {"playable": False, "well_formed_share": 0.5,
+                                                          "note": "no search"}})
+    assert "50% of its catalogue accepted, 1 distinct" in unplayable(
+        {"catalogue_check": {"playable": False, "well_formed_share": 0.5, "distinct_outcomes": 1}})
+    assert unplayable({"playability": {"measured": False, "why": "could not be copied"}}) is None
+    assert unplayable({"catalogue_check": {"playable": True}}) is None
+    assert unplayable(None) is None and unplayable({}) is None
+
+
+def test_the_scan_passes_the_adapters_verdict_on():
+    from envaudit.resolve import resolve_env
+
+    _, make = resolve_env("textarena:TwoDollar-v0")
+    report = run_scan(make, env_id="textarena:TwoDollar-v0", probes=["api"], quick=True, seed=0)
+    [finding] = _blind(report)
+    assert any("(playability)" in r for r in finding.evidence["reasons"])
