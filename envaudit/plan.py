@@ -1,7 +1,7 @@
 """``envaudit scan --plan``: what a scan will cost, in env steps per probe, before paying for it.
 
 The plan plays the first exploration group (G episodes, the same seeds and policy a scan starts
-with) one at a time in this process, timing them. Each probe that declares its work
+with) one at a time in this process, timing them (after one untimed warm-up episode). Each probe that declares its work
 (``Probe.plan``: episodes at these settings, from those first episodes) gets that many episodes
 times their mean length in steps; exploration's are exact. The predicted wall time is the steps
 at the measured seconds per step (and per reset), serially and divided over ``workers``, the best
@@ -105,6 +105,8 @@ def plan_scan(target: str | Callable[[], gym.Env], config: ScanConfig, *, worker
     seed = child_seed(config.seed, "explore", "group", 0) % (2**31 - 1)
     runner = Runner(make_env, step_timeout_s=config.step_timeout_s, max_steps=config.max_steps,
                     success_threshold=config.success_threshold)
+    # One untimed episode first: imports and caches filled on first use are not a step's cost.
+    runner.run(RandomPolicy(), [seed], rng=child_rng(config.seed, "plan", "warm-up"))
     started = time.perf_counter()
     result = runner.run(RandomPolicy(), [seed] * group_size, rng=child_rng(config.seed, "explore", "policy"),
                         tags={"probe": "explore", "policy": "random"})
