@@ -187,11 +187,13 @@ def _confirm(ctx: ProbeContext, cand: dict, table: pd.DataFrame, actions: list[i
         own = float(rest["length"].median()) if len(rest) else 0.0
         yard, yard_info = without_lucky(success, sources or {}, ctx.exploration.episodes, own)
         # The behaviour against the honest failure from the same state (the counterfactual engine:
-        # the least-paying other ending that fails there): a step cost that a quick ending saves, or
+        # the least-paying other ending that fails there and is not itself paid, so a grader that
+        # pays every wrong answer leaves no honest failure among them, and the population's
+        # failures stay the alternative): a step cost that a quick ending saves, or
         # partial credit that every ending pays, then pays both sides alike (giving up beats failing
         # slowly is no reward without success).
         same = failing_endings(ctx, rest, result.records.steps, tag=f"intent-ending-{policy.name}",
-                               arm="same-state-ending", exclude=[a], min_length=1, pick="least")
+                               arm="same-state-ending", exclude=[a], min_length=1, pick="least", unpaid=True)
         paired = same is not None and len(same["behaviour"]) >= MIN_SAMPLES
         exploit, versus = (same["behaviour"], same["ended"]) if paired else (rest["return"].to_numpy(float),
                                                                              alternative)

@@ -30,10 +30,12 @@ MAX_PREFIXES = 32
 
 
 def failing_endings(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFrame, *, tag: str, arm: str,
-                    exclude: Iterable[int] = (), min_length: int = 2, pick: str = "best") -> dict | None:
+                    exclude: Iterable[int] = (), min_length: int = 2, pick: str = "best",
+                    unpaid: bool = False) -> dict | None:
     """The module docstring's pairs: ``behaviour`` (each kept episode's return) and ``ended`` (the
     best failing ending from its state, or with ``pick="least"`` the least-paying one: the honest
-    failure, where the grader also pays some failures — a wrong answer paid like a right one), the ``endings`` tried, ``n_prefixes`` and the replays'
+    failure, where the grader also pays some failures — a wrong answer paid like a right one; with
+    ``unpaid`` only endings whose last step pays nothing above 0 count as failures to compare with), the ``endings`` tried, ``n_prefixes`` and the replays'
     ``replay_steps``. None where nothing can be replayed (no env, a space that is not ``Discrete``,
     no other ending, fewer than ``MIN_SAMPLES`` episodes of at least ``min_length`` plain steps)."""
     assert pick in ("best", "least"), f"pick is 'best' or 'least', got {pick!r}"
@@ -66,9 +68,10 @@ def failing_endings(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFra
     pairs = []
     for i in range(len(prefixes)):
         failed = [e.ret for c in conts if (e := played.get(c.name, i)) is not None and not e.success
-                  and e.steps["tool_status"].iloc[-1] != TOOL_TIMEOUT]  # a timeout is not the honest ending
+                  and e.steps["tool_status"].iloc[-1] != TOOL_TIMEOUT  # a timeout is not the honest ending
+                  and not (unpaid and float(e.steps["reward"].iloc[-1]) > 0)]
         if failed:
             pairs.append((used[i], max(failed) if pick == "best" else min(failed)))
     return {"behaviour": np.asarray([a for a, _ in pairs], float), "ended": np.asarray([b for _, b in pairs], float),
-            "endings": [c.label for c in conts], "pick": pick, "n_prefixes": len(prefixes),
+            "endings": [c.label for c in conts], "pick": pick, "unpaid_only": unpaid, "n_prefixes": len(prefixes),
             "replay_steps": played.cost}

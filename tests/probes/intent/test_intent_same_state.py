@@ -39,7 +39,8 @@ def test_a_template_that_pays_more_than_failing_from_the_same_state_is_warned():
     (found,) = _findings(template_pay=0.5)
     assert str(found.severity) == "warn"
     test = found.evidence["test"]
-    assert test["same_state"]["pick"] == "least" and test["same_state"]["replay_steps"] > 0
+    assert test["same_state"]["pick"] == "least" and test["same_state"]["unpaid_only"]
+    assert test["same_state"]["replay_steps"] > 0
     assert test["vs_alternative"]["diff"] == pytest.approx(0.5)
 
 
