@@ -62,12 +62,16 @@ def cost_line(cost: dict[str, Any], seconds: float, workers: int | None = None) 
     return f"cost: {steps:,} env steps, {episodes:,} episodes in {seconds:.1f} s{on}{rate}"
 
 
-class CountingEnv(gym.Wrapper):
+class CountingEnv(gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Counts every ``reset`` and ``step`` of an env a probe drives itself (not through ``run``,
-    whose episodes are counted from their records) into the scan's cost, under the probe's name."""
+    whose episodes are counted from their records) into the scan's cost, under the probe's name.
+
+    A ``RecordConstructorArgs``, so an env remade from ``env.spec`` (Gymnasium's ``check_env`` does
+    that for registered envs) is counted into the same tally."""
 
     def __init__(self, env: gym.Env, cost: EnvCost, probe: str) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, cost=cost, probe=probe)
+        gym.Wrapper.__init__(self, env)
         self._cost, self._probe = cost, probe
 
     def reset(self, **kwargs: Any) -> Any:

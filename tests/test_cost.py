@@ -105,3 +105,19 @@ def test_env_cost_adds_per_probe_and_names_the_cap():
         "env_steps": 30, "episodes": 3, "max_env_steps": 30,
         "probes": {"explore": {"env_steps": 20, "episodes": 2}, "replay": {"env_steps": 10, "episodes": 1}}}
     assert cost_line(cost.section(), 2.0, 4) == "cost: 30 env steps, 3 episodes in 2.0 s on 4 workers, 15 env steps/s"
+
+
+def test_a_registered_envs_checker_calls_are_counted_and_the_env_passes_the_checker(tmp_path):
+    # Registered envs carry a spec, which Gymnasium's check_env reads through the counting wrapper.
+    import gymnasium as gym
+
+    path = tmp_path / "registered.calls"
+    env_id = "envaudit-test/CountedWalk-v0"
+    gym.register(env_id, entry_point="tests.fixtures.cost_envs:CountedWalk", kwargs={"calls": str(path)})
+    try:
+        report = run_scan(env_id, probes=("api",), **SMALL)
+    finally:
+        gym.registry.pop(env_id)
+    assert [f.code for f in report.findings if f.code == "env-error"] == []
+    seen = calls(path)
+    assert (report.cost["env_steps"], report.cost["episodes"]) == (seen["steps"], seen["resets"])
