@@ -87,3 +87,32 @@ class SuccessCoin(gym.Env):
 def test_a_replay_that_differs_only_in_its_success_flag_is_caught():
     with pytest.raises(PropertyFailed, match="a different success flag"):
         assert_replayable(SuccessCoin, max_examples=5, interpreters=False)
+
+
+def test_each_plan_is_played_once_and_cached():
+    with EnvSession(sd.clean) as session:
+        ex = Explorer(session, depth=2)
+        tree = ex.tree()
+        assert ex.plays == len(tree) == SEEDS * (5 + 15)
+        assert all(n.plan.seed in ex.seeds and n.episode.seed == n.plan.seed for n in tree)
+        node = tree[-1]
+        assert ex.play(node.plan) is node.episode and ex.forced(node.plan, 0, None) is node.episode
+        assert ex.plays == len(tree)
+        forced = ex.forced(node.plan, 0, "timeout")
+        assert ex.plays == len(tree) + 1 and forced.steps[0].status == "timeout" and forced.steps[0].injected
+
+
+def test_depth_and_seed_rules():
+    from envaudit.testing.explore import _depth_for, _seed_list
+
+    assert [_depth_for(n, 400) for n in (1, 5, 7, 8, 19, 20, 400)] == [3, 3, 3, 2, 2, 1, 1]
+    assert _depth_for(4, 20) == 2 and _depth_for(4, 19) == 1  # 4 + 16 plans fit in 20, not in 19
+    assert _seed_list(None, 3) == [3, 4, 5, 6] and _seed_list(9, 0) == [9] and _seed_list([2, 5], 0) == [2, 5]
+    assert _seed_list(range(2), 7) == [0, 1] and _seed_list(object(), 7) == [7, 8, 9, 10]
+
+
+def test_sign_test_evidence():
+    ev = sign_test([2.0] * 10 + [0.0, -1.0], 1e-9)
+    assert (ev["pairs"], ev["higher"], ev["lower"], ev["ties"]) == (12, 10, 1, 1)
+    assert ev["mean_diff"] == pytest.approx(19 / 12) and ev["p_value"] == pytest.approx(12 / 2048)
+    assert sign_test([2.0] * 9 + [-1.0], 1e-9) is None  # 11 / 1024 > 0.01
