@@ -283,7 +283,7 @@ TARGETS = {"reasoning-gym": reasoning_gym_targets, "textarena": textarena_target
 def run_ecosystem(ecosystem: str, args: argparse.Namespace) -> dict[str, Any]:
     start = time.perf_counter()
     if importlib.util.find_spec(PACKAGES[ecosystem]) is None:
-        if ecosystem == "gem" and ALT_PYTHON.exists() and Path(sys.executable).resolve() != ALT_PYTHON.resolve():
+        if ecosystem == "gem" and ALT_PYTHON.exists() and Path(sys.prefix).resolve() != ALT_PYTHON.parent.parent.resolve():
             return in_alt_venv(ecosystem, args)
         return {"ecosystem": ecosystem, "rows": [], "wall_s": 0.0,
                 "skipped": f"{PACKAGES[ecosystem]} is not installed in {sys.executable}"}
