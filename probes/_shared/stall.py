@@ -35,7 +35,15 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from envaudit.counterfactual import ENDED, LIMIT, Continuation, Counterfactuals, Played, Prefix, paired_test
+from envaudit.counterfactual import (
+    ENDED,
+    LIMIT,
+    Continuation,
+    Counterfactuals,
+    Played,
+    Prefix,
+    paired_test,
+)
 from envaudit.probe import ProbeContext
 from envaudit.protocol import END_TRUNCATED, FAILURE, TOOL_FAILED
 from envaudit.recording import Records
