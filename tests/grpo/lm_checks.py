@@ -153,7 +153,11 @@ def adapter() -> dict[str, Any]:
         "catalogue_label_fraction": (sum(lab not in (None, "(text)") for lab in labels) / len(labels)
                                      if labels else 0.0),
         # The grader reads <answer>...</answer>: the form the warm-up corpus (the catalogue) taught.
-        "answer_tag_fraction": float(steps["action"].astype(str).str.contains("<answer>").mean()) if len(steps) else 0.0,
+        # Either tag counts: after a few updates the tiny model often opens its reply inside the
+        # answer ("48</answer> I am confident ...", the catalogue's trailing-text entry), which is
+        # still the catalogue's form and not text it could have written untaught.
+        "answer_tag_fraction": (float(steps["action"].astype(str).str.contains("<answer>|</answer>").mean())
+                                if len(steps) else 0.0),
         "some_actions": steps["action"].astype(str).head(6).tolist() if len(steps) else [],
         "seconds": time.perf_counter() - start,
     }
