@@ -364,3 +364,14 @@ def test_a_planted_circle_and_private_import_are_found(tmp_path):
         "envaudit/user.py:1: from envaudit._helpers import _secret",
         "envaudit/user.py:3: low_mod._x (envaudit.low)",
     ]
+
+
+def test_every_package_folder_is_listed_in_pyproject():
+    """``pyproject.toml`` lists its packages by name: a folder left out installs in editable mode
+    (its parent's folder is on the path) but is missing from a wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {name for name, path in module_files(PACKAGES).items() if path.name == "__init__.py"}
+    assert folders - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+    assert listed - folders == set(), "these listed packages have no folder with an __init__.py"
