@@ -253,7 +253,9 @@ class LoggedActions(gym.Env):
 def log_context(converted: Converted, config: ScanConfig, pipeline: Pipeline, name: str) -> ProbeContext:
     """A ``ProbeContext`` over the logged records: the probes' record analyses run on it unchanged."""
     steps = converted.records.steps
-    numeric = len(steps) and pd.api.types.is_numeric_dtype(steps["action"])
+    # an action column with no value in it (a mapped field left empty) is no catalogue either
+    numeric = (len(steps) and pd.api.types.is_numeric_dtype(steps["action"])
+               and bool(steps["action"].notna().any()))
     n_actions = int(steps["action"].max()) + 1 if numeric else 0
     catalogue = LoggedActions(n_actions, converted.labels) if numeric else None
     return LogContext(ProbeInputs("logged run", _no_env, config, converted.records, [], pipeline, name), catalogue)
