@@ -252,3 +252,45 @@ def test_a_log_without_groups_is_sampled_by_episode():
     assert len(one.records.episodes) == 4 and one.records.episodes["group"].nunique() == 1
     assert list(one.records.steps.columns) == RECORD_STEPS and isinstance(one.records.steps.index, pd.RangeIndex)
     assert len(one.records.steps) == 8
+
+
+def test_an_episode_without_steps_has_none_and_whole_numbers_stay_numbers():
+    """c logged no step: its length and tool counts are 0, not missing. Integers logged where the
+    records hold floats (returns, rewards, latencies) become floats, and a missing end reason is
+    read as the env ending the episode."""
+    steps = pd.DataFrame({"episode_id": ["b", "a"], "step": [0.0, 0.0], "reward": [1, 0], "latency_s": [2, 1],
+                          "tool_status": ["timeout", "error"], "action": [0, 0]})
+    eps = pd.DataFrame({"episode_id": ["b", "a", "c"], "iteration": [0.0, 0.0, 1.0], "return": [1, 0, 1],
+                        "end_reason": ["truncated", None, "terminated"]})
+    c = to_records(check_run(LoggedRun(eps, steps, "generic")))
+    out = c.records.episodes
+    assert out["length"].tolist() == [1, 1, 0]
+    assert out["n_tool_calls"].tolist() == [1, 1, 0] and out["n_tool_calls"].dtype == np.int64
+    assert out["n_tool_errors"].tolist() == [0, 1, 0] and out["n_tool_errors"].dtype == np.int64
+    assert out["n_tool_timeouts"].tolist() == [1, 0, 0] and out["n_tool_timeouts"].dtype == np.int64
+    assert out["end_reason"].tolist() == ["truncated", "terminated", "terminated"]
+    assert out["return"].dtype == np.float64 and out["iteration"].dtype == np.int64
+    s = c.records.steps
+    assert s["reward"].dtype == np.float64 and s["latency_s"].dtype == np.float64 and s["step"].dtype == np.int64
+    assert s["truncated"].tolist() == [True, False] and s["terminated"].tolist() == [False, True]
+    # one logged action: a catalogue of one action, observed through one observation
+    import gymnasium as gym
+
+    from envaudit.config import ScanConfig
+    from envaudit.logs.records import log_context
+
+    config = ScanConfig()
+    pipeline = config.rollout_pipeline()
+    ctx = log_context(c, config, pipeline, "length")
+    assert ctx.env.action_space == gym.spaces.Discrete(1) and ctx.env.observation_space == gym.spaces.Discrete(1)
+    assert ctx.exploration is c.records and ctx.config is config and ctx.pipeline is pipeline
+    assert ctx.exploration_problems == [] and ctx.env_id == "logged run" and ctx.name == "length"
+
+
+def test_logged_counts_stand_in_beside_a_step_table_without_statuses():
+    steps = pd.DataFrame({"episode_id": ["b", "a"], "step": [0, 0]})
+    c = to_records(_logged(steps, tool_calls=[2, 1, 0], tool_errors=[1, 0, 0], tool_timeouts=[0, 1, 0]))
+    out = c.records.episodes
+    assert out["n_tool_calls"].tolist() == [2, 1, 0] and out["n_tool_errors"].tolist() == [1, 0, 0]
+    assert out["n_tool_timeouts"].tolist() == [0, 1, 0]
+    assert c.has_timeout_counts and c.has_error_counts and not c.has_tool_status and c.knows_tool_failures
