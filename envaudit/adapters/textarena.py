@@ -38,8 +38,8 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
 
 Legal moves come from the game itself, never from a guess when the game can tell: for the games of
 ``textarena_moves.GAMES`` (Guess the Number, Tower of Hanoi, Mastermind, Connect Four, Nim, Kuhn
-Poker, Tic Tac Toe, Three-Card Monte, Sudoku, Peg Jump, Colonel Blotto) from its state; for every
-other game, moves read from its text (the last "Available/Valid Moves" listing, the bracketed moves
+Poker, Tic Tac Toe, Three-Card Monte, Sudoku, Peg Jump, Colonel Blotto, Santorini, Settlers of
+Catan) from its state; for every other game, moves read from its text (the last "Available/Valid Moves" listing, the bracketed moves
 of the newest messages and of the prompt, and those with their numbers or placeholders varied) are
 each tried on a copy of the game, through its own ``step()``, and kept only when the game accepts
 them. Only a game whose text shows no move it accepts, or that cannot be copied, gets unchecked
@@ -83,6 +83,7 @@ from envaudit.adapters.textarena_moves import (
     global_random_kept,
     invalid_flag,
     layers,
+    player_out,
     text_moves,
     trial_budget,
     try_move,
@@ -393,16 +394,23 @@ class TextArenaEnv(CatalogueEnv):
         return (obs if isinstance(obs, str) else str(obs)), newest
 
     def _play_opponents(self) -> bool:
-        """Let the other players move until it is player 0's turn; True when the game ended."""
+        """Let the other players move until it is player 0's turn; True when the game ended for it.
+        A player 0 the game eliminated (``player_out``) never gets the turn back: the others play on
+        until the game ends or the guard, and its episode ends there (or at once, where the game
+        still asks the eliminated player to move)."""
         state = self.base.state
         for _ in range(OPPONENT_MOVES_PER_TURN * max(1, self.num_players - 1)):
-            if state.done or state.current_player_id == 0:
-                return bool(state.done)
+            if state.done:
+                return True
+            if state.current_player_id == 0:
+                return player_out(state)
             _obs, newest = self._observe()
             moves, _ = self._legal(self._opponent, newest, self._trials())
             done, _ = self.game.step(self._opponent.choice(moves))
             if done:
                 return True
+        if player_out(state):
+            return True
         raise RuntimeError(f"the opponents of {self.env_id} made {OPPONENT_MOVES_PER_TURN} moves each without "
                            "handing the turn back to player 0")
 
@@ -413,7 +421,7 @@ class TextArenaEnv(CatalogueEnv):
         self._turn += 1
         self._last = text
         invalid = getattr(state, "error_count", 0) > errors_before or (invalid_flag(state, 0) and not flagged)
-        if not done and state.current_player_id != 0:
+        if not done and (state.current_player_id != 0 or player_out(state)):
             done = self._play_opponents()
         if not done:
             self._obs, self._newest = self._observe()
@@ -427,6 +435,8 @@ class TextArenaEnv(CatalogueEnv):
         mine = (game_info or {}).get(0, {})
         invalid = invalid or bool(mine.get("invalid_move"))
         reason = str(mine.get("reason", ""))
+        if not state.done and not reason:
+            reason = "player 0 was eliminated by its invalid moves; the other players play on without it"
         at_limit = ended_at_limit(reason, state.turn, getattr(state, "max_turns", None))
         reward = float((rewards or {}).get(0, 0.0))
         success = won(rewards, self.num_players, at_limit=at_limit, invalid=invalid)

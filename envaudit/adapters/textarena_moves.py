@@ -304,6 +304,47 @@ def _blotto_legal(env: Any, rng: random.Random) -> list[str]:
     return list(out)
 
 
+# -- Santorini (envs/Santorini/env.py: ``step`` validates ``[worker source dest build]`` with
+#    ``_is_valid_move`` and ``_is_valid_build``, and after each move stores the next player's moves,
+#    built by the same checks, in ``game_state["valid_moves"]``; the prompt's "Valid moves" are player
+#    0's for every player, as ``reset`` renders all prompts from that one list) ----------------------
+def _santorini_legal(env: Any, rng: random.Random) -> list[str]:
+    mine = env.PLAYER_COLORS[env.state.current_player_id][0]
+    listed = BRACKETED.findall(str(env.state.game_state.get("valid_moves", "")))
+    return [m for m in listed if m[1:2].upper() == mine]
+
+
+def _santorini_illegal(env: Any) -> str:
+    legal = _santorini_legal(env, random.Random(0))
+    worker, source = (legal[0][1:3], legal[0][3:5]) if legal else ("X1", "A1")
+    return f"[{worker}{source}{source}{source}]"  # a worker that stays where it is
+
+
+# -- Settlers of Catan (envs/SettlersOfCatan/env.py ``step``: in the "action" phase an index of
+#    ``env.game_moves``, its last two "Negotiate." and "Nothing." (which ends the turn); in
+#    "negotiation_start" another player still in the game; in "negotiation" the main negotiator's
+#    ``[done]`` (``_negotiation_step``) and the partner's ``[deny]`` (``_negotiation_response_step``)
+#    hand the turn on. A turn also ends after ``move_allowance`` moves) ---------------------------------
+def _catan_legal(env: Any, rng: random.Random) -> list[str]:
+    gs, pid = env.state.game_state, env.state.current_player_id
+    phase = gs.get("turn_phase")
+    if phase == "action":
+        return [f"[{idx}]" for idx, _desc, _act in env.game_moves or []]
+    if phase == "negotiation_start":
+        out = gs.get("eliminated_players", set())
+        return [f"[{p}]" for p in range(env.state.num_players) if p != pid and p not in out]
+    if phase == "negotiation":
+        return ["[done]"] if pid == gs.get("main_negotiator") else ["[deny]"]
+    return []
+
+
+def _catan_stall(env: Any, last: str | None) -> str | None:
+    """"Nothing." (the last listed action): the turn ends with nothing built."""
+    if env.state.game_state.get("turn_phase") != "action" or not env.game_moves:
+        return None
+    return f"[{env.game_moves[-1][0]}]"
+
+
 GAMES: dict[str, GameMoves] = {
     "GuessTheNumberEnv": GameMoves(_gtn_legal, illegal=lambda env: f"[{env.max_number + 1}]", stall=_gtn_stall,
                                    reference=lambda env: f"[{env.game_number}]"),
@@ -321,6 +362,9 @@ GAMES: dict[str, GameMoves] = {
     "PegJumpEnv": GameMoves(_peg_legal, illegal=_peg_illegal),
     "ColonelBlottoEnv": GameMoves(_blotto_legal, illegal=lambda env: _blotto(env.field_names[:1],
                                                                             (env.num_total_units + 1,))),
+    "SantoriniBaseFixedWorkerEnv": GameMoves(_santorini_legal, illegal=_santorini_illegal),
+    "SettlersOfCatanEnv": GameMoves(_catan_legal, illegal=lambda env: f"[{len(env.game_moves or []) + 1}]",
+                                    stall=_catan_stall),
 }
 """Env class name -> its readers."""
 
@@ -336,6 +380,15 @@ class Trial:
 def invalid_flag(state: Any, pid: int) -> bool:
     info = getattr(state, "game_info", None) or {}
     return bool(info.get(pid, {}).get("invalid_move")) if isinstance(info, Mapping) else False
+
+
+def player_out(state: Any, pid: int = 0) -> bool:
+    """Whether the game eliminated ``pid`` while it goes on for the others: TextArena's
+    ``FFAMultiPlayerState.elimination_order`` or a game's own ``game_state["eliminated_players"]``
+    (SettlersOfCatan's ``_handle_invalid``, after the second invalid move)."""
+    game_state = getattr(state, "game_state", None)
+    gone = game_state.get("eliminated_players", ()) if isinstance(game_state, Mapping) else ()
+    return pid in (getattr(state, "elimination_order", None) or ()) or pid in (gone or ())
 
 
 def try_move(game: Any, text: str) -> Trial | None:
@@ -451,4 +504,4 @@ class Trials:
 
 
 __all__ = ["GAMES", "MAX_LEGAL", "MAX_TRIALS", "MIN_TRIALS", "TRIAL_BYTES", "GameMoves", "Trial", "Trials", "action_text", "global_random_kept",
-           "invalid_flag", "layers", "text_moves", "trial_budget", "try_move", "unwrap"]
+           "invalid_flag", "layers", "player_out", "text_moves", "trial_budget", "try_move", "unwrap"]
