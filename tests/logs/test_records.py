@@ -169,6 +169,7 @@ def test_a_column_the_log_lacks_stays_unknown():
     steps = c.records.steps
     assert steps["action"].tolist() == [None] * 4 and steps["action_label"].tolist() == [None] * 4
     assert steps["reward"].isna().all() and steps["latency_s"].isna().all()
+    assert steps["reward"].dtype == np.float64 and steps["latency_s"].dtype == np.float64  # numbers, missing
     assert steps["tool_name"].isna().all() and steps["tool_status"].isna().all()
     assert steps["terminated"].tolist() == [True, False, True, True]  # the last step of each episode
     assert c.labels is None
@@ -177,8 +178,9 @@ def test_a_column_the_log_lacks_stays_unknown():
 
 
 def test_without_a_step_table_length_comes_from_the_log_or_is_unknown():
-    logged = to_records(_logged(None, length=[3, 5, 1]))
+    logged = to_records(_logged(None, length=[3.0, 5.0, 1.0]))
     assert logged.records.episodes["length"].tolist() == [3, 5, 1]
+    assert logged.records.episodes["length"].dtype == np.int64  # a count of steps, logged as floats
     assert logged.has_length and not logged.has_steps
     assert list(logged.records.steps.columns) == RECORD_STEPS and logged.records.steps.empty
     bare = to_records(_logged(None))
