@@ -213,14 +213,28 @@ def _factory_of(spec: str) -> EnvFactory:
     return resolve_env(spec)[1]
 
 
+def enter_scan_place(where: tuple[str, list[str]] | None) -> None:
+    """Take on the scanning process's working folder and ``sys.path`` (``where``, only ever set for a
+    worker process, whose own are otherwise different), so the env's relative paths and imports
+    resolve as they do for the user."""
+    if where is None:
+        return
+    cwd, path = where
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+    if sys.path != path:
+        sys.path[:] = path
+
+
+def env_factory(spec: str | None, make_env: EnvFactory | None) -> EnvFactory:
+    """The factory a worker builds from: ``make_env`` itself, or the target ``spec`` resolved there
+    (cached per process)."""
+    return make_env if spec is None else _factory_of(spec)
+
+
 def _build(run: _Run) -> tuple[AuditWrapper, int]:
-    if run.where is not None:  # only ever set for a worker process, whose cwd and path are its own
-        cwd, path = run.where
-        if os.getcwd() != cwd:
-            os.chdir(cwd)
-        if sys.path != path:
-            sys.path[:] = path
-    make_env = run.make_env if run.spec is None else _factory_of(run.spec)
+    enter_scan_place(run.where)
+    make_env = env_factory(run.spec, run.make_env)
     made, mapping = strip_user_wrapper(sync_env(make_env()))
     env = limit_steps(made, run.max_steps)
     cap = step_limit(env) or run.max_steps

@@ -34,7 +34,14 @@ from envaudit.execution.lanes import Evicted, Hung, open_lanes
 from envaudit.execution.slots import Lost, Slot
 from envaudit.grpo.engine import PolicyEngine
 from envaudit.recording import AuditWrapper, Recorder, Records, audit_wrap, strip_user_wrapper
-from envaudit.rollout import EnvFactory, EpisodeCapture, Problem, limit_steps
+from envaudit.rollout import (
+    EnvFactory,
+    EpisodeCapture,
+    Problem,
+    enter_scan_place,
+    env_factory,
+    limit_steps,
+)
 
 
 @dataclass
@@ -96,18 +103,8 @@ class LaneRun:
 
 
 def _build(run: LaneRun) -> tuple[AuditWrapper, int]:
-    if run.where is not None:  # only ever set for a worker process, whose cwd and path are its own
-        cwd, path = run.where
-        if os.getcwd() != cwd:
-            os.chdir(cwd)
-        if sys.path != path:
-            sys.path[:] = path
-    if run.spec is not None:
-        from envaudit.resolve import resolve_env  # the worker side only
-
-        make_env = resolve_env(run.spec)[1]
-    else:
-        make_env = run.make_env
+    enter_scan_place(run.where)
+    make_env = env_factory(run.spec, run.make_env)
     made, mapping = strip_user_wrapper(sync_env(make_env()))  # keep an envaudit.wrap mapping
     env = limit_steps(made, run.max_steps)
     for wrapper in run.wrappers:
