@@ -31,8 +31,10 @@ view with ``action_labels``: exploration, the scripted policies and the GRPO eng
 from __future__ import annotations
 
 import re
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 REFERENCE = "reference"
 WRONG = ("wrong_1", "wrong_2")
@@ -259,3 +261,16 @@ __all__ = [
     "game_labels", "game_strategies", "partial_answer", "parts_of", "plain", "wrong_answers",
     "GRADER_LABELS", "grader_strategies", "prefix_answer", "truncated_answer",
 ]
+
+
+def raised_at(exc: BaseException, package: str) -> str:
+    """``file:line`` of the innermost frame of ``exc`` (a scorer's own line, when a catalogue entry's
+    scoring raised), the file named from ``package``'s folder on (``reasoning_gym/games/boxnet.py``)
+    where the frame lies inside it; ``"?"`` without a traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "?"
+    frame = frames[-1]
+    parts = Path(frame.filename).parts
+    short = "/".join(parts[parts.index(package):]) if package in parts else frame.filename
+    return f"{short}:{frame.lineno}"

@@ -14,11 +14,9 @@ exceptions.
 
 from __future__ import annotations
 
-import traceback
-from pathlib import Path
 from typing import Any
 
-from envaudit.adapters.catalogue import REFERENCE
+from envaudit.adapters.catalogue import REFERENCE, raised_at
 from envaudit.protocol import TOOL_OK
 
 CHECK_ROWS = 4
@@ -28,14 +26,6 @@ FULL_MARKS = 1.0
 EXAMPLES = 3
 
 
-def _where(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return "?"
-    frame = frames[-1]
-    parts = Path(frame.filename).parts
-    short = "/".join(parts[parts.index("skyrl_gym"):]) if "skyrl_gym" in parts else frame.filename
-    return f"{short}:{frame.lineno}"
 
 
 def _first_state(env: Any, index: int) -> list[Any]:
@@ -77,7 +67,7 @@ def catalogue_check(env: Any) -> dict[str, Any]:
             strategies = _first_state(env, i)
         except Exception as exc:  # a row the adapter cannot build a catalogue for is a fact about it
             errors.append({"label": "(catalogue)", "index": i, "error": f"{type(exc).__name__}: {exc}",
-                           "where": _where(exc)})
+                           "where": raised_at(exc, "skyrl_gym")})
             continue
         if env.profile.kind in ("code", "search", "searchcode"):
             relabelled += [{**r, "index": i} for r in env.checked(i, "")["relabelled"]]
@@ -88,7 +78,7 @@ def catalogue_check(env: Any) -> dict[str, Any]:
                 reward, done, success, status = env.play_first(i, s.text)
             except Exception as exc:
                 errors.append({"label": s.label, "index": i, "error": f"{type(exc).__name__}: {exc}",
-                               "where": _where(exc)})
+                               "where": raised_at(exc, "skyrl_gym")})
                 rows.append((s.label, None, False, None, None))
                 continue
             rows.append((s.label, reward, done, success, status))
