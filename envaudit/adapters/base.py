@@ -49,6 +49,11 @@ class CatalogueEnv(gym.Env):
     ecosystem = ""
     has_reference = False
     """True when every state's catalogue starts with the reference answer or move (an oracle)."""
+    measured_check: str | None = None
+    """The ``adapter_info`` key (``"catalogue_check"``, ``"playability"``) of the check that plays the
+    catalogue against the env (``measure_check``). It is measured when ``adapter_info`` is first read
+    (the scan's fingerprint), never when an env is made: the envs the workers make, and every reset,
+    must not pay for it."""
 
     def __init__(self, labels: tuple[str, ...], max_steps: int) -> None:
         super().__init__()
@@ -60,6 +65,21 @@ class CatalogueEnv(gym.Env):
         self._current: list[Strategy] = []
         self._labels_by_text: dict[str, str] = {}
         self.prompt = ""
+
+    @property
+    def adapter_info(self) -> dict[str, Any]:
+        if self.measured_check is not None and self.measured_check not in self._info:
+            self._info[self.measured_check] = self.measure_check()
+        return self._info
+
+    @adapter_info.setter
+    def adapter_info(self, value: dict[str, Any]) -> None:
+        self._info = value
+
+    def measure_check(self) -> dict[str, Any]:
+        """The ``measured_check`` entry: what share of the catalogue the env accepts, and whether
+        exploration can play it (adapters that set ``measured_check`` provide it)."""
+        raise NotImplementedError
 
     # -- what subclasses provide --------------------------------------------------------------
     def _reset(self, seed: int | None, options: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:

@@ -233,17 +233,10 @@ class GemEnv(CatalogueEnv):
         self._last: str | None = None
         self._rng = np.random.default_rng(0)
 
-    # Playability plays the catalogue on copies of several states; the envs the workers make must
-    # not pay for it, so it is measured when adapter_info is first read (the scan's fingerprint).
-    @property
-    def adapter_info(self) -> dict[str, Any]:
-        if "playability" not in self._info:
-            self._info["playability"] = self._measure_playability()
-        return self._info
+    measured_check = "playability"
 
-    @adapter_info.setter
-    def adapter_info(self, value: dict[str, Any]) -> None:
-        self._info = value
+    def measure_check(self) -> dict[str, Any]:
+        return self._measure_playability()
 
     def _success_rule(self, base: Any) -> str:
         if self.answers:

@@ -45,11 +45,9 @@ import difflib
 import json
 import operator
 import re
-import traceback
 from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 from envaudit.adapters import package_version, require
@@ -62,6 +60,7 @@ from envaudit.adapters.catalogue import (
     Strategy,
     answer_strategies,
     grader_strategies,
+    raised_at,
     wrong_answers,
 )
 from envaudit.errors import UsageError
@@ -302,15 +301,6 @@ def playable(well_formed_share: float, distinct_outcomes: int) -> bool:
     return well_formed_share > 0 and distinct_outcomes >= 2
 
 
-def _where(exc: BaseException) -> str:
-    """``file:line`` of the innermost frame of ``exc`` (the scorer's own line)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not frames:
-        return "?"
-    frame = frames[-1]
-    parts = Path(frame.filename).parts
-    short = "/".join(parts[parts.index("reasoning_gym"):]) if "reasoning_gym" in parts else frame.filename
-    return f"{short}:{frame.lineno}"
 
 
 # -- options --------------------------------------------------------------------------------------
@@ -378,18 +368,10 @@ class ReasoningGymEnv(CatalogueEnv):
         self.index = 0
         self.relabelled: list[dict[str, Any]] = []
 
-    # adapter_info is read once per scan, from the fingerprint of the first env made; the check
-    # behind it scores the whole catalogue on several entries, which the envs the workers make
-    # (and every reset) must not pay for. So it is computed when first read.
-    @property
-    def adapter_info(self) -> dict[str, Any]:
-        if "catalogue_check" not in self._info:
-            self._info["catalogue_check"] = self.catalogue_check()
-        return self._info
+    measured_check = "catalogue_check"
 
-    @adapter_info.setter
-    def adapter_info(self, value: dict[str, Any]) -> None:
-        self._info = value
+    def measure_check(self) -> dict[str, Any]:
+        return self.catalogue_check()
 
     @property
     def has_reference(self) -> bool:
@@ -540,7 +522,7 @@ class ReasoningGymEnv(CatalogueEnv):
                 except Exception as exc:
                     score = None
                     errors.append({"label": s.label, "index": i, "error": f"{type(exc).__name__}: {exc}",
-                                   "where": _where(exc)})
+                                   "where": raised_at(exc, "reasoning_gym")})
                 rows.append((s.label, score, self.judge(answer, entry)))
         scored = [(label, score, ok) for label, score, ok in rows if score is not None]
         outcomes = {(round(score, 6), ok) for _, score, ok in scored}

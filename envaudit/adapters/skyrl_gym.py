@@ -310,20 +310,12 @@ class SkyRLGymEnv(CatalogueEnv):
         self._checked: dict[int, dict[str, Any]] = {}
         self.relabelled: list[dict[str, Any]] = []
 
-    # adapter_info is read once per scan, from the fingerprint of the first env made; the check
-    # behind it plays the whole catalogue on a few rows, which the envs the workers make (and every
-    # reset) must not pay for. So it is computed when first read (as reasoning-gym's adapter does).
-    @property
-    def adapter_info(self) -> dict[str, Any]:
-        if "catalogue_check" not in self._info:
-            from envaudit.adapters.skyrl_check import catalogue_check
+    measured_check = "catalogue_check"
 
-            self._info["catalogue_check"] = catalogue_check(self)
-        return self._info
+    def measure_check(self) -> dict[str, Any]:
+        from envaudit.adapters.skyrl_check import catalogue_check
 
-    @adapter_info.setter
-    def adapter_info(self, value: dict[str, Any]) -> None:
-        self._info = value
+        return catalogue_check(self)
 
     # -- episodes --------------------------------------------------------------------------------
     def _reset(self, seed: int | None, options: Mapping[str, Any] | None):

@@ -333,17 +333,10 @@ class VerifiersEnv(CatalogueEnv):
         self._tools: list[dict[str, Any]] = []
         self._last_call: str | None = None
 
-    # adapter_info is read once per scan, from the fingerprint of the first env made; the check
-    # behind it plays the catalogue on a few tasks, which the envs the workers make must not pay for.
-    @property
-    def adapter_info(self) -> dict[str, Any]:
-        if "catalogue_check" not in self._info:
-            self._info["catalogue_check"] = self.catalogue_check()
-        return self._info
+    measured_check = "catalogue_check"
 
-    @adapter_info.setter
-    def adapter_info(self, value: dict[str, Any]) -> None:
-        self._info = value
+    def measure_check(self) -> dict[str, Any]:
+        return self.catalogue_check()
 
     def catalogue_check(self, tasks: int = CHECK_TASKS) -> dict[str, Any]:
         """Every catalogue strategy played as the first reply on the first ``tasks`` tasks, through
