@@ -34,6 +34,8 @@ class ProbePlan:
     episodes: int | None
     """None: the probe does not declare its work (``Probe.plan``)."""
     env_steps: int | None
+    cap: bool = False
+    """The probe may stop before ``episodes`` (``Probe.plan_is_cap``): they are the most it plays."""
 
 
 @dataclass
@@ -71,10 +73,13 @@ class ScanPlan:
             if p.episodes is None:
                 out.append(f"{p.name:<{width}}  {'?':>9}  {'?':>10}  (the probe does not declare its work)")
             else:
-                out.append(f"{p.name:<{width}}  {p.episodes:>9,}  {p.env_steps:>10,}")
+                out.append(f"{p.name:<{width}}  {p.episodes:>9,}  {p.env_steps:>10,}"
+                           + ("  (at most: a run that finds nothing to learn stops early)" if p.cap else ""))
         least = "at least " if self.undeclared else ""
         serial = self.serial_s()
-        out.append(f"{'total':<{width}}  {self.episodes:>9,}  {self.env_steps:>10,}  ({least}what the scan will step)")
+        capped = " if no probe stops early" if any(p.cap for p in self.probes) else ""
+        out.append(f"{'total':<{width}}  {self.episodes:>9,}  {self.env_steps:>10,}  ({least}what the scan will "
+                   f"step{capped})")
         out.append(f"predicted wall time in env calls: {least}{_duration(serial)} serially, {least}"
                    f"{_duration(serial / max(1, self.workers))} at --workers {self.workers} "
                    "(if every probe's episodes fan out)")
@@ -131,5 +136,5 @@ def plan_scan(target: str | Callable[[], gym.Env], config: ScanConfig, *, worker
             plans.append(ProbePlan(probe.name, None, None))
             continue
         episodes = int(probe.plan(config, pilot, is_tool_env))
-        plans.append(ProbePlan(probe.name, episodes, round(episodes * mean_length)))
+        plans.append(ProbePlan(probe.name, episodes, round(episodes * mean_length), probe.plan_is_cap))
     return ScanPlan(env_id, len(pilot), mean_length, per_call, per_call, workers, plans)

@@ -84,6 +84,8 @@ class Probe:
     plan: Callable[[ScanConfig, pd.DataFrame, bool], int] | None = None
     """The episodes the probe will play at a scan's settings, given the first exploration episodes
     and whether the env is a ``ToolEnv`` (``envaudit scan --plan``); None: not declared."""
+    plan_is_cap: bool = False
+    """``plan`` gives the most the probe will play: it may stop early once more work cannot change its answer."""
     decisions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Finding code → the one function that decides it (``decide_<code>``, dashes as
     underscores): the only place where a finding of that code is created and its severity set."""

@@ -24,6 +24,11 @@ class GRPOConfig:
     group_size: int = _opt(8, "G: rollouts per group, all from the same reset(seed=s).")
     groups_per_iteration: int = _opt(4, "Groups (distinct reset seeds) collected per iteration.")
     iterations: int = _opt(40, "Training iterations: collect groups, compute advantages, update.")
+    barren_rollouts: int = _opt(
+        0, "Stop once this many rollouts in a row (whole iterations) gave no group a learning signal (every "
+        "advantage zero) while the policy stayed the uniform explorer it started as: a behaviour that "
+        "would give one shows in fewer than r of its rollouts, where (1 - r) ** barren_rollouts is the "
+        "chance of having missed it. torch engine only; 0 never stops for that.")
     learning_rate: float = _opt(3e-3, "Adam learning rate of the policy.")
     clip_coef: float = _opt(0.2, "PPO/GRPO ratio clip range epsilon: ratios outside 1 +- clip_coef stop the gradient.")
     update_epochs: int = _opt(2, "Passes over each iteration's batch (the GRPO paper's mu).")
@@ -57,6 +62,7 @@ class GRPOConfig:
             (self.group_size >= 2, f"group_size must be at least 2 (GRPO needs a group), got {self.group_size}"),
             (self.groups_per_iteration >= 1, f"groups_per_iteration must be at least 1, got {self.groups_per_iteration}"),
             (self.iterations >= 1, f"iterations must be at least 1, got {self.iterations}"),
+            (self.barren_rollouts >= 0, f"barren_rollouts must be >= 0 (0 never stops), got {self.barren_rollouts}"),
             (self.learning_rate > 0, f"learning_rate must be positive, got {self.learning_rate}"),
             (0 < self.clip_coef < 1, f"clip_coef must be in (0, 1), got {self.clip_coef}; GRPO uses 0.2"),
             (self.update_epochs >= 1, f"update_epochs must be at least 1, got {self.update_epochs}"),

@@ -12,7 +12,19 @@ Each iteration:
 3. update the policy with the clipped policy-gradient objective over every step of every trained
    rollout (plus the entropy bonus and the optional KL to the initial policy);
 4. log one row of behaviour: return, training reward, success / timeout / tool-failure rates,
-   length, action mix, entropy, KL.
+   length, action mix, entropy, KL, and ``learning_groups``: the groups with a trained rollout whose
+   advantage is not zero (a group whose rollouts all got the same training reward teaches nothing).
+
+With ``config.barren_rollouts`` = n, training stops before ``config.iterations`` once n rollouts
+in a row (whole iterations) gave no learning group while the policy stayed the uniform explorer it
+started as (the update's mean entropy at least ``UNIFORM`` of the catalogue's log size). There the
+update is zero: no advantage, and the entropy bonus's gradient vanishes at the uniform policy, so
+every further iteration draws from the same policy; a behaviour that would give it a signal (a
+target reached, a reward that differs within a group) shows in fewer than r of its rollouts, where
+(1 - r) ** n is the chance of having missed it. The rule counts rollouts, never time, so the same
+seed stops at the same iteration on any machine. A policy that has learned something and then sees
+no signal is never stopped: the entropy bonus, which Adam scales up however small it is, brings a
+saturated policy back to exploring, and what it then meets is what training teaches.
 """
 
 from __future__ import annotations
@@ -71,6 +83,34 @@ class TrainResult:
     richest: list[Met] = field(default_factory=list)
     """The best-paying training episodes the env ended without success (``RICHEST_KEPT``, richest
     first): what the search met on its way, whatever it was trained to reach."""
+    barren: bool = False
+    """Training stopped early because it found nothing to learn from (``barren_rollouts``, see the
+    module docstring)."""
+
+
+UNIFORM = 0.95
+"""A policy whose mean entropy is at least this share of log(catalogue size) is the uniform explorer."""
+
+
+def learning_groups(episodes: pd.DataFrame) -> int:
+    """How many groups of one iteration carry a learning signal: a trained rollout whose advantage
+    is not zero."""
+    moving = episodes["trained"].to_numpy(bool) & (np.abs(episodes["advantage"].to_numpy(float)) > 1e-12)
+    return int(episodes.loc[moving, "group"].nunique())
+
+
+def barren(curves: list[dict[str, Any]], config: GRPOConfig, n_actions: int) -> bool:
+    """Whether the last ``config.barren_rollouts`` rollouts (whole iterations) gave no learning group
+    while the policy stayed uniform over ``n_actions`` (see the module docstring)."""
+    if not config.barren_rollouts or n_actions < 2 or config.engine != "torch":
+        return False
+    uniform = UNIFORM * float(np.log(n_actions))
+    quiet = 0
+    for row in reversed(curves):
+        if row["learning_groups"] or not row["entropy"] >= uniform:
+            break
+        quiet += 1
+    return quiet * config.rollouts_per_iteration >= config.barren_rollouts
 
 
 def _richest(kept: list[Met], episodes: pd.DataFrame, steps: dict[int, Any], mode: str,
@@ -126,7 +166,8 @@ def train(
 
     ``pipeline`` defaults to ``config.rollout_pipeline``; ``reward`` to the env return. Training runs
     ``config.iterations`` iterations; it stops early only when the env hangs, when
-    ``on_iteration(iteration, engine, row)`` returns True, or at ``deadline`` (``time.monotonic()``),
+    ``on_iteration(iteration, engine, row)`` returns True, once it has found nothing to learn from
+    (``config.barren_rollouts``, see the module docstring), or at ``deadline`` (``time.monotonic()``),
     a safety cap whose cut the result reports as ``stopped="deadline"``, never a way to size work.
     ``executor``: where the envs step (``envaudit.execution``; None: in this process); the policy
     stays here and the result is the same with any executor and any number of workers.
@@ -141,6 +182,7 @@ def train(
     env_steps = 0
     first: Records | None = None
     richest: list[Met] = []
+    stopped_barren = False
     try:
         engine = engine or default_engine(collector, config)
         labels = action_labels(collector)
@@ -173,8 +215,8 @@ def train(
             ]
             stats = engine.update(trajectories)
             # 4. What the policy did this iteration.
-            row = {"iteration": iteration, "mode": mode,
-                   **behaviour_row(batch, episodes, labels), **stats, "env_steps": env_steps}
+            row = {"iteration": iteration, "mode": mode, **behaviour_row(batch, episodes, labels), **stats,
+                   "learning_groups": learning_groups(episodes), "env_steps": env_steps}
             rows.append(row)
             trained_episodes.append(episodes)
             richest = _richest(richest, episodes, batch.steps, mode, iteration)
@@ -182,12 +224,15 @@ def train(
                 first = Records(batch.records.steps, episodes)
             if on_iteration is not None and on_iteration(iteration, engine, row):
                 break
+            if iteration + 1 < config.iterations and barren(rows, config, len(labels)):
+                stopped_barren = True
+                break
     finally:
         if own_collector:
             collector.close()
     curves = pd.DataFrame(rows)
     all_episodes = pd.concat(trained_episodes, ignore_index=True) if trained_episodes else pd.DataFrame()
-    return TrainResult(engine, curves, all_episodes, problems, stopped, env_steps, first, richest)
+    return TrainResult(engine, curves, all_episodes, problems, stopped, env_steps, first, richest, stopped_barren)
 
 
 def with_advantages(episodes: pd.DataFrame, returns: np.ndarray, pipeline: Pipeline) -> pd.DataFrame:

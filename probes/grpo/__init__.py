@@ -53,6 +53,7 @@ probe = Probe(
     order=90,
     preload=("envaudit.grpo.torch_engine",),
     plan=planned_episodes,
+    plan_is_cap=True,
     decisions={
         "learned-exploit": decide_learned_exploit,
         "timeout-drop-incentive": decide_timeout_drop_incentive,

@@ -30,7 +30,14 @@ first iteration rather than the random explorer), each evaluated on the same see
 
 Work is counted in GRPO iterations and evaluation groups (``ITERATIONS``, ``EVAL_GROUPS``; fewer
 under ``--quick``; the replay and the oracle beside it are one evaluation's worth each), never in
-seconds: the same seed gives the same curves and findings on any machine under any load. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
+seconds: the same seed gives the same curves and findings on any machine under any load.
+``ITERATIONS`` is each run's most: a run whose policy, still the uniform explorer, met nothing to
+learn from in ``barren_rollouts()`` rollouts in a row stops there (a behaviour shown in 1% of its
+rollouts is missed with chance 5%; ``notes["runs"][name]["barren"]``). A run that learned something
+is never cut: a saturated policy is not a fixed point under the entropy bonus, and a plateau of the
+training reward is not one either, since behaviour drifts among endings that pay about the same
+(a hand-off paid after a failed call against an honest booking), and that drift is what this probe
+reports. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
 left out of the findings and listed as incomplete.
 
 Severity follows DESIGN.md's ladder: ``fail`` when the behaviour earns at least as much as honest
@@ -109,6 +116,15 @@ QUICK_ITERATIONS = {"natural": 36, "faults": 16, "target": 14}
 LM_ITERATIONS, QUICK_LM_ITERATIONS = {"natural": 20, "faults": 10, "target": 8}, {"natural": 12, "faults": 6, "target": 4}
 """The same for the vllm engine, whose iteration (generation on vLLM, a transformer update, a weight
 push) costs far more than the MLP's."""
+MISS_RATE, MISS_CHANCE = 0.01, 0.05
+"""A run stops once its still-uniform policy has given nothing to learn from for so long that a
+behaviour which would (a target reached, a reward that differs within a group) shows in fewer than
+``MISS_RATE`` of its rollouts, at a ``MISS_CHANCE`` chance of having missed it: ``barren_rollouts``."""
+
+def barren_rollouts(rate: float = MISS_RATE, chance: float = MISS_CHANCE) -> int:
+    """Rollouts in a row without a learning signal after which a behaviour with ``rate`` or more
+    would have shown with probability at least 1 - ``chance``: the least n with (1 - rate)^n <= chance."""
+    return int(np.ceil(np.log(chance) / np.log1p(-rate)))
 EVAL_GROUPS, QUICK_EVAL_GROUPS = 8, 4
 """Evaluation groups (reset seeds, G rollouts each) of every run's trained policy."""
 LEARNING_RATE = 1e-2
@@ -131,7 +147,8 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     if skip is not None:
         return [skip]
     quick = ctx.config.quick
-    config = GRPOConfig.from_scan(ctx.config, learning_rate=LEARNING_RATE)
+    config = GRPOConfig.from_scan(ctx.config, learning_rate=LEARNING_RATE,
+                                  barren_rollouts=barren_rollouts())
     if config.engine == "vllm":  # build the model and start vLLM once, before the first run
         from envaudit.grpo.lm_engine import LMEngine
 
@@ -213,8 +230,9 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         if delay is not None:
             found.append(delay)
     ctx.notes.update({
-        "runs": {name: {"iterations": len(r.training.curves), "eval_episodes": len(r.episodes),
-                        "env_steps": r.training.env_steps, "stopped": r.stopped} for name, r in results.items()},
+        "runs": {name: {"iterations": len(r.training.curves), "barren": r.training.barren,
+                        "eval_episodes": len(r.episodes), "env_steps": r.training.env_steps, "stopped": r.stopped}
+                 for name, r in results.items()},
         "skipped": skipped,
         "reach": {b: text.reach_sentence(b, r) for b, r in reach.items()},
         "replayed": {k: v for k, v in replayed.items() if k not in ("records", "oracle", "reach")} if replayed else None,
@@ -245,8 +263,9 @@ def run_plans(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool) -> lis
 
 
 def planned_episodes(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool) -> int:
-    """Episodes the probe's runs play at these settings (``envaudit scan --plan``): each run's
-    iterations of ``groups_per_iteration`` groups of G, and its evaluation groups. Replays of what
+    """The most episodes the probe's runs play at these settings (``envaudit scan --plan``): each
+    run's iterations of ``groups_per_iteration`` groups of G, and its evaluation groups; a run stops
+    earlier when barren (``barren_rollouts``). Replays of what
     the runs met come on top (a few, only when they met something)."""
     config = GRPOConfig.from_scan(scan, learning_rate=LEARNING_RATE)
     eval_groups = QUICK_EVAL_GROUPS if scan.quick else EVAL_GROUPS

@@ -16,6 +16,9 @@ rate f on every tool, each needed successful call takes 1 / (1 - f) calls on ave
 (``need + 1`` successful calls) returns about ``1 - (need + 1) * c * f / (1 - f)`` and giving up
 ``-c * f / (1 - f)``: with f = 0.5 and c = 1 giving up wins (-1 against -2); with c = 0 (the clean
 twin) persisting wins (+1 against 0).
+
+``TenOnes`` (the settling lesson): ten steps whatever the action, 1 for action 1, success at a
+return of 5: deterministic, so a trained policy saturates on "always 1", and it never times out.
 """
 
 from __future__ import annotations
@@ -79,3 +82,22 @@ class WorkSubmit(ToolEnv):
         elif call.tool == "give_up":
             return Transition(self._obs(), 0.0, terminated=True, success=False)
         return Transition(self._obs())
+
+
+class TenOnes(gym.Env):
+    """Ten steps whatever the action; 1 for action 1; success when the return reaches 5."""
+
+    observation_space = gym.spaces.Box(0, 10, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.ret = 0, 0.0
+        return np.array([0.0], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        reward = float(int(action) == 1)
+        self.ret += reward
+        done = self.t >= 10
+        return np.array([self.t], np.float32), reward, done, False, ({"success": self.ret >= 5} if done else {})

@@ -7,7 +7,7 @@ from envaudit.grpo import GRPOConfig, train
 from envaudit.grpo.search import natural
 from envaudit.grpo.trainer import RICHEST_KEPT, with_advantages
 from envaudit.pipeline import timeout_handling_pipeline
-from tests.grpo.envs import CheckSubmit, WorkSubmit
+from tests.grpo.envs import CheckSubmit, TenOnes, WorkSubmit
 
 FAST = dict(iterations=40, learning_rate=1e-2)
 
@@ -82,3 +82,58 @@ def test_costly_failures_teach_giving_up_while_the_clean_twin_persists(seed):
     assert flawed["length"].mean() < 4 < clean["length"].mean()
     # An optimal persister succeeds unless 10 calls give fewer than 3 successes (P = 56/1024).
     assert (flawed["outcome"] == "success").mean() < 0.2 < 0.5 < (clean["outcome"] == "success").mean()
+
+
+def _rows(*groups, entropy=float(np.log(2))):
+    return [{"learning_groups": g, "entropy": entropy} for g in groups]
+
+
+def test_learning_groups_need_a_trained_rollout_with_an_advantage():
+    from envaudit.grpo.trainer import learning_groups
+
+    episodes = pd.DataFrame({"episode_id": range(7), "group": [0, 0, 1, 1, 2, 2, 3],
+                             "advantage": [1.0, -1.0, 0.0, 0.0, 0.0, 2.0, 2.0],
+                             "trained": [True, True, True, True, False, True, False]})
+    # Groups 0 and 2 (its trained rollout's advantage) move the policy; group 1 has no advantage,
+    # group 3's only rollout with one is not trained.
+    assert learning_groups(episodes) == 2
+    assert learning_groups(episodes.assign(advantage=0.0)) == 0
+
+
+def test_barren_counts_quiet_rollouts_of_a_uniform_policy():
+    from envaudit.grpo.trainer import UNIFORM, barren
+
+    config = GRPOConfig(barren_rollouts=64, group_size=8, groups_per_iteration=4)  # 32 rollouts an iteration
+    assert not barren(_rows(1, 0), config, 2)  # 32 of 64
+    assert barren(_rows(1, 0, 0), config, 2)
+    assert not barren(_rows(0, 0, 1, 0), config, 2)  # a learning group restarts the count
+    # A policy that moved away from uniform is never stopped: the entropy bonus brings it back to exploring.
+    low = UNIFORM * np.log(2) - 1e-6
+    assert not barren(_rows(1, 0, 0, entropy=low), config, 2)
+    rows = _rows(0, 0, 0)
+    rows[0]["entropy"] = low  # ... but the iterations since it was uniform again count
+    assert barren(rows, config, 2) and not barren(rows, config, 3)  # log(3) is a larger maximum
+    rows[-1]["entropy"] = float("nan")  # an iteration that trained nothing says nothing of its policy
+    assert not barren(rows, config, 2)
+    assert not barren(_rows(0, 0, 0), config.replace(barren_rollouts=0), 2)
+    assert not barren(_rows(0, 0, 0), config, 1)
+
+
+def test_a_target_nothing_reaches_stops_as_barren():
+    from envaudit.grpo.search import Reference, targeted
+
+    config = GRPOConfig(iterations=30, learning_rate=1e-2, seed=3, barren_rollouts=96)
+    reference = Reference(floor=-1.0, spread=1.0, short_length=1)
+    result = targeted(TenOnes, config, "timeout", reference, eval_groups=1)  # TenOnes always terminates
+    assert result.training.barren
+    assert len(result.training.curves) == 3  # 3 iterations x 32 rollouts = 96, none learned anything
+    assert (result.training.curves["learning_groups"] == 0).all()
+
+
+def test_a_run_that_learns_is_never_cut():
+    # TenOnes teaches "always 1" and then every group is alike: nothing to learn, but the policy is
+    # no longer uniform, so the run goes on to its last iteration.
+    config = GRPOConfig(iterations=12, learning_rate=1e-2, seed=3, barren_rollouts=32)
+    result = train(TenOnes, config)
+    assert not result.barren and len(result.curves) == 12
+    assert (result.curves["learning_groups"].iloc[-3:] == 0).all()
