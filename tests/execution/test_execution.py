@@ -144,6 +144,24 @@ def test_one_worker_and_four_workers_write_the_same_report(tmp_path):
     assert reports[0] == reports[1]
 
 
+def test_every_probe_writes_the_same_report_at_1_8_and_32_workers(tmp_path):
+    # A flawed tool env, so every probe runs and findings are made; threads at 1, 8 and 32
+    # workers, and 8 worker processes: what the scan says cannot depend on how it was spread.
+    from envaudit.cli import main
+
+    reports = {}
+    for executor, workers in (("threads", 1), ("threads", 8), ("threads", 32), ("processes", 8)):
+        out = tmp_path / f"{executor}{workers}"
+        main(["scan", "envaudit/FlakySearch-AnswerAll-v0", "--quick", "--episodes", "32", "--group-size", "4",
+              "--seed", "2", "--executor", executor, "--workers", str(workers), "--out", str(out), "--no-progress"])
+        reports[executor, workers] = _strip_timings(json.loads((out / "report.json").read_text()))
+    first = reports["threads", 1]
+    assert first["findings"] and {p["status"] for p in first["probes"]} == {"ok"}
+    assert first["cost"]["env_steps"] > 0
+    for key, report in reports.items():
+        assert report == first, key
+
+
 def test_execution_config_says_what_is_wrong():
     with pytest.raises(ValueError, match="executor must be one of processes, threads, asyncio, inline, ray, got .dask."):
         ExecutionConfig(executor="dask")
