@@ -1,4 +1,9 @@
 """envaudit: audit RL environments and the reward process around them before training in them."""
+# ruff: noqa: E402  (quiet_start must run before the heavy imports)
+
+from envaudit.startup import quiet_start
+
+quiet_start()  # first: a Ctrl-C during the imports below ends the envaudit command without a traceback
 
 from envaudit.config import ScanConfig
 from envaudit.faults import FaultInjector, inject_faults
@@ -42,4 +47,4 @@ __all__ = [
 __version__ = "0.1.0"
 
 # Importing the bundled envs registers them with Gymnasium under the envaudit/ namespace.
-from envaudit import envs as _envs  # noqa: E402,F401
+from envaudit import envs as _envs  # noqa: F401
