@@ -46,6 +46,9 @@ CONFIRM_SEEDS = 24
 ALPHA = 0.01
 """One-sided level of the sign test that confirms a comparison across seeds."""
 
+DEEP_PLAYS = 2000
+"""Plays the search for a first success may spend past the enumerated depth, all seeds together."""
+
 
 @dataclass(frozen=True)
 class Node:
@@ -76,6 +79,8 @@ class Explorer:
         self.plays = 0
         self._cache: dict[tuple, Episode] = {}
         self._tree: list[Node] | None = None
+        self.deep_played: list[Episode] = []
+        """Every episode ``deep_successes`` played, in order: more plans to check, past the tree."""
 
     # -- playing ---------------------------------------------------------------------------------
     def play(self, plan: Plan) -> Episode:
@@ -113,6 +118,64 @@ class Explorer:
                     frontier[s] = grown
             self._tree = nodes
         return self._tree
+
+    # -- finding successes -------------------------------------------------------------------------
+    def successes(self, policy: Any = None) -> list[Episode]:
+        """Successful episodes to compare with: ``policy``'s (an oracle) from every seed and the
+        enumerated plans' that succeeded; when none did, the shortest successes of a deeper
+        search (``deep_successes``)."""
+        found: list[Episode] = []
+        if policy is not None:
+            for s in self.seeds:
+                found.append(self.session.play(Plan(s), policy=policy, rng=np.random.default_rng([self.seed, s])))
+                self.plays += 1
+        found += [n.episode for n in self.tree()]
+        return [ep for ep in found if ep.success] or self.deep_successes()
+
+    def deep_successes(self, budget: int = DEEP_PLAYS) -> list[Episode]:
+        """The shortest successes past the enumerated depth, from a breadth-first search that
+        extends *one plan per distinct observation* at each depth: plans that reach the same
+        observation after the same number of steps are taken for one state, so a path of a few
+        steps among many actions (which the exhaustive tree cannot reach: its size grows as
+        actions ** depth) costs about actions x states plays. Seeds are searched in order, each
+        up to the depth of its first successes, until ``budget`` plays are spent; an env whose
+        observation never repeats simply spends the budget."""
+        out: list[Episode] = []
+        for s in self.seeds:
+            frontier: list[tuple] = [()]
+            for _ in range(self.session.max_steps):
+                seen: set = set()
+                grown: list[tuple] = []
+                hits: list[Episode] = []
+                for prefix in frontier:
+                    for a in self.actions:
+                        if budget <= 0:
+                            return out + hits
+                        budget -= 1
+                        episode = self._observed(Plan(s, prefix + (a,)))
+                        self.deep_played.append(episode)
+                        if episode.success:
+                            hits.append(episode)
+                        elif not episode.finished and episode.length == len(prefix) + 1:
+                            key = _obs_key(episode.observations[-1])
+                            if key not in seen:
+                                seen.add(key)
+                                grown.append(prefix + (a,))
+                frontier = grown
+                if hits or not frontier:
+                    out += hits
+                    break
+        return out
+
+    def _observed(self, plan: Plan) -> Episode:
+        """``play`` that keeps the episode's observations (and caches it for ``play``)."""
+        key = (plan.seed, _key(plan.actions), _key((plan.then_repeat,)), plan.faults)
+        episode = self._cache.get(key)
+        if episode is None or episode.observations is None:
+            episode = self.session.play(plan, keep_observations=True)
+            self.plays += 1
+            self._cache[key] = episode
+        return episode
 
     def continuations(self, plan: Plan, episode: Episode) -> Iterator[tuple[Plan, Episode]]:
         """The plan itself and, when its episode goes on, the plan with each action appended."""
@@ -164,6 +227,17 @@ def sign_test(diffs: list[float], tolerance: float) -> dict | None:
             "mean_diff": float(np.mean(diffs)), "p_value": p, "test": "one-sided sign test over reset seeds"}
 
 
+def _obs_key(obs: Any) -> Any:
+    """A hashable key that is equal for equal observations (arrays by dtype, shape and bytes)."""
+    if isinstance(obs, np.ndarray):
+        return ("array", obs.dtype.str, obs.shape, obs.tobytes())
+    if isinstance(obs, dict):
+        return ("dict", tuple((repr(k), _obs_key(v)) for k, v in sorted(obs.items(), key=lambda kv: repr(kv[0]))))
+    if isinstance(obs, (list, tuple)):
+        return (type(obs).__name__, tuple(_obs_key(v) for v in obs))
+    return ("repr", repr(obs))
+
+
 def _seed_list(seeds: Any, seed: int) -> list[int]:
     if seeds is None:
         return list(range(seed, seed + SEEDS))
@@ -182,4 +256,4 @@ def _depth_for(n_actions: int, max_nodes: int) -> int:
     return depth
 
 
-__all__ = ["ALPHA", "CONFIRM_SEEDS", "DEPTH", "Explorer", "MAX_NODES", "Node", "SEEDS", "sign_test"]
+__all__ = ["ALPHA", "CONFIRM_SEEDS", "DEEP_PLAYS", "DEPTH", "Explorer", "MAX_NODES", "Node", "SEEDS", "sign_test"]

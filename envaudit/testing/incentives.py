@@ -236,7 +236,9 @@ def assert_no_delayed_success_reward(make_env: Any, oracle: Any = None, **option
 
     Successes come from ``oracle`` (an ``envaudit.Policy``, a plain function ``(obs, info) ->
     action``, a list of actions, or a callable ``(env) -> one of those``; default: the env's own
-    ``oracle()`` when it has one) and from the enumerated short plans. Each success is replayed
+    ``oracle()`` when it has one) and from the enumerated short plans; when none of those succeeds,
+    from a deeper search that extends one plan per distinct observation and depth
+    (``Explorer.deep_successes``). Each success is replayed
     with two steps of each action inserted before each of its steps (before the last first); when
     the delayed episode
     still succeeds and returns more, that is confirmed over the success's seeds and 24 more (a
@@ -252,7 +254,7 @@ def assert_no_delayed_success_reward(make_env: Any, oracle: Any = None, **option
         ex = _explorer(session, opts, extra)
         policy = (as_policy(oracle, session.env, action=session.action) if oracle is not None
                   else oracle_policy(session.env))
-        sources = _successes(ex, session, policy, opts.seed)
+        sources = ex.successes(policy)
         if not sources:
             raise _not_exercised(prop, session, ex, "no episode succeeded", "Pass oracle= (a policy, a function "
                                  "(obs, info) -> action or a list of actions that solves the task), or give the env an "
@@ -261,20 +263,6 @@ def assert_no_delayed_success_reward(make_env: Any, oracle: Any = None, **option
             found = _delay(ex, success, tol)
             if found is not None:
                 raise_found(prop, make_env, found, ex)
-
-
-def _successes(ex: Explorer, session: EnvSession, policy: Any, seed: int) -> list[Episode]:
-    out: list[Episode] = []
-    if policy is not None:
-        import numpy as np
-
-        for s in ex.seeds:
-            ep = session.play(Plan(s), policy=policy, rng=np.random.default_rng([seed, s]))
-            ex.plays += 1
-            if ep.success:
-                out.append(ep)
-    out += [n.episode for n in ex.tree() if n.episode.success]
-    return out
 
 
 def _one_per_seed(episodes: list[Episode]) -> list[Episode]:

@@ -54,7 +54,8 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, oracle: Any =
     compared). The plans: every short action sequence from a few seeds (exhaustive, shortest
     first), each action repeated to the end, the oracle's episodes replayed open-loop (``oracle``:
     a policy, a function ``(obs, info) -> action``, a list of actions, or a callable
-    ``(env) -> one of those``; default the env's ``oracle()`` if it has one), then a Hypothesis
+    ``(env) -> one of those``; default the env's ``oracle()`` if it has one; with none, and no short
+    plan succeeding, the successes of a deeper search over distinct observations), then a Hypothesis
     search with faults. With
     ``interpreters`` (default) the first 48 short plans are also played in a fresh Python subprocess with
     another ``PYTHONHASHSEED`` and must agree with this process; that needs ``make_env`` to be an
@@ -84,7 +85,8 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, oracle: Any =
         ex = Explorer(first, seed=opts.seed, seeds=opts.seeds, depth=extra.get("depth"))
         with _seeded_globals(opts.seed):  # an env that draws from the global generators gets the same draws every run
             every = ([n.plan for n in ex.tree()] + [Plan(s, (), a) for s in ex.seeds for a in ex.actions]
-                     + _oracle_plans(first, ex.seeds, oracle, opts.seed))
+                     + (_oracle_plans(first, ex.seeds, oracle, opts.seed)
+                        or _deep_plans(ex)))
             found = next((f for f in map(check, every) if f is not None), None)
         if found is not None:
             how = f"exhaustive over short plans, {len(every)} plans"
@@ -108,6 +110,14 @@ def _oracle_plans(session: EnvSession, seeds: list[int], oracle: Any, seed: int)
     if policy is None:
         return []
     return [Plan(s, session.play(Plan(s), policy=policy, rng=np.random.default_rng([seed, s])).actions) for s in seeds]
+
+
+def _deep_plans(ex: Explorer) -> list[Plan]:
+    """With no oracle and no success among the short plans: the successes a deeper search finds,
+    so a task solved only past the enumerated depth is replayed too."""
+    if any(n.episode.success for n in ex.tree()):
+        return []
+    return [Plan(e.seed, e.actions) for e in ex.deep_successes()]
 
 
 @contextmanager

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from envaudit.policies import oracle_policy
 from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.testing.explore import Explorer
@@ -26,7 +24,7 @@ from envaudit.testing.search import (
     run_search,
 )
 from envaudit.testing.strategies import fault_schedules, plans
-from envaudit.testing.trajectory import EnvSession, Episode, Plan
+from envaudit.testing.trajectory import EnvSession, Episode
 
 PROP = "assert_no_reward_without_success"
 
@@ -45,10 +43,12 @@ def assert_no_reward_without_success(
     the best successful return from the same reset seed (else from any seed): the oracle's
     (``oracle``: a policy, a function ``(obs, info) -> action``, a list of actions, or a callable
     ``(env) -> one of those``; default the env's ``oracle()`` if it has one) and the successes
-    among every short plan (exhaustive, shortest first). Every short plan, every action repeated
-    to the end and a Hypothesis search (episodes run to their end, with faults) are checked: an
-    unsuccessful episode returning at least the yardstick fails the property. When no success
-    With ``max_return_without_success`` the yardstick is that number instead: an unsuccessful
+    among every short plan (exhaustive, shortest first); when none of those succeeds, the shortest
+    successes of a deeper search that extends one plan per distinct observation and depth
+    (``Explorer.deep_successes``: a path of a few steps among many actions). Every short plan,
+    every episode of that deeper search, every action repeated to the end and a Hypothesis search
+    (episodes run to their end, with faults) are checked: an unsuccessful episode returning at
+    least the yardstick fails the property. With ``max_return_without_success`` the yardstick is that number instead: an unsuccessful
     episode must not return more. Raises ``PropertyNotExercised`` when no finished episode
     reported ``info["success"]``, or when unsuccessful episodes returned more than nothing and no
     success was seen to compare them with (pass ``oracle=`` or ``max_return_without_success=``).
@@ -65,7 +65,7 @@ def assert_no_reward_without_success(
         fixed = None if max_return_without_success is None else float(max_return_without_success)
         unjudged: list[Episode] = []  # paid without success while no success is known to compare with
         if fixed is None:
-            best = _successes(ex, session, oracle, opts.seed)
+            best = _successes(ex, session, oracle)
 
         def check(episode: Episode) -> Counterexample | None:
             if not episode.finished:
@@ -94,7 +94,8 @@ def assert_no_reward_without_success(
                     f"({_reward(yardstick.episode_return)}).", episode, [("the success", yardstick)])
             return None
 
-        short = [n.episode for n in ex.tree()] + [ep for s in ex.seeds for _, ep in ex.repeated(s)]
+        short = ([n.episode for n in ex.tree()] + ex.deep_played
+                 + [ep for s in ex.seeds for _, ep in ex.repeated(s)])
         for episode in short:
             found = check(episode)
             if found is not None:
@@ -123,15 +124,10 @@ def assert_no_reward_without_success(
             )
 
 
-def _successes(ex: Explorer, session: EnvSession, oracle: Any, seed: int) -> dict[int | None, Episode]:
+def _successes(ex: Explorer, session: EnvSession, oracle: Any) -> dict[int | None, Episode]:
     """The best successful episode per reset seed, and over all seeds (key None)."""
     policy = as_policy(oracle, session.env, action=session.action) if oracle is not None else oracle_policy(session.env)
-    found: list[Episode] = []
-    if policy is not None:
-        for s in ex.seeds:
-            found.append(session.play(Plan(s), policy=policy, rng=np.random.default_rng([seed, s])))
-            ex.plays += 1
-    found += [n.episode for n in ex.tree()]
+    found = ex.successes(policy)
     best: dict[int | None, Episode] = {}
     for ep in found:
         if ep.success:

@@ -116,3 +116,71 @@ def test_sign_test_evidence():
     assert (ev["pairs"], ev["higher"], ev["lower"], ev["ties"]) == (12, 10, 1, 1)
     assert ev["mean_diff"] == pytest.approx(19 / 12) and ev["p_value"] == pytest.approx(12 / 2048)
     assert sign_test([2.0] * 9 + [-1.0], 1e-9) is None  # 11 / 1024 > 0.01
+
+
+class Lock(gym.Env):
+    """A five-step combination among 11 buttons, then ``submit`` (action 11): success when the
+    whole combination was entered. A wrong button does nothing; the observation is the progress
+    alone. ``lenient`` pays the success's reward for submitting after three of the five."""
+
+    PATH = (7, 2, 9, 0, 4)
+    SUBMIT = 11
+
+    def __init__(self, lenient: bool = False):
+        self.lenient = lenient
+        self.action_space = gym.spaces.Discrete(12)
+        self.observation_space = gym.spaces.Box(0, 5, (1,))
+        self.progress = 0
+
+    def _obs(self):
+        import numpy as np
+
+        return np.array([self.progress], dtype=np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.progress = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        if action == self.SUBMIT:
+            success = self.progress == len(self.PATH)
+            paid = success or (self.lenient and self.progress >= 3)
+            return self._obs(), 1.0 if paid else 0.0, True, False, {"success": success}
+        if self.progress < len(self.PATH) and action == self.PATH[self.progress]:
+            self.progress += 1
+        return self._obs(), 0.0, False, False, {}
+
+
+def test_a_success_past_the_enumerated_depth_is_found_one_state_at_a_time():
+    # 12 actions: the tree stops at depth 2 (12 + 144 <= 400 < 12 + 144 + 1728). The deeper search
+    # keeps one plan per observation and depth: at depth d the progress is 0..d-1, so d distinct
+    # states are extended, 12 * (1 + 2 + ... + 6) = 252 plays per seed reach the success at depth 6.
+    with EnvSession(Lock) as session:
+        ex = Explorer(session)
+        assert ex.depth == 2 and not any(n.episode.success for n in ex.tree())
+        before = ex.plays
+        found = ex.deep_successes()
+        assert ex.plays - before == 4 * 252
+        assert [(e.seed, e.actions) for e in found] == [(s, Lock.PATH + (Lock.SUBMIT,)) for s in range(SEEDS)]
+        assert ex.successes() == found  # no oracle, no short success: the deep ones
+
+
+def test_the_deep_search_stops_at_its_budget():
+    with EnvSession(Lock) as session:
+        ex = Explorer(session)
+        assert ex.deep_successes(budget=251) == [] and ex.plays == 251  # one play short of seed 0's success
+        ex2 = Explorer(session)
+        found = ex2.deep_successes(budget=252 + 12)
+        assert [e.seed for e in found] == [0] and ex2.plays == 264
+
+
+def test_properties_compare_with_a_success_only_a_deeper_search_reaches():
+    from envaudit.testing import assert_no_reward_without_success
+
+    # Submitting after three of the five buttons pays 1.0 with success false: only plans of four
+    # steps or more show it, and the tree holds two; the deeper search's own plays hold it.
+
+    with pytest.raises(PropertyFailed, match="success false"):
+        assert_no_reward_without_success(lambda: Lock(lenient=True))
+    assert_no_reward_without_success(Lock)  # the clean twin: nothing unsuccessful is paid
