@@ -84,7 +84,7 @@ class Explorer:
 
     # -- playing ---------------------------------------------------------------------------------
     def play(self, plan: Plan) -> Episode:
-        key = (plan.seed, _key(plan.actions), _key((plan.then_repeat,)), plan.faults)
+        key = _plan_key(plan)
         episode = self._cache.get(key)
         if episode is None:
             episode = self.session.play(plan)
@@ -169,7 +169,7 @@ class Explorer:
 
     def _observed(self, plan: Plan) -> Episode:
         """``play`` that keeps the episode's observations (and caches it for ``play``)."""
-        key = (plan.seed, _key(plan.actions), _key((plan.then_repeat,)), plan.faults)
+        key = _plan_key(plan)
         episode = self._cache.get(key)
         if episode is None or episode.observations is None:
             episode = self.session.play(plan, keep_observations=True)
@@ -225,6 +225,10 @@ def sign_test(diffs: list[float], tolerance: float) -> dict | None:
         return None
     return {"pairs": len(diffs), "higher": above, "lower": below, "ties": len(diffs) - above - below,
             "mean_diff": float(np.mean(diffs)), "p_value": p, "test": "one-sided sign test over reset seeds"}
+
+
+def _plan_key(plan: Plan) -> tuple:
+    return (plan.seed, _key(plan.actions), _key((plan.then_repeat,)), plan.faults)
 
 
 def _obs_key(obs: Any) -> Any:
