@@ -48,8 +48,8 @@ def assert_no_reward_without_success(
     (``Explorer.deep_successes``: a path of a few steps among many actions). Every short plan,
     every episode of that deeper search, every action repeated to the end and a Hypothesis search
     (episodes run to their end, with faults) are checked: an unsuccessful episode returning at
-    least the yardstick fails the property. With ``max_return_without_success`` the yardstick is that number instead: an unsuccessful
-    episode must not return more. Raises ``PropertyNotExercised`` when no finished episode
+    least the yardstick fails the property. With ``max_return_without_success`` the yardstick is
+    that number instead: an unsuccessful episode must not return more. Raises ``PropertyNotExercised`` when no finished episode
     reported ``info["success"]``, or when unsuccessful episodes returned more than nothing and no
     success was seen to compare them with (pass ``oracle=`` or ``max_return_without_success=``).
 
@@ -127,13 +127,11 @@ def assert_no_reward_without_success(
 def _successes(ex: Explorer, session: EnvSession, oracle: Any) -> dict[int | None, Episode]:
     """The best successful episode per reset seed, and over all seeds (key None)."""
     policy = as_policy(oracle, session.env, action=session.action) if oracle is not None else oracle_policy(session.env)
-    found = ex.successes(policy)
     best: dict[int | None, Episode] = {}
-    for ep in found:
-        if ep.success:
-            for key in (ep.seed, None):
-                if key not in best or ep.episode_return > best[key].episode_return:
-                    best[key] = ep
+    for ep in ex.successes(policy):  # successes only
+        for key in (ep.seed, None):
+            if key not in best or ep.episode_return > best[key].episode_return:
+                best[key] = ep
     return best
 
 
