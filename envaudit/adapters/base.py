@@ -10,6 +10,8 @@ ecosystem rejected, termination vs truncation from its turn limit.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import Any
@@ -38,6 +40,17 @@ class AnyText(gym.spaces.Text):
         return f"AnyText(max_length={self.max_length})"
 
 
+@dataclasses.dataclass
+class _Episode:
+    """The episode in progress, as its replay needs it: the reset's arguments, the reset generator
+    as it was before the reset (a seedless reset draws from it), and the texts stepped since."""
+
+    seed: int | None
+    options: Mapping[str, Any] | None
+    generator: np.random.Generator | None
+    texts: list[str]
+
+
 class CatalogueEnv(gym.Env):
     """Base of the adapter envs. Subclasses implement ``_reset``, ``_step_text`` and ``_strategies``.
 
@@ -53,7 +66,9 @@ class CatalogueEnv(gym.Env):
     """The ``adapter_info`` key (``"catalogue_check"``, ``"playability"``) of the check that plays the
     catalogue against the env (``measure_check``). It is measured when ``adapter_info`` is first read
     (the scan's fingerprint), never when an env is made: the envs the workers make, and every reset,
-    must not pay for it."""
+    must not pay for it. Read in the middle of an episode, the check (which plays episodes of its
+    own) is followed by a replay of that episode's reset and steps, so the episode goes on where it
+    was (an env replayable by its seed comes back to the same state)."""
 
     def __init__(self, labels: tuple[str, ...], max_steps: int) -> None:
         super().__init__()
@@ -65,11 +80,15 @@ class CatalogueEnv(gym.Env):
         self._current: list[Strategy] = []
         self._labels_by_text: dict[str, str] = {}
         self.prompt = ""
+        self._episode: _Episode | None = None
 
     @property
     def adapter_info(self) -> dict[str, Any]:
         if self.measured_check is not None and self.measured_check not in self._info:
+            episode = self._episode
             self._info[self.measured_check] = self.measure_check()
+            if episode is not None:
+                self._replay(episode)
         return self._info
 
     @adapter_info.setter
@@ -130,19 +149,32 @@ class CatalogueEnv(gym.Env):
 
     # -- Gymnasium API ------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        before = copy.deepcopy(self._np_random)
         super().reset(seed=seed)
         self._labels_by_text = {}
+        self._episode = None
         obs, info = self._reset(seed, options)
         self.prompt = obs
         self._refresh()
+        self._episode = _Episode(seed, options, before, [])
         return obs, info
 
     def step(self, action: Any):
         text = self.text_of(action)
         obs, reward, terminated, truncated, info = self._step_text(text)
-        if not (terminated or truncated):
+        if terminated or truncated:
+            self._episode = None
+        else:
             self._refresh()
+            if self._episode is not None:
+                self._episode.texts.append(text)
         return obs, float(reward), bool(terminated), bool(truncated), info
+
+    def _replay(self, episode: _Episode) -> None:
+        self._np_random = episode.generator
+        self.reset(seed=episode.seed, options=episode.options)
+        for text in episode.texts:
+            self.step(text)
 
     # -- the oracle, for the probes -----------------------------------------------------------
     @property

@@ -310,7 +310,7 @@ class VerifiersEnv(CatalogueEnv):
         self.turn_cap = adapter.get("turn_cap") or ((self.turn_limit + 1) if self.turn_limit else DEFAULT_TURN_CAP)
         super().__init__(ANSWER_LABELS + (TOOL_LABELS if self.tool_env else ()), max_steps=self.turn_cap)
         env = self.bridge.env
-        self.adapter_info.update({
+        self._info.update({
             "package": "verifiers", "version": package_version("verifiers"), "target": target,
             "module": module.__name__, "env_class": f"{type(env).__module__}.{type(env).__qualname__}",
             "taskset": type(env.taskset).__qualname__, "tasks": len(self.tasks), "tool_env": self.tool_env,
@@ -343,8 +343,8 @@ class VerifiersEnv(CatalogueEnv):
         the bridge (verifiers' own rollout and scoring): the share the env takes (a reward above 0,
         or a tool call that ran), the distinct outcomes (return, success, ended), whether the env is
         playable (some reply taken, two outcomes at least, a success signal), per strategy how often
-        it earns the reference's return without success, and the rollouts' exceptions. The episode
-        state and the reset generator are left as they were."""
+        it earns the reference's return without success, and the rollouts' exceptions. The reset
+        generator is left as it was (``adapter_info`` replays an episode the check interrupted)."""
         n = min(tasks, len(self.tasks))
         kept = self._np_random
         played: list[tuple[str, float, bool, bool | None, str | None]] = []

@@ -3,7 +3,8 @@
 On real shipped envs: reasoning-gym's leg_counting (16 strategies, one turn) and TextArena's
 TowerOfHanoi-v0, whose first state has two legal moves (the smallest disk from A to B or to C), so
 ``game_strategies`` repeats them (``legal_3`` is ``legal_1`` again) and ``repeat_last`` stands in
-with ``legal_1`` before any move was played.
+with ``legal_1`` before any move was played. Every adapter with a catalogue check (skyrl-gym's
+gsm8k and a verifiers taskset from ``data/`` beside those two) is made and played without paying it.
 """
 
 from __future__ import annotations
@@ -52,3 +53,54 @@ def test_the_catalogue_follows_the_state_and_the_episode_end_keeps_the_last_one(
     before = env2.candidates()
     _, _, terminated, _, _ = env2.step(0)
     assert terminated and env2.candidates() == before  # no catalogue is made after the end
+
+
+def _adapter_envs():
+    from pathlib import Path
+
+    data = Path(__file__).parent / "data"
+    yield "reasoning_gym", lambda: ReasoningGymEnv("leg_counting", size=8)
+    yield "textarena", lambda: TextArenaEnv("TowerOfHanoi-v0")
+    from envaudit.adapters.skyrl_gym import SkyRLGymEnv
+    yield "skyrl_gym", lambda: SkyRLGymEnv("gsm8k", tasks=str(data / "skyrl_gsm8k.jsonl"))
+    from envaudit.adapters.verifiers import VerifiersEnv
+    yield "verifiers", lambda: VerifiersEnv(str(data / "vf_sums.py"), size=4)
+
+
+@pytest.mark.parametrize("name,make", list(_adapter_envs()), ids=lambda x: x if isinstance(x, str) else "")
+def test_making_and_playing_an_env_never_measures_its_catalogue_check(name, make, monkeypatch):
+    # The check plays the whole catalogue (seconds); the workers make an env per episode batch and
+    # their make deadline is 5 s, so only reading adapter_info (the scan's fingerprint) may pay it.
+    cls = type(make())
+    played = []
+    monkeypatch.setattr(cls, "measure_check", lambda self: played.append(1) or {"measured": True})
+    env = make()
+    env.reset(seed=0)
+    env.step(0)
+    assert not played
+    if cls.measured_check is not None:
+        assert env.adapter_info[cls.measured_check] == {"measured": True} and played == [1]
+    env.close()
+
+
+def test_reading_the_check_mid_episode_replays_the_episode_where_it_was():
+    # verifiers' guessing game (multi-turn, run by verifiers itself): a seedless episode (its task
+    # drawn from the reset generator), one wrong guess, then the check, which plays episodes of its
+    # own; the episode goes on at the same task and turn.
+    from pathlib import Path
+
+    from envaudit.adapters.verifiers import VerifiersEnv
+
+    env = VerifiersEnv(str(Path(__file__).parent / "data" / "vf_guess.py"), size=16)
+    try:
+        env.reset(seed=12)  # then a seedless reset draws task 9, the next one task 4
+        env.reset()
+        env.step(env.action_labels.index("wrong_1"))
+        index, candidates = env.index, env.candidates()
+        assert env.adapter_info["catalogue_check"]["played"] > 0
+        assert (env.index, env.candidates()) == (index, candidates)
+        wrong = env.action_labels.index("wrong_1")
+        # The seat's max_turns is 4: the replayed guess counts, so the fourth wrong guess is the last.
+        assert [env.step(wrong)[2:4] for _ in range(3)] == [(False, False)] * 2 + [(False, True)]
+    finally:
+        env.close()
