@@ -244,9 +244,11 @@ class _InTurn(Policy):
 def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int, at: str,
             tag: str, want: int | None = None) -> tuple[pd.DataFrame, list]:
     """Each success replayed with ``k`` x ``action`` inserted at ``at``; paired rows (original vs
-    delayed). ``matched``: the delayed episode still succeeded, outside the inserted steps hit as
-    many failed tool calls as the original (the same honest work, so the pair differs by the delay),
-    and no inserted call failed (a failed call that pays is failure-rewarded, another probe's finding).
+    delayed). ``matched``: the delayed episode went on past the inserted steps and still succeeded
+    (an inserted answer that ends the episode with success is a lucky guess, not a delay), outside
+    the inserted steps hit as many failed tool calls as the original (the same honest work, so the
+    pair differs by the delay), and no inserted call failed (a failed call that pays is
+    failure-rewarded, another probe's finding).
     With ``want``, replays ``want`` successes at a time and stops once that many pairs matched."""
     label = ctx.describe_action(action)
     rows, kept = [], []
@@ -271,10 +273,11 @@ def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int
                 continue
             mine = steps[steps["episode_id"] == ep["episode_id"]].sort_values("step")
             failed = _failed(mine).to_numpy()
-            inside = [j for j in policy.inserted(len(s.actions)) if j < len(failed)]
+            inserted = policy.inserted(len(s.actions))
+            inside = [j for j in inserted if j < len(failed)]
             own = int(failed[inside].sum())
             rest = int(failed.sum()) - own
-            won = ep["outcome"] == SUCCESS
+            won = ep["outcome"] == SUCCESS and int(ep["length"]) > inserted[-1] + 1
             rows.append({"seed": s.seed, "source": s.source, "original_return": s.ret,
                          "original_length": len(s.actions), "delayed_return": float(ep["return"]),
                          "delayed_length": int(ep["length"]), "delayed_success": bool(won),

@@ -16,6 +16,7 @@ from envaudit.findings import Severity
 from envaudit.probes.length import CODE, probe
 from envaudit.probes.length.delay import DelayPolicy, tail_pay
 from tests.fixtures.context import flagged, run_probe
+from tests.fixtures.counterfactual_envs import FlakyLookup
 from tests.fixtures.ladder_envs import FormatAnswer, ShapedWalk, StepCostQuit
 
 SEEDS = range(5)
@@ -74,6 +75,16 @@ def test_delaying_success_is_length_bias_at_fail(seed):
     for e in f.examples:
         eps = kept[e].episodes.set_index("episode_id")
         assert eps.loc[e, "outcome"] == "success" and eps.loc[e, "length"] > 2
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_lucky_answer_in_place_of_the_delay_is_no_delayed_success(seed):
+    # FlakyLookup: look up (each step costs 0.05), then answer; the honest success pays 0.9 or less.
+    # Inserting 'answer_0' first ends a quarter of the episodes at once with success (0.95): a lucky
+    # guess, not a success reached later, so no pair may count it.
+    findings, _ = run_probe(probe, lambda: FlakyLookup(error_rate=0.3, step_cost=0.05), episodes=64, seed=seed,
+                            quick=True)
+    assert flagged(findings) == [], [f.summary for f in findings]
 
 
 def test_delay_policy_inserts_before_the_final_action():
