@@ -117,10 +117,24 @@ def make_group(headline: Finding, members: Iterable[Finding], behaviour: str, re
 
 
 # -- what a finding is about ---------------------------------------------------------------------
-def episodes_behaviour(episodes: Any) -> str | None:
+def paid_by_failed_calls(steps: Any, episode_ids: Any = None) -> bool:
+    """Whether failed tool calls (status ``error``) earn most of what the steps of ``episode_ids``
+    (all of ``steps`` when None) are paid: their rewards sum above 0 and to at least ``MOSTLY_FAILED``
+    of the positive step rewards. Episodes that earn their return on failed calls are farming them,
+    whatever ended them (stalling to the step limit on a tool that fails half the time is that)."""
+    if steps is None or len(steps) == 0 or "tool_status" not in steps:
+        return False
+    mine = steps if episode_ids is None else steps[steps["episode_id"].isin(list(episode_ids))]
+    reward = mine["reward"].to_numpy(float)
+    on_failed = float(reward[(mine["tool_status"] == "error").to_numpy()].sum())
+    return on_failed > 0 and on_failed >= MOSTLY_FAILED * float(reward.clip(min=0).sum())
+
+
+def episodes_behaviour(episodes: Any, steps: Any = None) -> str | None:
     """The exploit behaviour a probe's unsuccessful episodes show (an ``episodes`` table of
     ``envaudit.recording``), for a probe to put in ``evidence["behaviour"]``: ending on a tool
-    timeout is ``timeout``; most tool calls failing is ``tool-failure`` whatever ended the episode
+    timeout is ``timeout``; most tool calls failing, or (with their ``steps``) failed calls earning
+    most of their pay (``paid_by_failed_calls``), is ``tool-failure`` whatever ended the episode
     (farming failed calls until the step limit is about the failures); cut by the step limit is
     ``timeout``; ended by the agent says nothing about why (None: the probe knows better)."""
     if episodes is None or len(episodes) == 0:
@@ -131,6 +145,8 @@ def episodes_behaviour(episodes: Any) -> str | None:
     if ending == "tool_timeout":
         return "timeout"
     if calls and failed / calls >= MOSTLY_FAILED:
+        return "tool-failure"
+    if calls and steps is not None and paid_by_failed_calls(steps, episodes["episode_id"]):
         return "tool-failure"
     return _ENDINGS.get(ending)
 
@@ -321,5 +337,5 @@ def rank_groups(groups: Iterable[FindingGroup]) -> list[FindingGroup]:
 
 
 __all__ = ["BEHAVIOURS", "GENERIC", "REWARD_PATHS", "SPECIFICITY", "STAND_INS", "FindingGroup", "behaviour_of",
-           "episodes_behaviour", "group_findings", "incentive_of", "is_generic", "make_group", "rank_groups",
-           "reward_path_of"]
+           "episodes_behaviour", "group_findings", "incentive_of", "is_generic", "make_group", "paid_by_failed_calls",
+           "rank_groups", "reward_path_of"]

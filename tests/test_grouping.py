@@ -24,6 +24,7 @@ from envaudit.grouping import (
     group_findings,
     incentive_of,
     is_generic,
+    paid_by_failed_calls,
     reward_path_of,
 )
 from envaudit.scan import run_scan
@@ -216,6 +217,28 @@ def test_episodes_behaviour_reads_the_episode_table(rows, behaviour):
     assert episodes_behaviour(_episodes(*rows) if rows else pd.DataFrame()) == behaviour
 
 
+def _steps(*episodes):
+    """Steps as one (tool status, reward) list per episode; ``None``: no tool called."""
+    return pd.DataFrame([{"episode_id": e, "tool_status": status, "reward": reward}
+                         for e, steps in enumerate(episodes) for status, reward in steps])
+
+
+def test_episodes_that_earn_on_failed_calls_farm_failures_whatever_ends_them():
+    # Stalling to the step limit on a lookup that fails 4 times in 10 and pays 0.2 when it fails:
+    # under half the calls failed, but every reward came from a failed call.
+    farm = [("error", 0.2)] * 4 + [("ok", 0.0)] * 6
+    eps = _episodes(("truncated", 10, 4), ("truncated", 10, 4)).assign(episode_id=[0, 1])
+    assert episodes_behaviour(eps) == "timeout"
+    assert episodes_behaviour(eps, _steps(farm, farm)) == "tool-failure"
+    assert paid_by_failed_calls(_steps(farm, farm), [1])
+    # Failed calls that cost, or pay less than half the episodes' pay, or tool timeouts: no.
+    assert not paid_by_failed_calls(_steps([("error", -0.1), ("ok", 0.0)]))
+    assert not paid_by_failed_calls(_steps([("error", 0.2), ("ok", 0.5)]))
+    assert paid_by_failed_calls(_steps([("error", 0.5), ("ok", 0.5)]))
+    assert not paid_by_failed_calls(_steps([("timeout", 0.2), ("ok", 0.0)]))
+    assert not paid_by_failed_calls(_steps(farm), [1]) and not paid_by_failed_calls(None)
+
+
 def test_reward_path_defaults_to_env_and_drop_incentive_is_the_pipeline():
     assert reward_path_of(F("timeout-rewarded")) == "env"
     assert reward_path_of(F("timeout-drop-incentive")) == "pipeline"
@@ -336,3 +359,23 @@ def test_delaying_success_joins_loud_step_farming_of_the_same_reward_path():
                    probe="length")
     groups = group_findings([hint, delay])
     assert [(g.behaviour, str(g.severity)) for g in groups] == [("delay-success", "fail"), ("stall", "info")]
+
+
+@pytest.mark.parametrize("failure_pay", [0.2, 0.0], ids=["flawed", "clean"])
+def test_a_failed_call_that_pays_is_one_group_however_the_trained_policy_ends(failure_pay):
+    # Issue 25, class 7. FlakyLookup: the lookup fails half the time, a failed call pays 0.2, the step
+    # limit is 20. GRPO learns to call it until the limit (return ~2, twice an honest success), so
+    # its episodes end truncated: 'timeouts up' and 'ending without success' are the failure farm
+    # seen from its ending, and belong to the failure-rewarded group. The clean twin is quiet.
+    from tests.fixtures.counterfactual_envs import FlakyLookup
+
+    report = run_scan(lambda: FlakyLookup(failure_pay=failure_pay, max_steps=20), ScanConfig(seed=0, quick=True),
+                      env_id="flaky-lookup")
+    loud = _loud(report)
+    if failure_pay == 0:
+        assert loud == []
+        return
+    assert len(loud) == 1 and loud[0][:2] == ("fail", "failure-rewarded"), loud
+    (group,) = [g for g in report.groups if g.severity >= Severity.WARN]
+    assert group.behaviour == "tool-failure"
+    assert {m.probe for m in group.members} >= {"failures", "grpo"}

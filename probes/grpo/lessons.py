@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding
+from envaudit.grouping import paid_by_failed_calls
 from envaudit.grpo.search import Reference, SearchResult
 from envaudit.grpo.trainer import action_keys
 from envaudit.probes.grpo.decisions import (
@@ -193,7 +194,11 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
     # coefficient with a meaningless p-value.
     material = abs(cost["cost_per_failure"]) >= MIN_EFFECT * margin
     p_cost = cost["p_value"] if np.isfinite(cost["p_value"]) else 1.0
-    if move.key == "failure" and material and cost["cost_per_failure"] < 0 and 1 - p_cost < alpha:
+    # Failures up, or another move (timing out, one action taking over) whose trained episodes earn
+    # their pay on failed calls: stalling to the step limit on a tool that fails half the time is
+    # farming the failures, and the timeout it ends on pays nothing by itself.
+    farms = move.key == "failure" or paid_by_failed_calls(steps, show["episode_id"])
+    if farms and material and cost["cost_per_failure"] < 0 and 1 - p_cost < alpha:
         return Verdict(move, at_least, "failures-pay", "tool-failure",
                        f"a failed tool call pays about {-cost['cost_per_failure']:.2f} beyond the step it takes"
                        + as_much, show, ev)

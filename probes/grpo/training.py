@@ -527,10 +527,12 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
         target = results.get(f"target-{behaviour}")
         replay = replayed is not None and r is replayed["reach"]
         reached = replayed["records"].episodes if replay else target.episodes if target is not None else None
+        reached_steps = (replayed["records"].steps if replay else
+                         target.evaluation.steps if target is not None else None)
         measured = {
             "evidence": {"source": NAME, "run": REPLAY if replay else f"target-{behaviour}",
                          "p_value": ladder["p_value"], "ladder": ladder,
-                         "behaviour": _reached_behaviour(behaviour, reached, r), "reward_path": "env",
+                         "behaviour": _reached_behaviour(behaviour, reached, r, reached_steps), "reward_path": "env",
                          "ending_premium": premium,
                          "reach": {b: {k: v for k, v in x.items() if k not in ("returns", "episode_ids")}
                                    for b, x in reach.items()}},
@@ -544,14 +546,15 @@ def _target_findings(ctx, reach: dict[str, dict], honest: Honest,
     return findings
 
 
-def _reached_behaviour(target: str, episodes: pd.DataFrame | None, r: dict) -> str:
+def _reached_behaviour(target: str, episodes: pd.DataFrame | None, r: dict, steps: pd.DataFrame | None = None) -> str:
     """The grouping word for what a targeted run (or a replay) reached: timing out, or (ending
-    without success) what most of its reached episodes did (``grouping.episodes_behaviour``); ended
-    by the agent itself with what success pays, the degenerate answer."""
+    without success) what most of its reached episodes did (``grouping.episodes_behaviour``, which
+    reads their ``steps`` for failed calls that pay); ended by the agent itself with what success
+    pays, the degenerate answer."""
     if target == "timeout" or episodes is None:
         return "timeout"
     reached = episodes[episodes["episode_id"].isin(r["episode_ids"])]
-    return episodes_behaviour(reached) or "degenerate-answer"
+    return episodes_behaviour(reached, steps) or "degenerate-answer"
 
 
 def _timeout_ending(ctx, result: SearchResult | None, r: dict, ladder: dict) -> dict | None:
