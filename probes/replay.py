@@ -12,7 +12,11 @@ actions for ``Discrete`` spaces, otherwise actions drawn from a seeded copy of t
 on the same instance and on a fresh one: observations, rewards, terminated/truncated and
 ``info["tool"]["status"]`` step by step; (3) a recorded prefix followed by a new, seeded suffix,
 played on two fresh instances (a branch that exploration never took); (4) the env's ``oracle()``
-episodes, when it has one, replayed the same way.
+episodes, when it has one, replayed the same way; (5) the first ``ELSEWHERE_UNITS`` replayed
+episodes played again in a fresh Python interpreter with another ``PYTHONHASHSEED``
+(``envaudit.interpreter``), where state hidden in ``hash()`` of a string or in the order of a set
+of strings comes out differently (every other replay shares the scan's hash seed). An env the
+child cannot build or play there is listed as incomplete, not as replayable.
 
 What to replay. Hidden state drawn outside the seed (an answer from Python's ``random``) shows only
 in the states that depend on it — often only once the task is nearly done, which random play rarely
@@ -50,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
+from envaudit.interpreter import TIMEOUT_S, Elsewhere
 from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import TOOL_KEY
@@ -68,6 +73,10 @@ ORACLE_UNITS = math.ceil(math.log(ORACLE_MISS) / (2 * math.log(1 - DIFFER)))
 """Oracle replay units (4): each compares two more draws with its first play, so all of them miss a
 hidden choice that shows in the oracle's episodes with probability at most ``ORACLE_MISS``. Not
 scaled by ``--quick``: fewer would not see the effect."""
+ELSEWHERE_UNITS = math.ceil(math.log(ORACLE_MISS) / math.log(1 - DIFFER))
+"""Replayed episodes played again in another interpreter (7): each compares one more draw of a
+hash-seeded choice with its first play, so all of them miss one that shows in their episodes with
+probability at most ``ORACLE_MISS``. Not scaled by ``--quick``."""
 CAPPED = "the scan's wall-clock safety cap was reached"
 
 RESET_SAME = "reset, same instance"
@@ -75,7 +84,8 @@ RESET_FRESH = "reset, fresh instance"
 EPISODE_SAME = "episode, same instance"
 EPISODE_FRESH = "episode, fresh instance"
 BRANCH = "mid-episode branch"
-CHECKS = (RESET_SAME, RESET_FRESH, EPISODE_SAME, EPISODE_FRESH, BRANCH)
+ELSEWHERE = "episode, other interpreter"
+CHECKS = (RESET_SAME, RESET_FRESH, EPISODE_SAME, EPISODE_FRESH, BRANCH, ELSEWHERE)
 
 
 # -- capturing what the agent sees ------------------------------------------------------------
@@ -402,6 +412,11 @@ def _fix(tally: Tally) -> str:
     fields = {d.field for d in tally.divergences}
     same_only = (tally.diverged[RESET_SAME] + tally.diverged[EPISODE_SAME] > 0
                  and tally.diverged[RESET_FRESH] + tally.diverged[EPISODE_FRESH] + tally.diverged[BRANCH] == 0)
+    if tally.diverged[ELSEWHERE] and sum(tally.diverged.values()) == tally.diverged[ELSEWHERE]:
+        return ("Most likely the env derives a task, an answer or an order from Python's hash() of a "
+                "string or from iterating a set of strings, which changes with PYTHONHASHSEED from one "
+                "process to the next (a resumed run, a spawned rollout worker); draw choices from "
+                "self.np_random, use a stable hash (hashlib, zlib.crc32) and sort sets before iterating.")
     if fields == {"tool status"}:
         return ("Most likely a tool's real latency sits close to its deadline, so whether a call times "
                 "out depends on machine load; simulate latency (return envaudit.ToolOutput(value, "
@@ -449,8 +464,9 @@ def _summary(tally: Tally) -> str:
     n, d = sum(tally.replays.values()), sum(tally.diverged.values())
     first = tally.divergences[0]
     if first.step is None:
-        where = (f"the observation of reset(seed={first.seed}) was {first.first} once and "
-                 f"{first.second} on {'the same' if first.check == RESET_SAME else 'a fresh'} instance")
+        on = {RESET_SAME: "on the same instance", ELSEWHERE: "in another interpreter"}.get(first.check,
+                                                                                         "on a fresh instance")
+        where = f"the observation of reset(seed={first.seed}) was {first.first} once and {first.second} {on}"
     else:
         where = (f"replaying seed {first.seed} with the same actions, the {first.field} at step "
                  f"{first.step} was {first.first} once and {first.second} the other time ({first.check})")
@@ -465,6 +481,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
     tally = Tally()
     rng = ctx.rng("cuts")
     references: list[Trajectory] = []
+    played: list[Trajectory] = []
     units, min_steps, steps = cfg.scaled(EPISODE_REPLAYS), cfg.scaled(MIN_STEPS), 0
     for unit, (seed, actions, fallback) in enumerate(plans(ctx, units * MAX_UNITS_FACTOR)):
         if unit >= units and steps >= min_steps:
@@ -477,8 +494,10 @@ def run(ctx: ProbeContext) -> list[Finding]:
         reference = _unit(ctx, tally, unit, seed, actions, fallback)
         if reference is not None:
             steps += len(reference.steps)
+            played.append(reference)
             if len(reference.steps) >= 2:
                 references.append(reference)
+    elsewhere = _start_elsewhere(ctx, tally, played)
     oracle_units, first = 0, units * MAX_UNITS_FACTOR  # unit tags past every exploration unit's
     if not tally.stopped:
         for i, (seed, actions, fallback) in enumerate(oracle_plans(ctx, tally, first)):
@@ -496,10 +515,45 @@ def run(ctx: ProbeContext) -> list[Finding]:
             break
         cut = int(rng.integers(1, len(reference.steps)))
         _branch(ctx, tally, first + 2 * ORACLE_UNITS + i, reference, cut, branch_seeds[i])
+    _compare_elsewhere(ctx, tally, elsewhere)
     ctx.notes.update({"replays": sum(tally.replays.values()), "skipped_units": tally.skipped,
                       "oracle_units": oracle_units, "stopped_early": tally.stopped})
     decided = [decide_non_replayable(tally), decide_env_error(tally.hang, cfg.step_timeout_s)]
     return [f for f in decided if f is not None]
+
+
+def _start_elsewhere(ctx: ProbeContext, tally: Tally,
+                     played: list[Trajectory]) -> tuple[Elsewhere, list[Trajectory]] | None:
+    """The first ``ELSEWHERE_UNITS`` replayed episodes (none that raised), started in another
+    interpreter, which plays them while the oracle and branch replays run here."""
+    chosen = [t for t in played if t.steps and not any(s.exception for s in t.steps)][:ELSEWHERE_UNITS]
+    if tally.stopped or not chosen:
+        return None
+    return Elsewhere(ctx.spec, ctx.make_env, [(t.seed, t.actions) for t in chosen],
+                     timeout_s=max(1.0, min(TIMEOUT_S, ctx.time_left()))), chosen
+
+
+def _compare_elsewhere(ctx: ProbeContext, tally: Tally, started: tuple[Elsewhere, list[Trajectory]] | None) -> None:
+    """Each episode the other interpreter played against its first play here (``ELSEWHERE``)."""
+    if started is None:
+        return
+    elsewhere, chosen = started
+    if tally.stopped:
+        elsewhere.cancel()
+        return
+    theirs = elsewhere.result()
+    ctx.notes["other_interpreter"] = {"hash_seed": elsewhere.hash_seed, "episodes": len(elsewhere.plans)}
+    if theirs is None:
+        ctx.notes["other_interpreter"]["reason"] = elsewhere.reason
+        ctx.incomplete(f"the {len(elsewhere.plans)} replays in another interpreter (PYTHONHASHSEED="
+                       f"{elsewhere.hash_seed})", elsewhere.reason)
+        return
+    ctx.count_env(sum(len(r.steps) for r in theirs), len(theirs))
+    for first, replayed in zip(chosen, theirs, strict=True):
+        other = Trajectory(replayed.seed, replayed.reset_obs, object(),
+                           [Step(*row) for row in replayed.steps])
+        divergence = reset_difference(first, other, ELSEWHERE) or episode_difference(first, other, ELSEWHERE)
+        tally.compare(ELSEWHERE, divergence)
 
 
 def decide_env_error(hang: Problem | None, timeout: float) -> Finding | None:

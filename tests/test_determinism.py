@@ -3,6 +3,9 @@ or under load, and a wall-clock cap that cuts work says so (``report.incomplete`
 
 import json
 import multiprocessing
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -206,3 +209,23 @@ def test_pytest_gate_fails_an_incomplete_audit_even_without_findings():
     with pytest.raises(pytest.fail.Exception, match="incomplete: raise budget_s"):
         gate(report, "fail")
     gate(run_scan(CoinEnv, ScanConfig(seed=0, episodes=8, probes=())), "fail")  # complete and clean: passes
+
+
+def test_the_report_does_not_depend_on_the_scans_hash_seed(tmp_path):
+    # Sets of strings iterate in an order PYTHONHASHSEED decides: a report built from one would
+    # differ between a scan and its rerun in a new shell. Two scans under two hash seeds, at once.
+    def start(hash_seed: str) -> subprocess.Popen:
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        return subprocess.Popen([sys.executable, "-m", "envaudit.cli", "scan", "tests.fixtures.user_envs:CoinEnv",
+                                 "--quick", "--no-progress", "--workers", "1", "--fail-on", "never",
+                                 "--out", str(tmp_path / hash_seed)],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    scans = {seed: start(seed) for seed in ("5", "7")}
+    for scan in scans.values():
+        _, err = scan.communicate(timeout=300)
+        assert scan.returncode == 0, err.decode()[-2000:]
+    reports = [_without_timings(Report.load(tmp_path / seed)) for seed in scans]
+    for report in reports:
+        report["config"].pop("out")
+    assert reports[0]["probes"] and json.dumps(reports[0], sort_keys=True) == json.dumps(reports[1], sort_keys=True)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from envaudit.interpreter import other_hash_seed
 from envaudit.policies import oracle_policy
 from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.testing.explore import Explorer
@@ -154,12 +155,6 @@ def play_summaries(make_env: Any, plans_: list[Plan], max_steps: int) -> list[tu
     """What the subprocess runs: every plan played once, summarised (observation digests)."""
     with EnvSession(make_env, max_steps=max_steps) as session:
         return [_summary(session.play(p, keep_observations=True)) for p in plans_]
-
-
-def other_hash_seed() -> str:
-    """A ``PYTHONHASHSEED`` other than this interpreter's."""
-    current = os.environ.get("PYTHONHASHSEED", "")
-    return str((int(current) + 1) % 4294967296) if current.isdigit() else "1"
 
 
 def _other_interpreter(make_env: Any, session: EnvSession, short: list[Plan], max_steps: int) -> Counterexample | None:

@@ -8,6 +8,8 @@ step: all reset replays agree, all episode replays and mid-episode branches dive
 
 from __future__ import annotations
 
+import os
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -15,6 +17,8 @@ import pytest
 from envaudit.probe import HUNG_NOTE, registered_probes
 from envaudit.probes.replay import (
     BRANCH,
+    ELSEWHERE,
+    ELSEWHERE_UNITS,
     EPISODE_FRESH,
     EPISODE_SAME,
     ORACLE_MISS,
@@ -25,6 +29,7 @@ from envaudit.probes.replay import (
     same,
 )
 from tests.fixtures import broken_envs as b
+from tests.fixtures import support_desk as sd
 from tests.fixtures.context import explore, misses, off_design, run_probe, sweep
 
 SMALL = {"episodes": 16, "group_size": 4, "step_timeout_s": 1.0, "quick": True}
@@ -148,6 +153,44 @@ def test_no_time_left_stops_before_replaying():
     assert [g["probe"] for g in ctx.skipped] == ["replay"] and "replay units" in ctx.skipped[0]["skipped"]
 
 
+def test_hash_seeded_state_is_caught_only_in_another_interpreter():
+    # The queue slot comes from hash() of the topic's name: every replay in this process agrees.
+    f = one(scan(sd.hashed_queue)[0])
+    by_check = checks(f)
+    assert all(d == 0 for name, (_, d) in by_check.items() if name != ELSEWHERE)
+    replays, diverged = by_check[ELSEWHERE]
+    assert replays == ELSEWHERE_UNITS and diverged > 0
+    first = f.evidence["first_divergence"]
+    assert first["check"] == ELSEWHERE and first["step"] is None and first["field"] == "observation"
+    assert "in another interpreter" in f.summary
+    assert f.fix.startswith("Most likely the env derives a task, an answer or an order from Python's hash()")
+
+
+def test_the_clean_twin_replays_the_same_in_another_interpreter():
+    findings, ctx = scan(sd.clean)
+    assert findings == [] and ctx.skipped == []
+    assert ctx.notes["other_interpreter"]["episodes"] == ELSEWHERE_UNITS
+    assert "reason" not in ctx.notes["other_interpreter"]
+
+
+def test_an_env_the_other_interpreter_cannot_build_is_incomplete_not_replayable():
+    here = os.environ.get("PYTHONHASHSEED")
+
+    def make():
+        if os.environ.get("PYTHONHASHSEED") != here:
+            raise RuntimeError("no licence server in this process")
+        return b.Walk()
+
+    findings, ctx = scan(make)
+    assert findings == []
+    (gap,) = ctx.skipped
+    episodes = ctx.notes["other_interpreter"]["episodes"]
+    assert 0 < episodes <= ELSEWHERE_UNITS
+    assert gap["skipped"].startswith(f"the {episodes} replays in another interpreter (PYTHONHASHSEED=")
+    assert "RuntimeError: no licence server in this process" in gap["reason"]
+    assert ctx.notes["other_interpreter"]["reason"] == gap["reason"]
+
+
 def test_same_seed_same_verdict():
     a, b_ = one(scan(b.LateDivergence, seed=3)[0]), one(scan(b.LateDivergence, seed=3)[0])
     assert a.evidence["by_check"] == b_.evidence["by_check"] and a.examples == b_.examples
@@ -171,7 +214,7 @@ def test_same_compares_ints_exactly_and_floats_to_a_tight_tolerance():
 # A divergence is not a statistical call: one differing replay is proof. So the planted envs must be
 # caught at 8/8 exploration seeds, with the divergence where the design puts it, and the clean
 # twins (replayable by construction; PingTools' measured latencies are not compared) must give no
-# finding at 8/8 (pooled, 0 of 24 runs bounds the false-alarm rate below 3/24 = 12.5% at 95%).
+# finding at 8/8 (pooled, 0 of 32 runs bounds the false-alarm rate below 3/32 = 9.4% at 95%).
 PLANTED_SWEEP = {
     # name: (factory, check on the finding's first divergence)
     "python-random": (b.PythonRandom, lambda d: d["check"] == RESET_SAME and d["field"] == "observation"),
@@ -181,8 +224,11 @@ PLANTED_SWEEP = {
     # shows or what an answer pays (which of the two comes first depends on the actions replayed).
     "flaky-search-unseeded": (lambda: gym.make("envaudit/FlakySearch-Unseeded-v0"),
                               lambda d: d["step"] is not None and d["field"] in ("observation", "reward")),
+    # The answer is hash() of the task's word: only the other interpreter poses another task.
+    "hashed-answer": (b.HashedAnswer, lambda d: d["check"] == ELSEWHERE and d["field"] == "reward"),
 }
-CLEAN_SWEEP = {"walk": b.Walk, "tool-env": b.PingTools, "flaky-search": lambda: gym.make("envaudit/FlakySearch-v0")}
+CLEAN_SWEEP = {"walk": b.Walk, "tool-env": b.PingTools, "flaky-search": lambda: gym.make("envaudit/FlakySearch-v0"),
+               "stable-answer": b.StableAnswer}
 
 
 @pytest.mark.parametrize("name", sorted(PLANTED_SWEEP))
