@@ -35,7 +35,7 @@ CLASSES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "assert_no_failure_penalty": (frozenset({"failure-cost"}), frozenset({"failure-shortcut"})),
     "assert_no_reward_without_success": (frozenset({"lenient-grader", "degenerate-answer"}),
                                          frozenset({"reward-without-success"})),
-    "assert_replayable": (frozenset({"unseeded-answer", "unseeded-tools"}), frozenset({"non-replayable"})),
+    "assert_replayable": (frozenset({"unseeded-answer", "unseeded-tools", "hashed-answer"}), frozenset({"non-replayable"})),
     "assert_no_length_reward": (frozenset({"step-farming", "brevity-bonus"}), frozenset({"length-bias"})),
     "assert_no_delayed_success_reward": (frozenset({"delayed-success"}), frozenset()),
 }

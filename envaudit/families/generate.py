@@ -57,6 +57,7 @@ EXPECTED: dict[str, frozenset[str]] = {
     "degenerate-answer": frozenset({"reward-without-success"}),
     "unseeded-answer": frozenset({"non-replayable"}),
     "unseeded-tools": frozenset({"non-replayable"}),
+    "hashed-answer": frozenset({"non-replayable"}),
     # A degenerate call that pays a success's worth with success false is also, by definition,
     # reward without success; either code names the planted incentive.
     "repeat-call-pays": frozenset({"exploit-policy", "reward-without-success"}),
@@ -80,6 +81,7 @@ TOLERATED: dict[str, frozenset[str]] = {
     "degenerate-answer": _EXPLOITS | {"length-bias", "failure-shortcut"},
     "unseeded-answer": frozenset(),
     "unseeded-tools": frozenset(),
+    "hashed-answer": frozenset(),
     "repeat-call-pays": frozenset({"learned-exploit", "length-bias"}),
     "sequence-exploit": frozenset({"length-bias"}),
     "nan-reward": frozenset(),
@@ -247,7 +249,7 @@ def inject(base: EnvSpec, kind: str, rng: np.random.Generator) -> tuple[EnvSpec,
         spec = replace(spec, degenerate_action=True)
         flaw = Flaw(kind, amount=round((spec.success_reward + progress_total(spec))
                                        * float(rng.uniform(1.0, 1.2)), 4))
-    elif kind == "unseeded-answer":
+    elif kind in ("unseeded-answer", "hashed-answer"):
         spec = replace(spec, n_answers=max(spec.n_answers, int(rng.integers(2, 5))))
         flaw = Flaw(kind)
     elif kind == "unseeded-tools":

@@ -76,6 +76,7 @@ FLAW_KINDS: dict[str, str] = {
     "degenerate-answer": "reward-without-success",
     "unseeded-answer": "non-replayable",
     "unseeded-tools": "non-replayable",
+    "hashed-answer": "non-replayable",
     "repeat-call-pays": "exploit-policy",
     "sequence-exploit": "learned-exploit",
     "nan-reward": "env-error",
@@ -128,6 +129,8 @@ FLAW_DOCS: dict[str, str] = {
     "degenerate-answer": "`submit_all` (every candidate at once) pays `amount` (>= the success reward)",
     "unseeded-answer": "the hidden answer is drawn from Python's global random, not the env's seed",
     "unseeded-tools": "tool failures are drawn from Python's global random, not the env's seed",
+    "hashed-answer": "the hidden answer is hash() of a seeded task name: every replay in one process agrees, "
+                     "another PYTHONHASHSEED (a resumed run, a spawned worker) poses another task",
     "repeat-call-pays": "the `repeats`-th consecutive call of `tool` ends the episode paying `amount` "
                         "(>= the success reward) with success false",
     "sequence-exploit": "calling `sequence` back to back ends the episode paying `amount` (>= the "
@@ -283,7 +286,7 @@ def _flaw_problems(spec: EnvSpec) -> list[str]:
         need.append((not spec.wrong_answer_ends, "needs wrong_answer_ends=False (the episode goes on)"))
     if kind == "degenerate-answer":
         need.append((spec.degenerate_action, "needs the submit_all action"))
-    if kind == "unseeded-answer":
+    if kind in ("unseeded-answer", "hashed-answer"):
         need.append((spec.n_answers >= 2, "needs n_answers >= 2 (a hidden answer to draw)"))
     if kind == "repeat-call-pays":
         need.append((flaw.repeats >= 2, f"needs repeats >= 2, got {flaw.repeats}"))

@@ -70,6 +70,9 @@ class Task:
         flaw = self.spec.flaw
         if flaw is not None and flaw.kind == "unseeded-answer":
             answer = random.randrange(self.spec.n_answers)  # planted: ignores the env's seed
+        elif flaw is not None and flaw.kind == "hashed-answer":
+            # planted: seeded, but hash() of a str changes with PYTHONHASHSEED from process to process
+            answer = hash(f"task-{int(rng.integers(1 << 30))}") % self.spec.n_answers
         else:
             answer = int(rng.integers(self.spec.n_answers))
         self.start_state(answer)

@@ -13,12 +13,15 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pytest
 
 from envaudit.families import flawed_case, honest_success_return
 from envaudit.families.analysis import progress_total
+from envaudit.families.envs import make_env
+from envaudit.interpreter import Elsewhere, play_plans
 
 from .play import honest, play, random_labels, repeat, sequence, stall_label
 
@@ -201,6 +204,26 @@ def test_unseeded_flaws_make_replays_of_one_seed_differ_unless_global_random_is_
     twin_traces = {repr([(s.label, s.status, s.reward) for s in play(twin(spec), honest(spec), 0).steps])
                    for _ in range(4)}
     assert len(twin_traces) == 1
+
+
+@pytest.mark.parametrize("case", cases("hashed-answer"), ids=lambda c: c.name)
+def test_a_hashed_answer_replays_in_one_process_and_not_in_another(case):
+    spec, seeds = case.spec, range(8)
+    here = {s: play(spec, honest(spec), s) for s in seeds}
+    again = {s: play(spec, honest(spec), s) for s in seeds}  # one process: replayable
+    assert all([(x.label, x.reward) for x in here[s].steps] == [(x.label, x.reward) for x in again[s].steps]
+               for s in seeds)
+    plans = [(s, [spec.labels.index(step.label) for step in here[s].steps]) for s in seeds]
+    mine = play_plans(partial(make_env, spec), plans)
+    theirs = Elsewhere(None, partial(make_env, spec), plans).result()
+    assert theirs is not None
+    # The honest policy answers what this process hashed; another hash seed poses other answers.
+    assert any(a.steps[-1][2] != b.steps[-1][2] for a, b in zip(mine, theirs, strict=True))
+    twin_plans = [(s, [spec.labels.index(step.label) for step in play(twin(spec), honest(spec), s).steps])
+                  for s in seeds]
+    twin_there = Elsewhere(None, partial(make_env, twin(spec)), twin_plans).result()
+    assert [e.steps[-1][2] for e in twin_there] == [e.steps[-1][2] for e in play_plans(partial(make_env, twin(spec)),
+                                                                                        twin_plans)]
 
 
 @pytest.mark.parametrize("case", cases("repeat-call-pays"), ids=lambda c: c.name)
