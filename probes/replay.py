@@ -13,7 +13,7 @@ on the same instance and on a fresh one: observations, rewards, terminated/trunc
 ``info["tool"]["status"]`` step by step; (3) a recorded prefix followed by a new, seeded suffix,
 played on two fresh instances (a branch that exploration never took); (4) the env's ``oracle()``
 episodes, when it has one, replayed the same way; (5) the first ``ELSEWHERE_UNITS`` replayed
-episodes played again in a fresh Python interpreter with another ``PYTHONHASHSEED``
+episodes (the oracle's first, since a hash-seeded answer shows only once it is submitted) played again in a fresh Python interpreter with another ``PYTHONHASHSEED``
 (``envaudit.interpreter``), where state hidden in ``hash()`` of a string or in the order of a set
 of strings comes out differently (every other replay shares the scan's hash seed). An env the
 child cannot build or play there is listed as incomplete, not as replayable.
@@ -497,15 +497,18 @@ def run(ctx: ProbeContext) -> list[Finding]:
             played.append(reference)
             if len(reference.steps) >= 2:
                 references.append(reference)
-    elsewhere = _start_elsewhere(ctx, tally, played)
-    oracle_units, first = 0, units * MAX_UNITS_FACTOR  # unit tags past every exploration unit's
+    oracle_played: list[Trajectory] = []
+    first = units * MAX_UNITS_FACTOR  # unit tags past every exploration unit's
     if not tally.stopped:
         for i, (seed, actions, fallback) in enumerate(oracle_plans(ctx, tally, first)):
             if not tally.stopped and ctx.over_cap(f"oracle replay units from {i} on (of {ORACLE_UNITS})"):
                 tally.stopped = CAPPED
             if tally.stopped:
                 break
-            oracle_units += _unit(ctx, tally, first + ORACLE_UNITS + i, seed, actions, fallback) is not None
+            reference = _unit(ctx, tally, first + ORACLE_UNITS + i, seed, actions, fallback)
+            if reference is not None:
+                oracle_played.append(reference)
+    elsewhere = _start_elsewhere(ctx, tally, oracle_played + played)
     branch_seeds = ctx.seeds(len(references), "branch")
     branches = references[: cfg.scaled(BRANCH_REPLAYS)]
     for i, reference in enumerate(branches):
@@ -517,15 +520,16 @@ def run(ctx: ProbeContext) -> list[Finding]:
         _branch(ctx, tally, first + 2 * ORACLE_UNITS + i, reference, cut, branch_seeds[i])
     _compare_elsewhere(ctx, tally, elsewhere)
     ctx.notes.update({"replays": sum(tally.replays.values()), "skipped_units": tally.skipped,
-                      "oracle_units": oracle_units, "stopped_early": tally.stopped})
+                      "oracle_units": len(oracle_played), "stopped_early": tally.stopped})
     decided = [decide_non_replayable(tally), decide_env_error(tally.hang, cfg.step_timeout_s)]
     return [f for f in decided if f is not None]
 
 
 def _start_elsewhere(ctx: ProbeContext, tally: Tally,
                      played: list[Trajectory]) -> tuple[Elsewhere, list[Trajectory]] | None:
-    """The first ``ELSEWHERE_UNITS`` replayed episodes (none that raised), started in another
-    interpreter, which plays them while the oracle and branch replays run here."""
+    """The first ``ELSEWHERE_UNITS`` replayed episodes (none that raised; the oracle's first, then
+    exploration's furthest first), started in another interpreter, which plays them while the
+    branch replays run here."""
     chosen = [t for t in played if t.steps and not any(s.exception for s in t.steps)][:ELSEWHERE_UNITS]
     if tally.stopped or not chosen:
         return None

@@ -102,3 +102,33 @@ def test_a_child_past_its_time_is_stopped_with_a_reason():
     cancelled = Elsewhere(None, slow, PLANS[:1])
     cancelled.cancel()
     assert cancelled._process.poll() is not None
+
+
+class Scripted(gym.Env):
+    """0 goes on (its info's tool entry is not a mapping), 1 ends, 2 is cut, 3 raises; 4 goes on with
+    a tool status in an info that is a mapping, 5 with no info mapping at all."""
+
+    observation_space, action_space = gym.spaces.Discrete(10), gym.spaces.Discrete(6)
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return 0, {}
+
+    def step(self, action):
+        if action == 3:
+            raise KeyError("lost")
+        self.t += 1
+        info = {0: {"tool": "search"}, 4: {"tool": {"status": "error"}}}.get(action, {})
+        return self.t, float(action), action == 1, action == 2, info if action != 5 else ["not", "a", "dict"]
+
+
+@pytest.mark.parametrize("plan, expected", [
+    ((3, [0, 4, 1, 0]), [(0, 1, 0.0, False, False, None, None), (4, 2, 4.0, False, False, "error", None),
+                         (1, 3, 1.0, True, False, None, None)]),
+    ((4, [5, 2, 0]), [(5, 1, 5.0, False, False, None, None), (2, 2, 2.0, False, True, None, None)]),
+    ((None, [0, 3, 0]), [(0, 1, 0.0, False, False, None, None), (3, None, None, None, None, None, "KeyError")]),
+])
+def test_an_episode_is_recorded_step_by_step_until_it_ends_is_cut_or_raises(plan, expected):
+    (episode,) = play_plans(Scripted, [plan])
+    assert episode.seed == plan[0] and episode.reset_obs == 0
+    assert episode.steps == expected
