@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from envaudit.counterfactual import Counterfactuals, Prefix, end_now
+from envaudit.counterfactual import Counterfactuals, Prefix, end_now, paired_test
 from envaudit.probe import ProbeContext
 from envaudit.probes._shared.endings import discrete_actions, split_enders
 from envaudit.probes._shared.stall import honest_ender
@@ -31,13 +31,14 @@ MAX_PREFIXES = 32
 
 def failing_endings(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFrame, *, tag: str, arm: str,
                     exclude: Iterable[int] = (), min_length: int = 2, pick: str = "best",
-                    unpaid: bool = False) -> dict | None:
+                    unpaid: bool = False, min_prefixes: int = MIN_SAMPLES) -> dict | None:
     """The module docstring's pairs: ``behaviour`` (each kept episode's return) and ``ended`` (the
     best failing ending from its state, or with ``pick="least"`` the least-paying one: the honest
     failure, where the grader also pays some failures — a wrong answer paid like a right one; with
     ``unpaid`` only endings whose last step pays nothing above 0 count as failures to compare with), the ``endings`` tried, ``n_prefixes`` and the replays'
     ``replay_steps``. None where nothing can be replayed (no env, a space that is not ``Discrete``,
-    no other ending, fewer than ``MIN_SAMPLES`` episodes of at least ``min_length`` plain steps)."""
+    no other ending, fewer than ``min_prefixes`` distinct states from episodes of at least
+    ``min_length`` plain steps)."""
     assert pick in ("best", "least"), f"pick is 'best' or 'least', got {pick!r}"
     if not isinstance(ctx.env, gym.Env) or discrete_actions(ctx.env) is None or episodes.empty:
         return None  # nothing to replay through the Runner (records alone, or a stand-in env)
@@ -56,22 +57,68 @@ def failing_endings(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFra
         ep = by_episode.get_group(eid)
         actions = ep["action"].tolist()
         injected = ep["injected"].fillna(False).astype(bool).any() if "injected" in ep else False
-        if len(actions) < min_length or injected or \
-                not all(isinstance(a, (int, np.integer)) for a in actions) or int(seed) in {p.seed for p in prefixes}:
+        if len(actions) < min_length or injected or not all(isinstance(a, (int, np.integer)) for a in actions):
             continue
-        prefixes.append(Prefix(int(seed), tuple(int(a) for a in actions[:-1]), int(eid)))
+        prefix = Prefix(int(seed), tuple(int(a) for a in actions[:-1]), int(eid))
+        if (prefix.seed, prefix.actions) in {(p.seed, p.actions) for p in prefixes}:
+            continue  # one state once; a GRPO group's rollouts share a seed and differ in their actions
+        prefixes.append(prefix)
         used.append(float(ep["reward"].sum()))
-    if len(prefixes) < MIN_SAMPLES:
+    if len(prefixes) < min_prefixes:
         return None
     conts = [end_now(e, label=f"end now with '{ctx.describe_action(e)}'", name=f"end-{e}") for e in enders]
     played = Counterfactuals(ctx.run, tag=tag, tags={"arm": arm}).play(prefixes, conts, stop=ctx.over_cap)
-    pairs = []
+    pairs, best_any = [], []
     for i in range(len(prefixes)):
-        failed = [e.ret for c in conts if (e := played.get(c.name, i)) is not None and not e.success
-                  and e.steps["tool_status"].iloc[-1] != TOOL_TIMEOUT  # a timeout is not the honest ending
-                  and not (unpaid and float(e.steps["reward"].iloc[-1]) > 0)]
+        ended = [e for c in conts if (e := played.get(c.name, i)) is not None
+                 and e.steps["tool_status"].iloc[-1] != TOOL_TIMEOUT]  # a timeout is not the honest ending
+        failed = [e.ret for e in ended if not e.success and not (unpaid and float(e.steps["reward"].iloc[-1]) > 0)]
         if failed:
             pairs.append((used[i], max(failed) if pick == "best" else min(failed)))
+        if ended:
+            best_any.append((used[i], max(e.ret for e in ended)))
     return {"behaviour": np.asarray([a for a, _ in pairs], float), "ended": np.asarray([b for _, b in pairs], float),
+            "best_any": np.asarray([b for _, b in best_any], float),
+            "behaviour_any": np.asarray([a for a, _ in best_any], float),
             "endings": [c.label for c in conts], "pick": pick, "unpaid_only": unpaid, "n_prefixes": len(prefixes),
             "replay_steps": played.cost}
+
+
+def same_state_premium(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFrame, scale: float,
+                       rng: np.random.Generator, *, tag: str, min_effect: float, exclude_own: bool = False,
+                       veto: int | None = None) -> dict | None:
+    """Does the behaviour these (unsuccessful) episodes end with pay more than failing from the same
+    state? Each episode's return against the best failing ending from the state before its last step
+    (``failing_endings``), a one-sided signed-rank test on the differences
+    (``counterfactual.paired_test``) whose ``pays`` is ``holds``. ``exclude_own``: the episodes' own
+    last actions are not among the endings (an early ending judged against the other ways to fail
+    right there; where it is the only one, it is the honest failure there and is kept). With fewer
+    than ``MIN_SAMPLES`` failing pairs but at least ``veto`` states, the replays decide only when
+    from every state some ending at once (failing or succeeding) pays within ``min_effect`` of
+    ``scale`` of the behaviour or more (a greedy GRPO evaluation plays each group's seed one way; a
+    policy that stalls to the limit where submitting would succeed is not paid for stalling).
+    None where they cannot decide."""
+    own = set()
+    if exclude_own and not steps.empty:
+        last = steps.sort_values(["episode_id", "step"]).groupby("episode_id")["action"].last()
+        own = {int(a) for eid, a in last.items() if eid in set(episodes["episode_id"])
+               and isinstance(a, (int, np.integer))}
+    find = dict(tag=tag, arm="same-state-ending", min_prefixes=veto or MIN_SAMPLES)
+    replayed = failing_endings(ctx, episodes, steps, exclude=own, **find)
+    if replayed is None and own:
+        replayed = failing_endings(ctx, episodes, steps, **find)
+    if replayed is None:
+        return None
+    diffs = replayed["behaviour"] - replayed["ended"]
+    margin = replayed["behaviour_any"] - replayed["best_any"]
+    vetoed = bool(veto and len(diffs) < MIN_SAMPLES and len(margin) >= veto and np.all(margin < min_effect * scale))
+    if len(diffs) < MIN_SAMPLES and not vetoed:
+        return None
+    test = paired_test(diffs, scale, rng, alpha=ctx.config.alpha, min_effect=min_effect)
+    return {**test, "holds": bool(test["pays"] and not vetoed), "same_state": True, "vetoed": vetoed,
+            "states": len(margin), "mean_best_ending": float(replayed["best_any"].mean()) if len(margin) else None,
+            "alternative": "the same episodes ended at once before their last step (the best of "
+                           f"{', '.join(replayed['endings'])})",
+            "mean_behaviour": float(replayed["behaviour"].mean()) if len(diffs) else None,
+            "mean_ended": float(replayed["ended"].mean()) if len(diffs) else None,
+            "n_prefixes": replayed["n_prefixes"], "replay_steps": replayed["replay_steps"]}

@@ -10,9 +10,11 @@ module asks the question on the same start and the same prefix instead. From eac
 
 - ``B`` = ``P`` + the honest ending (the action exploration's outright failures ended with):
   ending the episode at once;
-- ``C`` = ``P`` + ``j = T - m - 1`` idle steps (the prefix's last action, repeated) + the honest
-  ending: the same ending, ``j`` steps later;
-- ``A`` = ``P`` + idle steps until the step limit: stalling out.
+- ``C`` = ``P`` + ``j = T - m - 1`` idle steps (the prefix's last action that the env's oracle
+  never takes, repeated; the prefix's last action without an oracle or such an action) + the
+  honest ending: the same ending, ``j`` steps later. An action the honest policy takes is
+  progress: repeating research that adds partial credit is not farming;
+- ``A`` = ``P`` + the same idle steps until the step limit: stalling out.
 
 ``C - B`` is what ``j`` idle steps add with the ending held fixed (a per-step bonus, pay for
 farmed calls; one-off progress an idle step may still make is small and fails the materiality
@@ -42,8 +44,10 @@ from envaudit.counterfactual import (
     Counterfactuals,
     Played,
     Prefix,
+    oracle_from_here,
     paired_test,
 )
+from envaudit.policies import oracle_policy
 from envaudit.probe import ProbeContext
 from envaudit.protocol import END_TRUNCATED, FAILURE, TOOL_FAILED
 from envaudit.recording import Records
@@ -70,6 +74,28 @@ def _tags(tag: str, arm: str) -> dict:
     return {"arm": f"stall-{arm}", "stalling": tag, "policy_name": f"stall-{arm}", "rng_name": f"stall-{tag}-{arm}"}
 
 
+ORACLE_SEEDS = 2
+"""Stalled episodes' seeds the env's oracle plays from, to learn which actions are progress."""
+
+
+def _oracle_actions(ctx: ProbeContext, engine: Counterfactuals, seeds: list[int]) -> set[int]:
+    """The actions the env's oracle takes from ``seeds`` (empty without an oracle)."""
+    try:
+        policy = oracle_policy(ctx.env)
+    except Exception:  # an oracle that cannot be built only costs the refinement
+        return set()
+    if policy is None:
+        return set()
+    played = engine.play([Prefix(s) for s in seeds], [oracle_from_here(policy)])
+    return {int(a) for e in played.episodes.get("oracle", {}).values() for a in e.steps["action"]
+            if isinstance(a, (int, np.integer))}
+
+
+def idle_step(prefix: list[int], progress: set[int]) -> int:
+    """The idle step for a prefix: its last action that is not progress, else its last action."""
+    return next((a for a in reversed(prefix) if a not in progress), prefix[-1])
+
+
 def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_effect: float,
                    tag: str) -> dict[str, Any]:
     """Whether stalling pays at the margin (module docstring): ``holds``, ``behaviour``
@@ -94,15 +120,20 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
         prefixes.append([int(a) for a in actions[:len(actions) // 2]])
         lengths.append(len(actions))
     out: dict[str, Any] = {"honest_ending": ctx.describe_action(ender), "n_prefixes": len(seeds),
-                           "idle": "the prefix's last action, repeated"}
+                           "idle": "the prefix's last action the oracle never takes, repeated"}
     if len(seeds) < MIN_SAMPLES:
         return {**out, "holds": False, "behaviour": None,
                 "reason": f"{len(seeds)} stalled episodes to replay, need {MIN_SAMPLES}"}
     m = [len(p) for p in prefixes]
     starts = [Prefix(seed, tuple(p)) for seed, p in zip(seeds, prefixes, strict=True)]
-    idle_starts = [Prefix(seed, tuple(p) + (p[-1],) * (t - len(p) - 1))
-                   for seed, p, t in zip(seeds, prefixes, lengths, strict=True)]
     engine = Counterfactuals(ctx.run, tag=f"stall-{tag}")
+    progress = _oracle_actions(ctx, engine, seeds[:ORACLE_SEEDS])
+    out["oracle_actions"] = sorted(progress)
+    idles = [idle_step(p, progress) for p in prefixes]
+    idle_starts = [Prefix(seed, tuple(p) + (i,) * (t - len(p) - 1))
+                   for seed, p, t, i in zip(seeds, prefixes, lengths, idles, strict=True)]
+    # A stall repeats the last planned action: the idle step, put at the end of its prefix.
+    stall_starts = [Prefix(seed, tuple(p) + (i,)) for seed, p, i in zip(seeds, prefixes, idles, strict=True)]
     # The three arms, in the order they always ran: end now (B); idle to the stalled episode's
     # length, then end (C, its idle steps put in its own prefix: their number differs per prefix);
     # run into the step limit (A).
@@ -110,7 +141,8 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
     for arm, arm_starts, cont in (("ended", starts, Continuation("ended", (ender,), ENDED, tags=_tags(tag, "ended"))),
                                   ("idle-ended", idle_starts,
                                    Continuation("idle-ended", (ender,), ENDED, tags=_tags(tag, "idle-ended"))),
-                                  ("stalled", starts, Continuation("stalled", (), LIMIT, tags=_tags(tag, "stalled")))):
+                                  ("stalled", stall_starts,
+                                   Continuation("stalled", (), LIMIT, tags=_tags(tag, "stalled")))):
         if ctx.over_cap(f"stall replays ({arm}) of {tag!r}"):
             return {**out, "holds": False, "behaviour": None, "reason": "safety cap reached"}
         played[arm] = engine.play(arm_starts, [cont])

@@ -325,15 +325,30 @@ def _learned_timeouts(ctx, result: SearchResult, d: dict, v: Verdict) -> list[Fi
     return []
 
 
+SAME_STATE_VETO = 3
+"""Fewest distinct states that may veto the population comparison (``same_state_premium``): a
+greedy evaluation plays each group's seed one way, so a run's timeouts may come from only
+``groups`` states."""
+
+
 def ending_premium_in_run(ctx, result: SearchResult, episode_ids, scale: float, rng) -> dict:
-    """Does the ending of these episodes of a GRPO run pay more than an honest failure's ending in
-    exploration (``timeouts.ending_premium``, the check the timeouts probe makes)?"""
+    """Does timing out pay more than failing, for these episodes of a GRPO run? From the same state
+    where the counterfactual engine can replay them (``same_state.same_state_premium``, as the
+    timeouts probe judges exploration's timeouts): a staller that made progress and is paid partial
+    credit for it at the step limit is paid what ending there pays. Otherwise its ending's pay
+    against an honest failure's ending in exploration (``endings.ending_premium``)."""
     from envaudit.probes._shared.endings import ending_premium
+    from envaudit.probes._shared.same_state import same_state_premium
 
     explored = ctx.exploration
+    run_episodes = result.episodes[result.episodes["episode_id"].isin(list(episode_ids))]
+    same = same_state_premium(ctx, run_episodes, result.evaluation.steps, scale, rng, tag="grpo-timeout-ending",
+                              min_effect=MIN_EFFECT, veto=SAME_STATE_VETO)
+    if same is not None:
+        return same
     failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE, "episode_id"]
     steps = pd.concat([explored.steps, result.evaluation.steps], ignore_index=True)
-    return ending_premium(ctx, episode_ids, steps, failures, scale, rng)
+    return {**ending_premium(ctx, episode_ids, steps, failures, scale, rng), "same_state": False}
 
 
 def _timeout_ending_pays(ctx, result: SearchResult) -> dict:

@@ -145,7 +145,8 @@ def test_the_replays_play_each_arm_on_the_stalled_seeds_through_the_engine():
         assert kw["rng_name"] == f"{policy.name.replace('stall-', 'stall-repeat-')}"
     ended, idle_ended, stalled_ = (list(kw["wrappers"][0].keywords["plans"][100].actions) for _, _, kw in ctx.runs)
     assert ended == [IDLE] * PREFIX + [ENDER]
-    assert idle_ended == [IDLE] * (LIMIT - 1) + [ENDER] and stalled_ == [IDLE] * PREFIX
+    # The stalling arm's prefix ends with one idle step, which it then repeats to the limit.
+    assert idle_ended == [IDLE] * (LIMIT - 1) + [ENDER] and stalled_ == [IDLE] * (PREFIX + 1)
     assert len(ctx.kept) == 1 and set(ctx.kept[0].episodes["outcome"]) == {TIMEOUT}  # the stalling arm only
 
 
@@ -275,3 +276,11 @@ def test_the_safety_cap_stops_the_replays():
     ctx, out = marginal(Staller(idle_pay=0.125), cap=True)
     assert out["holds"] is False and out["behaviour"] is None and out["reason"] == "safety cap reached"
     assert ctx.runs == [] and ctx.skipped == ["stall replays (ended) of 'repeat'"]
+
+
+def test_the_idle_step_is_an_action_the_oracle_never_takes():
+    # The oracle plays OTHER then ENDER; a prefix of IDLE, OTHER, OTHER idles with IDLE (its last
+    # action that is not progress); one made of progress only keeps its last action.
+    assert S.idle_step([IDLE, 2, 2], {2, ENDER}) == IDLE
+    assert S.idle_step([2, 2], {2, ENDER}) == 2
+    assert S.idle_step([2, IDLE], set()) == IDLE
