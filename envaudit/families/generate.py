@@ -54,6 +54,7 @@ EXPECTED: dict[str, frozenset[str]] = {
     "brevity-bonus": frozenset({"length-bias"}),
     "delayed-success": frozenset({"length-bias"}),
     "lenient-grader": frozenset({"reward-without-success"}),
+    "guess-credit": frozenset({"reward-without-success"}),
     "degenerate-answer": frozenset({"reward-without-success"}),
     "unseeded-answer": frozenset({"non-replayable"}),
     "unseeded-tools": frozenset({"non-replayable"}),
@@ -78,6 +79,7 @@ TOLERATED: dict[str, frozenset[str]] = {
     "brevity-bonus": _EXPLOITS | {"reward-without-success", "failure-shortcut"},
     "delayed-success": _EXPLOITS | {"reward-without-success", "timeout-rewarded"},
     "lenient-grader": _EXPLOITS | {"length-bias", "failure-shortcut"},
+    "guess-credit": _EXPLOITS | {"length-bias", "failure-shortcut"},
     "degenerate-answer": _EXPLOITS | {"length-bias", "failure-shortcut"},
     "unseeded-answer": frozenset(),
     "unseeded-tools": frozenset(),
@@ -96,9 +98,20 @@ def _rate(rng: np.random.Generator, p_zero: float, low: float, high: float) -> f
     return 0.0 if rng.random() < p_zero else float(rng.uniform(low, high))
 
 
-def clean_spec(rng: np.random.Generator, *, intent: str | None = None) -> EnvSpec:
+RETRY_SHARE, PARTIAL_CREDIT_SHARE = 0.2, 0.25
+"""Shares of clean bases (drawn from the ``variety`` generator) with a path tool that fails most
+calls, so retrying is the only honest way (issue 25, class 3), and with partial credit on every
+unfinished ending (class 1). Giving up that beats failing slowly (class 2) needs no draw of its own:
+every base with a step cost and ``give_up`` has it."""
+
+
+def clean_spec(rng: np.random.Generator, *, intent: str | None = None,
+               variety: np.random.Generator | None = None, retry: bool = True) -> EnvSpec:
     """A clean tool task. ``intent`` ``common`` draws short paths and small catalogues, ``rare``
-    long paths with distractors; the spec's ``regime`` is then what random play really gets."""
+    long paths with distractors; the spec's ``regime`` is then what random play really gets.
+    ``variety`` draws the clean shapes that once raised false alarms (``RETRY_SHARE``,
+    ``PARTIAL_CREDIT_SHARE``) from its own generator, so every other draw stays what it was;
+    ``retry=False`` leaves the tools' rates alone (a flaw that needs failures sets its own)."""
     intent = intent or ("rare" if rng.random() < 0.5 else "common")
     if intent == "common":
         length, n_distractors, n_answers = int(rng.integers(1, 3)), int(rng.integers(0, 2)), int(rng.integers(1, 3))
@@ -115,6 +128,12 @@ def clean_spec(rng: np.random.Generator, *, intent: str | None = None) -> EnvSpe
         timeout = _rate(rng, 0.55, 0.05, 0.2)
         tools.append(ToolSpec(name, round(error, 3), round(timeout, 3)))
     tools = [tools[i] for i in rng.permutation(len(tools))]  # catalogue order says nothing about the path
+    retry = variety is not None and variety.random() < RETRY_SHARE and retry
+    credit = float(variety.uniform(0.2, 0.5)) if variety is not None and variety.random() < PARTIAL_CREDIT_SHARE else 0.0
+    if retry:  # one path tool errs on most calls: retrying it is the honest way through
+        flaky = str(variety.choice(sorted(set(path))))
+        tools = [replace(t, error_rate=round(float(variety.uniform(0.5, 0.7)), 3), timeout_rate=0.0)
+                 if t.name == flaky else t for t in tools]
     spec = EnvSpec(tools=tuple(tools), path=tuple(path), max_steps=length + 1, n_answers=n_answers)
     success_reward = 1.0 if rng.random() < 0.5 else round(float(rng.uniform(0.5, 2.0)), 3)
     max_steps = length + 1 + math.ceil(3 * spec.expected_path_failures()) + int(rng.integers(2, 9))
@@ -142,7 +161,7 @@ def clean_spec(rng: np.random.Generator, *, intent: str | None = None) -> EnvSpe
         base="toolenv" if rng.random() < 0.5 else "gym",
         has_oracle=bool(rng.random() < 0.7),
     )
-    return relabel(spec)
+    return relabel(replace(spec, partial_credit=round(credit * success_reward, 3)))
 
 
 def relabel(spec: EnvSpec) -> EnvSpec:
@@ -245,6 +264,17 @@ def inject(base: EnvSpec, kind: str, rng: np.random.Generator) -> tuple[EnvSpec,
     elif kind == "lenient-grader":
         flaw = Flaw(kind, amount=round((spec.success_reward + progress_total(spec))
                                        * float(rng.uniform(1.0, 1.2)), 4))
+    elif kind == "guess-credit":
+        spec = replace(spec, wrong_answer_ends=True, grader_false_positive=0.0)
+        if spec.expected_path_failures() < 0.4:  # retries are what put honest play below the fastest success
+            spec, _ = _flaky_path_tool(spec, rng, 0.3, 0.45)
+            spec = _room(spec, rng)
+        if spec.step_cost == 0.0:  # without a step cost no return lies between the two
+            spec = replace(spec, step_cost=round(0.6 * spec.success_reward / spec.max_steps, 4))
+        honest = honest_success_return(spec)
+        fastest = spec.success_reward + progress_total(spec) - spec.step_cost * (len(spec.path) + 1)
+        # Guessing at once earns amount - step_cost: above the honest policy, below the fastest success.
+        flaw = Flaw(kind, amount=round(spec.step_cost + honest + float(rng.uniform(0.3, 0.7)) * (fastest - honest), 4))
     elif kind == "degenerate-answer":
         spec = replace(spec, degenerate_action=True)
         flaw = Flaw(kind, amount=round((spec.success_reward + progress_total(spec))
@@ -281,7 +311,8 @@ def kind_for(index: int) -> str:
 
 
 def clean_case(seed: int, index: int) -> Case:
-    spec = replace(clean_spec(child_rng(seed, "families", "clean", index)), label=f"clean-{seed}-{index}")
+    spec = clean_spec(child_rng(seed, "families", "clean", index), variety=child_rng(seed, "families", "variety", index))
+    spec = replace(spec, label=f"clean-{seed}-{index}")
     return Case(spec.label, spec)
 
 
@@ -289,7 +320,8 @@ def flawed_case(seed: int, index: int, kind: str | None = None) -> Case:
     kind = kind or kind_for(index)
     rng = child_rng(seed, "families", "flawed", index)
     # The pipeline incentive needs failing rollouts next to successful ones in exploration groups.
-    base = _common_base(rng) if kind == "timeout-drop" else clean_spec(rng)
+    variety = child_rng(seed, "families", "variety", "flawed", index)
+    base = _common_base(rng) if kind == "timeout-drop" else clean_spec(rng, variety=variety, retry=False)
     spec, overrides = inject(base, kind, rng)
     name = f"{kind}-{seed}-{index}"
     return Case(name, replace(spec, label=name), expected=EXPECTED[kind], tolerated=TOLERATED[kind],
@@ -315,5 +347,5 @@ def make_cases(n_clean: int, n_flawed: int, seed: int = 0) -> list[Case]:
     return [clean_case(seed, i) for i in range(n_clean)] + [flawed_case(seed, j) for j in range(n_flawed)]
 
 
-__all__ = ["CODE_ORDER", "EXPECTED", "KINDS_BY_CODE", "TOLERATED", "TOOL_NAMES", "clean_case", "clean_spec",
-           "flawed_case", "inject", "kind_for", "make_cases", "relabel"]
+__all__ = ["CODE_ORDER", "EXPECTED", "KINDS_BY_CODE", "PARTIAL_CREDIT_SHARE", "RETRY_SHARE", "TOLERATED", "TOOL_NAMES",
+           "clean_case", "clean_spec", "flawed_case", "inject", "kind_for", "make_cases", "relabel"]

@@ -73,6 +73,7 @@ FLAW_KINDS: dict[str, str] = {
     "brevity-bonus": "length-bias",
     "delayed-success": "length-bias",
     "lenient-grader": "reward-without-success",
+    "guess-credit": "reward-without-success",
     "degenerate-answer": "reward-without-success",
     "unseeded-answer": "non-replayable",
     "unseeded-tools": "non-replayable",
@@ -126,6 +127,8 @@ FLAW_DOCS: dict[str, str] = {
     "delayed-success": "a wrong submission pays a format score `amount` and the episode goes on, so "
                        "succeeding after k wrong attempts earns k * (amount - step cost) more",
     "lenient-grader": "any submission that is not a success is still paid `amount` (>= the success reward)",
+    "guess-credit": "a wrong submission ends the episode paying `amount`: guessing at once earns more than the "
+                    "honest policy and less than any success (issue 25, class 6)",
     "degenerate-answer": "`submit_all` (every candidate at once) pays `amount` (>= the success reward)",
     "unseeded-answer": "the hidden answer is drawn from Python's global random, not the env's seed",
     "unseeded-tools": "tool failures are drawn from Python's global random, not the env's seed",
@@ -169,6 +172,10 @@ class EnvSpec:
     """Chance that a correct submission is judged wrong (success flag and reward follow the verdict)."""
     grader_false_positive: float = 0.0
     """Chance that a wrong submission is judged right (success flag and reward follow the verdict)."""
+    partial_credit: float = 0.0
+    """Paid as ``partial_credit * progress / path length`` on every unfinished ending alike (a wrong
+    submission that ends the episode, ``give_up``, ``submit_all``, the step limit): clean, since from
+    any state stalling to the limit pays what ending there pays (issue 25, class 1)."""
     base: str = "toolenv"
     has_oracle: bool = True
     """Whether the env exposes ``oracle()`` (the honest policy); probes must cope without one."""
@@ -201,6 +208,9 @@ class EnvSpec:
             problems.append(f"out_of_order must be one of {OUT_OF_ORDER}, got {self.out_of_order!r}")
         if self.base not in BASES:
             problems.append(f"base must be one of {BASES}, got {self.base!r}")
+        if not 0.0 <= self.partial_credit < self.success_reward:
+            problems.append(f"partial_credit must be in [0, success_reward={self.success_reward}), "
+                            f"got {self.partial_credit}")
         for what in ("grader_false_negative", "grader_false_positive"):
             if not 0.0 <= getattr(self, what) < 1.0:
                 problems.append(f"{what} must be in [0, 1), got {getattr(self, what)}")
@@ -258,6 +268,7 @@ class EnvSpec:
             "shaping": self.shaping, "out_of_order": self.out_of_order,
             "wrong_answer_ends": self.wrong_answer_ends,
             "grader_noise": round(self.grader_false_negative + self.grader_false_positive, 3),
+            "partial_credit": round(self.partial_credit, 3),
             "max_failure_rate": round(max(t.failure_rate for t in self.tools), 3),
             "has_timeouts": any(t.timeout_rate > 0 for t in self.tools), "oracle": self.has_oracle,
             "flaw": self.flaw.kind if self.flaw else "",

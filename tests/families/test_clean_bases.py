@@ -33,7 +33,9 @@ def test_clean_returns_are_success_progress_and_step_cost_and_nothing_else():
         for seed in range(6):
             choose = honest(spec) if seed % 3 == 0 else random_labels(spec, np.random.default_rng(seed))
             ep = play(spec, choose, seed)
-            designed = (spec.success_reward * ep.success + bonus * ep.progress - spec.step_cost * len(ep.steps))
+            credit = 0.0 if ep.success else spec.partial_credit * ep.progress / len(spec.path)
+            designed = (spec.success_reward * ep.success + bonus * ep.progress - spec.step_cost * len(ep.steps)
+                        + credit)
             assert ep.ret == pytest.approx(designed, abs=1e-9), (spec.label, [s.label for s in ep.steps])
             checked += 1
     assert checked == 6 * len(CLEAN)
@@ -46,6 +48,51 @@ def test_success_pays_far_more_than_failing_slowly_or_giving_up():
         assert honest_success_return(spec) > 0 > failing_slowly or spec.step_cost == 0
         # A grader that says yes by mistake is never one that can be asked again and again.
         assert spec.grader_false_positive == 0 or spec.wrong_answer_ends
+
+
+def _ending_label(spec, ending: str, obs) -> str | None:
+    """The call that ends an episode ``ending``'s way from the state ``obs`` shows (None: none here)."""
+    if ending == "idle":
+        return f"call_{spec.distractors[0]}" if spec.distractors else None
+    if ending != "wrong":
+        return ending if ending in spec.labels else None
+    revealed = obs[2:2 + spec.n_answers] if spec.n_answers > 1 else []
+    wrong = [lab for k, lab in enumerate(spec.submit_labels) if not (len(revealed) and revealed[k] > 0.5)]
+    full = obs[1] > 0.5
+    return (wrong[0] if wrong and (spec.n_answers > 1 or not full) else None) if spec.wrong_answer_ends else None
+
+
+def _walk_then(spec, cut: int, ending: str):
+    """The honest path until ``cut`` steps of progress, then ``ending``'s call (``"stop"``, which
+    the catalogue lacks, where there is none from that state)."""
+    walk = honest(spec)
+
+    def choose(t, obs, steps):
+        here = round(float(obs[0]) * len(spec.path))
+        return walk(t, obs, steps) if here < cut else _ending_label(spec, ending, obs) or "stop"
+    return choose
+
+
+def test_partial_credit_pays_every_unfinished_ending_from_one_state_alike():
+    # Issue 25, class 1 (clean): after the same honest prefix, giving up, the degenerate answer, a
+    # wrong answer and idling into the step limit each end paying the same credit for the progress.
+    specs = [s for s in CLEAN if s.partial_credit > 0]
+    assert len(specs) >= 3
+    compared = 0
+    for spec in specs:
+        for cut in range(len(spec.path) + 1):
+            pays = {}
+            for ending in ("give_up", "submit_all", "wrong", "idle"):
+                try:
+                    ep = play(spec, _walk_then(spec, cut, ending), 5)
+                except ValueError:  # "stop": no such ending from this state
+                    continue
+                if ep.progress == cut and not ep.success:
+                    pays[ending] = ep.steps[-1].reward
+            expected = spec.partial_credit * cut / len(spec.path) - spec.step_cost - spec.potential(cut)
+            assert pays and all(v == pytest.approx(expected, abs=1e-9) for v in pays.values()), (spec.label, cut, pays)
+            compared += len(pays) > 1
+    assert compared >= 3
 
 
 @pytest.mark.parametrize("regime", ["rare", "common"])
@@ -88,7 +135,8 @@ def test_progress_shaping_pays_partial_progress_but_never_a_success():
     for spec in (s for s in CLEAN if s.shaping == "progress"):
         assert 0 < progress_total(spec) < spec.success_reward
         walked = play(spec, honest(spec), 0)
-        paid = [s.reward + spec.step_cost for s in walked.steps[:len(spec.path)] if s.status == "ok"]
+        # The path's calls that worked (a tool that fails most calls is retried first).
+        paid = [s.reward + spec.step_cost for s in walked.steps if s.status == "ok"][:len(spec.path)]
         assert paid and all(r == pytest.approx(spec.progress_bonus()) for r in paid)
 
 

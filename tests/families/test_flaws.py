@@ -185,6 +185,22 @@ def test_a_degenerate_answer_is_paid_at_least_a_success_with_success_false(kind)
         assert play(twin(spec), repeat(label), 0).ret <= 0
 
 
+@pytest.mark.parametrize("case", cases("guess-credit"), ids=lambda c: c.name)
+def test_a_guess_at_once_earns_more_than_the_honest_policy_and_less_than_any_success(case):
+    # Issue 25, class 6: the exploit sits between the honest policy's return (with its retries)
+    # and the fastest success.
+    spec = case.spec
+    guess = play(spec, repeat(spec.submit_labels[-1]), 0)
+    assert guess.steps[-1].terminated and len(guess.steps) == 1
+    if guess.success:  # the right answer is never revealed before the path: only a lucky seed
+        guess = play(spec, repeat(spec.submit_labels[0]), 0)
+    assert not guess.success and guess.ret == pytest.approx(spec.flaw.amount - spec.step_cost)
+    fastest_success = best_honest(spec) - spec.step_cost * (len(spec.path) + 1)
+    assert honest_success_return(spec) < guess.ret < fastest_success
+    assert spec.step_cost > 0 and spec.wrong_answer_ends
+    assert play(twin(spec), repeat(guess.steps[0].label), 0).ret == pytest.approx(-spec.step_cost)
+
+
 @pytest.mark.parametrize("case", cases("unseeded-answer") + cases("unseeded-tools"), ids=lambda c: c.name)
 def test_unseeded_flaws_make_replays_of_one_seed_differ_unless_global_random_is_pinned(case):
     spec = case.spec
