@@ -92,6 +92,10 @@ LEVEL_RANK = {None: 0, "above_alternative": 1, "at_least_success": 2}
 
 
 
+PAIRED = ("timeout", "ended", "best_any", "behaviour_any")
+"""The per-episode arrays of ``same_state_endings``, kept out of the evidence (its counts stay)."""
+
+
 def same_state_endings(ctx: ProbeContext, timed_out: pd.DataFrame, steps: pd.DataFrame) -> dict | None:
     """Each timed-out episode against the best ending that fails from the state before its last
     step (``same_state.failing_endings``): ``timeout`` and ``ended`` returns, paired."""
@@ -121,7 +125,7 @@ def arm_verdict(ctx: ProbeContext, records: Records | None, success, failure, rn
                                  min_effect=MIN_EFFECT)
         verdict["alternative"] = ("the same episodes ended honestly instead of their last step, from the same state "
                                   f"(the best of {', '.join(replayed['endings'])})")
-        verdict["same_state"] = {k: v for k, v in replayed.items() if k not in ("timeout", "ended")}
+        verdict["same_state"] = {k: v for k, v in replayed.items() if k not in PAIRED}
         verdict["mean_failure_elsewhere"] = float(np.mean(failure)) if len(failure) else None
         return verdict
     matched = matched_failures(timed_out["episode_id"], returns, pooled.steps, failure_ids, ctx.exploration.steps)

@@ -335,8 +335,10 @@ def ending_premium_in_run(ctx, result: SearchResult, episode_ids, scale: float, 
     """Does timing out pay more than failing, for these episodes of a GRPO run? From the same state
     where the counterfactual engine can replay them (``same_state.same_state_premium``, as the
     timeouts probe judges exploration's timeouts): a staller that made progress and is paid partial
-    credit for it at the step limit is paid what ending there pays. Otherwise its ending's pay
-    against an honest failure's ending in exploration (``endings.ending_premium``)."""
+    credit for it at the step limit is paid what ending there pays. Its ending's pay must also beat
+    an honest failure's ending in exploration (``endings.ending_premium``, the only test where the
+    engine cannot replay): the pairs compare the timeout's last step with ending instead of it, and
+    a last step that makes progress would read as a premium."""
     from envaudit.probes._shared.endings import ending_premium
     from envaudit.probes._shared.same_state import same_state_premium
 
@@ -344,11 +346,14 @@ def ending_premium_in_run(ctx, result: SearchResult, episode_ids, scale: float, 
     run_episodes = result.episodes[result.episodes["episode_id"].isin(list(episode_ids))]
     same = same_state_premium(ctx, run_episodes, result.evaluation.steps, scale, rng, tag="grpo-timeout-ending",
                               min_effect=MIN_EFFECT, veto=SAME_STATE_VETO)
-    if same is not None:
-        return same
     failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE, "episode_id"]
     steps = pd.concat([explored.steps, result.evaluation.steps], ignore_index=True)
-    return {**ending_premium(ctx, episode_ids, steps, failures, scale, rng), "same_state": False}
+    population = ending_premium(ctx, episode_ids, steps, failures, scale, rng)
+    if same is None:
+        return {**population, "same_state": False}
+    # A timed-out episode's last step may itself make progress, which ending there instead forgoes:
+    # the same-state pairs can say the timeout does not pay, never alone that it does.
+    return {**same, "holds": bool(same["holds"] and population["holds"]), "population": population}
 
 
 def _timeout_ending_pays(ctx, result: SearchResult) -> dict:
