@@ -91,7 +91,6 @@ LEVEL_RANK = {None: 0, "above_alternative": 1, "at_least_success": 2}
 
 
 
-
 PAIRED = ("timeout", "ended", "best_any", "behaviour_any")
 """The per-episode arrays of ``same_state_endings``, kept out of the evidence (its counts stay)."""
 
