@@ -105,7 +105,9 @@ def same_state_premium(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.Data
                and isinstance(a, (int, np.integer))}
     find = dict(tag=tag, arm="same-state-ending", min_prefixes=veto or MIN_SAMPLES)
     replayed = failing_endings(ctx, episodes, steps, exclude=own, **find)
-    if replayed is None and own:
+    if own and (replayed is None or len(replayed["behaviour"]) < MIN_SAMPLES):
+        # No other way to fail from those states (a right answer is all the other endings give):
+        # the behaviour's own ending is the honest failure there.
         replayed = failing_endings(ctx, episodes, steps, **find)
     if replayed is None:
         return None
