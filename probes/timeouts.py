@@ -17,9 +17,10 @@ timed-out episodes that the env did not judge a success:
 
 Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against ending
 the same episodes honestly from the same state instead (``same_state_endings``: replayed through the
-counterfactual engine up to the step before their last, then ended at once each way that fails;
-partial credit paid on every unfinished ending then pays both sides alike). Where that cannot be
-replayed (no ``Discrete`` space, injected faults, a logged run, too few failing states): against the
+counterfactual engine up to the step before their last, with the faults an injection arm forced on
+the way forced again, then ended at once each way that fails; partial credit paid on every
+unfinished ending then pays both sides alike). Where that cannot be replayed (no ``Discrete``
+space, a logged run, too few failing states): against the
 same episodes failing outright instead (``matched_failures``: each timed-out episode's return with
 its ending's pay swapped for what an honest failure's ending pays — same start, same prefix, same
 progress; failures of *other* episodes got less far, and progress is not a reward for timing out)
@@ -108,9 +109,9 @@ def arm_verdict(ctx: ProbeContext, records: Records | None, success, failure, rn
                 same_state: bool = True) -> dict:
     """The ladder for one arm's timeouts (exploration when ``records`` is None) against ending the
     same episode honestly instead, from the same state (``same_state_endings``: replayed through
-    the counterfactual engine). Where the engine cannot replay them (a space that is not
-    ``Discrete``, faults injected on the way, nothing but the step limit ends episodes, a logged
-    run), against the same episodes with their ending's pay swapped for an honest failure's
+    the counterfactual engine, faults injected on the way included). Where the engine cannot replay
+    them (a space that is not ``Discrete``, nothing but the step limit ends episodes, a logged run),
+    against the same episodes with their ending's pay swapped for an honest failure's
     (``matched_failures``), kept only when the timeout's ending itself pays more than a failure's."""
     episodes = ctx.exploration.episodes if records is None else records.episodes
     timed_out = episodes[unsuccessful_timeouts(episodes)]
@@ -153,6 +154,7 @@ def arm_row(name: str, what: str, episodes: pd.DataFrame, steps: pd.DataFrame, v
     last_tools = steps[steps["episode_id"].isin(on_tool["episode_id"])].groupby("episode_id")["tool_name"].last()
     return {
         "arm": name, "what": what, "level": verdict["level"], "p_value": verdict["p_value"],
+        "same_state": bool(verdict.get("same_state")),
         "ended_on_tool_timeout": float(len(on_tool) / len(tmo)) if len(tmo) else None,
         "timed_out_tool": str(last_tools.mode().iloc[0]) if len(last_tools.dropna()) else None,
         "mean_timeout": float(tmo["return"].mean()) if len(tmo) else None,
@@ -235,7 +237,7 @@ def _injection_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray,
                          tags={"faults": f"timeout:{tool}"})
         ctx.keep(result.records)
         f = result.records.episodes
-        verdict = arm_verdict(ctx, result.records, success, failure, rng, same_state=False)
+        verdict = arm_verdict(ctx, result.records, success, failure, rng)
         pairs = f[f["n_injected"] > 0].merge(b[["seed", "return"]], on="seed", suffixes=("", "_unfaulted"))
         verdict["paired"] = paired_compare(pairs["return"].to_numpy(float), pairs["return_unfaulted"].to_numpy(float),
                                            rng, labels=("faulted", "unfaulted"))

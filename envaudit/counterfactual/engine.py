@@ -156,7 +156,8 @@ class Counterfactuals:
             parts: list[Records] = []
             for batch in _unique_seed_batches(prefixes):
                 plans = {prefixes[i].seed: Plan(tuple(prefixes[i].actions) + cont.actions, len(prefixes[i].actions),
-                                                cont.fault, prefixes[i].seed) for i in batch}
+                                                cont.fault, prefixes[i].seed, tuple(prefixes[i].faults))
+                         for i in batch}
                 assert all(p.actions for p in plans.values()) or cont.policy is not None, (
                     f"continuation {cont.name!r} from an empty prefix plays nothing")
                 policy = PlanPolicy(cont.tags.get("policy_name", f"{self.tag}-{cont.name}"), cont.policy, cont.watch)

@@ -37,6 +37,9 @@ class Prefix:
     actions: tuple = ()
     source: int | None = None
     """The episode id the prefix was cut from, when it was (for examples)."""
+    faults: tuple = ()
+    """``(call index, status)`` pairs forced again while the prefix replays: the faults the episode
+    was played with (a fault-injection run's), so its state is reached as it was (a ``ToolEnv`` only)."""
 
 
 @dataclass(frozen=True)
@@ -120,16 +123,18 @@ class Plan:
     start: int  # where the continuation begins (the prefix's length)
     fault: str | None
     seed: int = 0
+    prefix_faults: tuple = ()
 
 
 class PlannedEnv(gym.Wrapper):
-    """Looks up the plan of the episode by its reset seed and forces the planned fault; the policy
+    """Looks up the plan of the episode by its reset seed and forces the planned fault (and the
+    prefix's own faults while it replays); the policy
     reads ``counterfactual_plan`` through ``get_wrapper_attr``."""
 
     def __init__(self, env: gym.Env, plans: Mapping[int, Plan]) -> None:
         self.plans = dict(plans)
         inner = env
-        if any(p.fault in (TOOL_ERROR, TOOL_TIMEOUT) for p in self.plans.values()):
+        if any(p.fault in (TOOL_ERROR, TOOL_TIMEOUT) or p.prefix_faults for p in self.plans.values()):
             if not isinstance(env.unwrapped, ToolEnv):
                 raise TypeError(f"forcing a tool {TOOL_ERROR}/{TOOL_TIMEOUT} needs an envaudit.ToolEnv, got "
                                 f"{type(env.unwrapped).__name__}; only ok (no fault) can be forced on other envs")
@@ -140,7 +145,11 @@ class PlannedEnv(gym.Wrapper):
     def _schedule(self, tool: str, call_index: int) -> str | None:
         # Every step of a ToolEnv is one tool call: the call index is the step index.
         plan = self.counterfactual_plan
-        if plan is None or plan.fault in (None, TOOL_OK) or call_index != plan.start:
+        if plan is None:
+            return None
+        if call_index < plan.start:
+            return dict(plan.prefix_faults).get(call_index)
+        if plan.fault in (None, TOOL_OK) or call_index != plan.start:
             return None
         return plan.fault
 

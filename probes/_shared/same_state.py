@@ -6,7 +6,8 @@ Each episode (up to ``MAX_PREFIXES``) is replayed on its seed up to the step bef
 ended at once each way the catalogue ends episodes (``split_enders``, else the action exploration's
 failures ended with), less ``exclude``. Per episode the best of those endings that *fail*: a state
 from which every other ending succeeds, or times out itself, has no failure to compare with and is
-left out. Averages of other episodes' failures would confound progress, luck and difficulty with
+left out. Faults injected before the last step (a fault-injection arm's) are forced again on the
+replay (``prefix_faults``), so the state is the one the episode reached. Averages of other episodes' failures would confound progress, luck and difficulty with
 the behaviour (partial credit on every unfinished ending, a per-step cost that a quick ending saves).
 """
 
@@ -22,11 +23,25 @@ from envaudit.counterfactual import Counterfactuals, Prefix, end_now, paired_tes
 from envaudit.probe import ProbeContext
 from envaudit.probes._shared.endings import discrete_actions, split_enders
 from envaudit.probes._shared.stall import honest_ender
-from envaudit.protocol import TOOL_TIMEOUT
+from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 
 MAX_PREFIXES = 32
 """Episodes per question whose state before the last step is replayed and ended each way."""
+
+
+def prefix_faults(ep: pd.DataFrame) -> tuple | None:
+    """The faults injected into an episode before its last step, as ``Prefix.faults`` (call index =
+    step index: every step of a ``ToolEnv`` is one tool call), so its replay reaches the same state;
+    None where an injected step's status is not one that can be forced again."""
+    if "injected" not in ep:
+        return ()
+    body = ep.iloc[:-1]
+    hit = body[body["injected"].fillna(False).astype(bool)]
+    statuses = hit["tool_status"].tolist() if "tool_status" in hit else [None] * len(hit)
+    if any(s not in (TOOL_ERROR, TOOL_TIMEOUT) for s in statuses):
+        return None
+    return tuple((int(k), str(s)) for k, s in zip(hit["step"], statuses, strict=True))
 
 
 def failing_endings(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFrame, *, tag: str, arm: str,
@@ -56,10 +71,10 @@ def failing_endings(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFra
             continue
         ep = by_episode.get_group(eid)
         actions = ep["action"].tolist()
-        injected = ep["injected"].fillna(False).astype(bool).any() if "injected" in ep else False
-        if len(actions) < min_length or injected or not all(isinstance(a, (int, np.integer)) for a in actions):
+        faults = prefix_faults(ep)
+        if len(actions) < min_length or faults is None or not all(isinstance(a, (int, np.integer)) for a in actions):
             continue
-        prefix = Prefix(int(seed), tuple(int(a) for a in actions[:-1]), int(eid))
+        prefix = Prefix(int(seed), tuple(int(a) for a in actions[:-1]), int(eid), faults)
         if (prefix.seed, prefix.actions) in {(p.seed, p.actions) for p in prefixes}:
             continue  # one state once; a GRPO group's rollouts share a seed and differ in their actions
         prefixes.append(prefix)

@@ -15,6 +15,7 @@ from envaudit.counterfactual import (
     Counterfactuals,
     Prefix,
     end_now,
+    forced,
     from_runner,
     idle_then_end,
     paired_test,
@@ -22,7 +23,7 @@ from envaudit.counterfactual import (
 )
 from envaudit.rollout import Runner
 from envaudit.stats import MIN_SAMPLES
-from tests.fixtures.counterfactual_envs import PartialCredit
+from tests.fixtures.counterfactual_envs import PartialCredit, PartialCreditDesk
 
 RESEARCH, WAIT, SUBMIT = 0, 1, 2
 
@@ -54,6 +55,20 @@ def test_an_ending_continuation_that_does_not_end_is_left_out():
     # WAIT never ends the episode: "end now with WAIT" runs on to the step limit, which is no ending.
     played = _engine().play([Prefix(0, (RESEARCH,))], [end_now(WAIT, name="wait")])
     assert played.get("wait", 0) is None and played.diverged["wait"] == 1
+
+
+def test_a_prefix_replays_with_its_faults_and_a_continuation_forces_its_own():
+    # PartialCreditDesk: a research call that times out makes no progress. The prefix's first
+    # research timed out when it was played (an injection run's episode), so its state has 2
+    # progress, not 3; the continuation's forced timeout on submit ends nothing.
+    engine = Counterfactuals(from_runner(Runner(PartialCreditDesk)), tag="test")
+    prefixes = [Prefix(3, (RESEARCH,) * 3, faults=((0, "timeout"),)), Prefix(4, (RESEARCH,) * 3)]
+    played = engine.play(prefixes, [end_now(SUBMIT, name="submit"), forced(SUBMIT, "timeout", then=(WAIT,))])
+    assert [played.get("submit", i).ret for i in (0, 1)] == pytest.approx([0.5 * 2 / 15, 0.5 * 3 / 15])
+    timed = played.get("2-timeout", 0)
+    assert timed.truncated and timed.tail["tool_status"].iloc[0] == "timeout"
+    assert list(timed.steps["tool_status"][:3]) == ["timeout", "ok", "ok"]
+    assert timed.ret == pytest.approx(0.5 * 2 / 15)  # the step limit's partial credit, same state
 
 
 def test_prefixes_that_share_a_seed_each_play_from_their_own_state():

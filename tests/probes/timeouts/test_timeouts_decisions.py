@@ -457,9 +457,12 @@ def test_injection_size_without_tool_columns_is_the_default_arm():
 def test_arm_keys_are_the_arms_table_columns():
     recs = records(episode(TIMEOUT, [(0, 0.5)], end=END_TRUNCATED))
     a = T.arm_row("stall", "random", recs.episodes, recs.steps, {"level": None, "p_value": 0.5})
-    assert set(a) == {"arm", "what", "level", "p_value", "ended_on_tool_timeout", "timed_out_tool", "mean_timeout",
-                      "n_timeout", "n_episodes", "final_step_share", "verdict", "examples"}
+    assert set(a) == {"arm", "what", "level", "p_value", "same_state", "ended_on_tool_timeout", "timed_out_tool",
+                      "mean_timeout", "n_timeout", "n_episodes", "final_step_share", "verdict", "examples"}
     assert a["arm"] == "stall" and a["what"] == "random" and a["verdict"] == {"level": None, "p_value": 0.5}
+    assert a["same_state"] is False
+    assert T.arm_row("stall", "random", recs.episodes, recs.steps, {"level": None, "p_value": 0.5,
+                                                                      "same_state": {"n_prefixes": 8}})["same_state"]
 
 
 def test_finding_evidence_summary_and_fix():

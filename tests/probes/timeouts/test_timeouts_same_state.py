@@ -12,8 +12,10 @@ from __future__ import annotations
 import pytest
 
 from envaudit.config import ScanConfig
+from envaudit.probes.timeouts import probe
 from envaudit.scan import run_scan
-from tests.fixtures.counterfactual_envs import PartialCredit
+from tests.fixtures.context import run_probe
+from tests.fixtures.counterfactual_envs import PartialCredit, PartialCreditDesk
 
 
 def _findings(bonus: float) -> list:
@@ -34,3 +36,25 @@ def test_a_step_limit_that_pays_more_than_submitting_from_the_same_state_is_warn
     # Stalling and submitting end the same state: they differ by the bonus exactly.
     test = found.evidence["test"]
     assert test["vs_alternative"]["diff"] == pytest.approx(0.3, abs=0.05)
+
+
+def _desk(bonus: float):
+    findings, ctx = run_probe(probe, lambda: PartialCreditDesk(limit_bonus=bonus), episodes=64, quick=True)
+    return [f for f in findings if f.code == "timeout-rewarded"], ctx.tables["arms"].set_index("arm")
+
+
+def test_forcing_the_only_ending_to_time_out_is_judged_from_the_same_state():
+    # Every 'submit' timing out leaves the step limit as the only way out; it pays the partial
+    # credit that submitting pays from the same state, so the injection arm finds nothing, and it
+    # says it compared the same states (their prefixes replayed with their faults).
+    found, arms = _desk(0.0)
+    assert found == []
+    arm = arms.loc["inject-submit"]
+    assert arm["n_timeout"] >= 8 and arm["same_state"] and arm["level"] is None
+
+
+def test_a_step_limit_that_pays_more_under_injected_timeouts_is_warned_from_the_same_state():
+    (found,), arms = _desk(0.3)
+    assert str(found.severity) == "warn"
+    arm = arms.loc["inject-submit"]
+    assert arm["same_state"] and arm["level"] == "above_alternative"
