@@ -33,8 +33,10 @@ step's reward less what the same call and status pay mid-episode, or less a typi
 for a call that only ever ends episodes): a stall that earns more only by collecting per-step pay
 or pay for failed calls is left to ``length-bias`` and ``failure-rewarded``. An env where nothing
 but the step limit ends an unsuccessful episode (no quit, wrong answers go on) has no outright
-failure: a timeout's ending is then compared with an ending that pays nothing beyond a typical
-step. The strongest arm becomes the finding; all arms are in its evidence and the ``arms`` table.
+failure: where the replays confirm it (no ending fails from any of at least ``MIN_SAMPLES``
+replayed states), "more than failing" has nothing to compare with and only the top rung (as much
+as succeeding) can be reached; where they cannot, a timeout's ending is compared with an ending
+that pays nothing beyond a typical step. The strongest arm becomes the finding; all arms are in its evidence and the ``arms`` table.
 
 Decided in one place: ``decide_timeout_rewarded`` grades the arms, whichever kind they are; each
 arm is measured by ``arm_verdict`` (its ladder) and ``arm_row`` (its row), which ``envaudit logs``
@@ -132,6 +134,17 @@ def arm_verdict(ctx: ProbeContext, records: Records | None, success, failure, rn
     verdict = exploit_ladder(returns, success, matched, rng, alpha=ctx.config.alpha, min_effect=MIN_EFFECT)
     verdict["alternative"] = "the same episodes failing outright instead (their ending's pay swapped for a failure's)"
     verdict["mean_failure_elsewhere"] = float(np.mean(failure)) if len(failure) else None
+    if verdict["level"] == "above_alternative" and len(failure) == 0 and _never_fails(replayed):
+        # No episode failed in exploration, and from every replayed state the endings tried either
+        # succeed or do not end: an unsuccessful episode can only time out here, so "more than
+        # failing" has nothing to compare with. Timing out is then an incentive only when it pays
+        # as much as succeeding (the ladder's top rung); partial credit for progress at the limit
+        # is shaping, not a reason to stall instead of trying.
+        verdict["level_before_attribution"] = verdict["level"]
+        verdict["level"] = None
+        verdict["no_failing_ending"] = {"states": replayed["n_prefixes"], "ended": len(replayed["best_any"]),
+                                        "endings": replayed["endings"]}
+        return verdict
     if verdict["level"] is None:
         return verdict
     premium = ending_premium(ctx, timed_out["episode_id"], pooled.steps, failure_ids, verdict["scale"], rng,
@@ -143,6 +156,12 @@ def arm_verdict(ctx: ProbeContext, records: Records | None, success, failure, rn
         verdict["level_before_attribution"] = verdict["level"]
         verdict["level"] = None
     return verdict
+
+
+def _never_fails(replayed: dict | None) -> bool:
+    """Whether the same-state replays tried at least ``MIN_SAMPLES`` states and no ending failed from
+    any of them (each either succeeded or did not end the episode)."""
+    return replayed is not None and replayed["n_prefixes"] >= MIN_SAMPLES and len(replayed["timeout"]) == 0
 
 
 # -- the arms ------------------------------------------------------------------------------------

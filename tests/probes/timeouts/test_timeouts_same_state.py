@@ -58,3 +58,22 @@ def test_a_step_limit_that_pays_more_under_injected_timeouts_is_warned_from_the_
     assert str(found.severity) == "warn"
     arm = arms.loc["inject-submit"]
     assert arm["same_state"] and arm["level"] == "above_alternative"
+
+
+def _no_failures(bonus: float) -> list:
+    findings, _ = run_probe(probe, lambda: PartialCredit(need=3, max_steps=10, early_submit_ends=False, limit_bonus=bonus),
+                            episodes=64, quick=True)
+    return [f for f in findings if f.code == "timeout-rewarded"]
+
+
+def test_partial_credit_where_nothing_can_fail_is_no_timeout_reward():
+    # An early submit goes on: an unsuccessful episode can only time out, so "more than failing"
+    # has nothing to compare with; the limit's partial credit (at most 0.5) is below success (1).
+    # (need 3 in 10 steps: random play succeeds in about half its episodes.)
+    assert _no_failures(0.0) == []
+
+
+def test_a_step_limit_that_pays_success_where_nothing_can_fail_is_a_fail():
+    # The limit pays 1.0 + partial credit, at least what succeeding pays: the top rung stands.
+    (found,) = _no_failures(1.0)
+    assert str(found.severity) == "fail"
