@@ -18,6 +18,7 @@ import pandas as pd
 from envaudit.policies import oracle_policy
 from envaudit.probe import ProbeContext
 from envaudit.protocol import SUCCESS, TIMEOUT, TOOL_FAILED, TOOL_OK
+from envaudit.recording import Records
 from envaudit.rollout import Policy, RandomPolicy
 from envaudit.stats import MIN_SAMPLES, compare
 
@@ -269,3 +270,15 @@ def without_lucky(success: np.ndarray, sources: dict, exploration: pd.DataFrame,
     return honest["return"].to_numpy(float), {
         "lucky_left_out": int(len(lucky)), "mean_left_out": float(lucky["return"].mean()),
         "honest": f"exploration's successes longer than the exploit's own episodes ({own_length:g} steps)"}
+
+
+def step_reference(exploration: Records) -> float | None:
+    """What the cheapest ordinary step pays: the lowest reward of a non-terminal, non-truncated step
+    whose call worked (or that made no call) in exploration. The lowest, so that a failure counts as
+    charged only when it costs more than any step the env charges for its own sake."""
+    steps = exploration.steps
+    if steps.empty:
+        return None
+    ordinary = steps[(steps["tool_status"].isna() | (steps["tool_status"] == TOOL_OK))
+                     & ~steps["terminated"].astype(bool) & ~steps["truncated"].astype(bool)]
+    return float(ordinary["reward"].astype(float).min()) if len(ordinary) else None

@@ -19,12 +19,20 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
-from envaudit.counterfactual import Counterfactuals, Prefix, end_now, paired_test
+from envaudit.counterfactual import (
+    ENDED,
+    Continuation,
+    Counterfactuals,
+    Prefix,
+    end_now,
+    paired_test,
+)
 from envaudit.probe import ProbeContext
-from envaudit.probes._shared.endings import discrete_actions, split_enders
+from envaudit.probes._shared.endings import discrete_actions, split_enders, step_reference
 from envaudit.probes._shared.stall import honest_ender
 from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
+from envaudit.toolenv import ToolEnv
 
 MAX_PREFIXES = 32
 """Episodes per question whose state before the last step is replayed and ended each way."""
@@ -139,3 +147,56 @@ def same_state_premium(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.Data
             "mean_behaviour": float(replayed["behaviour"].mean()) if len(diffs) else None,
             "mean_ended": float(replayed["ended"].mean()) if len(diffs) else None,
             "n_prefixes": replayed["n_prefixes"], "replay_steps": replayed["replay_steps"]}
+
+
+def failed_call_premium(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.DataFrame, scale: float,
+                        rng: np.random.Generator, *, tag: str, min_effect: float) -> dict | None:
+    """Does a failed tool call pay more than waiting, from the same state? For each failed call of
+    these episodes (not their last step; up to ``MAX_PREFIXES`` distinct states), the episode is
+    replayed up to the call, then (``failed``) the same call, failing as it did (forced on a
+    ``ToolEnv``; on a plain env kept where the replay fails it again), and the honest ending, against
+    (``ended``) the honest ending at once. Their difference is what the failed call paid, its effect
+    on the ending's pay included (credit per attempt, say); less what the cheapest ordinary step pays
+    (``endings.step_reference``: the price of any step, waiting included), it is what failing pays
+    beyond the step it takes. Retrying a flaky tool pays that premium only when failures are paid.
+    A one-sided signed-rank test (``counterfactual.paired_test``) whose ``pays`` is ``holds``. None
+    where it cannot be asked (no honest ending, no step reference, a space that is not
+    ``Discrete``, fewer than ``MIN_SAMPLES`` pairs)."""
+    ender, ref = honest_ender(ctx.exploration), step_reference(ctx.exploration)
+    if ender is None or ref is None or not isinstance(ctx.env, gym.Env) or discrete_actions(ctx.env) is None:
+        return None
+    is_tool_env = isinstance(ctx.env.unwrapped, ToolEnv)
+    wanted = steps[steps["episode_id"].isin(set(episodes["episode_id"]))].sort_values(["episode_id", "step"])
+    seeds = episodes.set_index("episode_id")["seed"]
+    by_status: dict[str, list[Prefix]] = {}
+    seen: set[tuple] = set()
+    for eid, ep in wanted.groupby("episode_id", sort=True):
+        actions = ep["action"].tolist()
+        if pd.isna(seeds.get(eid)) or not all(isinstance(a, (int, np.integer)) for a in actions):
+            continue
+        faults = prefix_faults(ep)
+        for k, status in enumerate(ep["tool_status"].tolist()[:-1]):
+            if status not in (TOOL_ERROR, TOOL_TIMEOUT) or faults is None or len(seen) >= MAX_PREFIXES:
+                continue
+            prefix = Prefix(int(seeds[eid]), tuple(int(a) for a in actions[:k]), int(eid),
+                            tuple(f for f in faults if f[0] < k))
+            key = (prefix.seed, prefix.actions, actions[k])
+            if key not in seen:
+                seen.add(key)
+                by_status.setdefault(f"{status}:{int(actions[k])}", []).append(prefix)
+    diffs, cost = [], 0
+    engine = Counterfactuals(ctx.run, tag=tag, tags={"arm": "same-state-failed-call"})
+    for key, prefixes in sorted(by_status.items()):
+        status, action = key.split(":")
+        failed = Continuation("failed", (int(action), ender), ENDED, fault=status if is_tool_env else None,
+                              label=f"'{ctx.describe_action(int(action))}' failing, then the honest ending")
+        played = engine.play(prefixes, [failed, end_now(ender, name="ended")], stop=ctx.over_cap)
+        cost += played.cost
+        d, _ = played.pairs("failed", "ended", when=lambda f, e, s=status: f.tail["tool_status"].iloc[0] == s)
+        diffs.extend((d - ref).tolist())
+    if len(diffs) < MIN_SAMPLES:
+        return None
+    test = paired_test(diffs, scale, rng, alpha=ctx.config.alpha, min_effect=min_effect)
+    return {**test, "holds": bool(test["pays"]), "same_state": True, "step_reference": ref,
+            "honest_ending": ctx.describe_action(ender), "n_states": len(seen), "replay_steps": cost,
+            "alternative": "the same state ended honestly at once, plus what the cheapest ordinary step pays"}

@@ -102,7 +102,7 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
     (``stall`` / ``tool-failure`` / ``timeout``, or None when it does not pay), both tests and
     the example episodes of the stalling arm (``A``)."""
     ender = honest_ender(ctx.exploration)
-    if ender is None or not isinstance(ctx.env.action_space, gym.spaces.Discrete):
+    if ender is None or not isinstance(getattr(ctx.env, "action_space", None), gym.spaces.Discrete):
         return {"holds": False, "behaviour": None,
                 "reason": "no action ended an episode without success in exploration: no honest ending to "
                           "compare stalling with"}
@@ -111,13 +111,16 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
     by_episode = steps.groupby("episode_id")
     seeds, prefixes, lengths = [], [], []
     for eid, seed in zip(stalled["episode_id"], stalled["seed"], strict=True):
-        if eid not in by_episode.groups or int(seed) in seeds:
+        if eid not in by_episode.groups:
             continue
         actions = by_episode.get_group(eid).sort_values("step")["action"].tolist()
         if len(actions) < 3 or not all(isinstance(a, (int, np.integer)) for a in actions):
             continue
+        prefix = [int(a) for a in actions[:len(actions) // 2]]
+        if (int(seed), prefix) in zip(seeds, prefixes, strict=True):
+            continue  # one state once; a GRPO group's rollouts share a seed and differ in their actions
         seeds.append(int(seed))
-        prefixes.append([int(a) for a in actions[:len(actions) // 2]])
+        prefixes.append(prefix)
         lengths.append(len(actions))
     out: dict[str, Any] = {"honest_ending": ctx.describe_action(ender), "n_prefixes": len(seeds),
                            "idle": "the prefix's last action the oracle never takes, repeated"}
@@ -127,7 +130,7 @@ def stall_marginal(ctx: ProbeContext, records: Records, scale: float, *, min_eff
     m = [len(p) for p in prefixes]
     starts = [Prefix(seed, tuple(p)) for seed, p in zip(seeds, prefixes, strict=True)]
     engine = Counterfactuals(ctx.run, tag=f"stall-{tag}")
-    progress = _oracle_actions(ctx, engine, seeds[:ORACLE_SEEDS])
+    progress = _oracle_actions(ctx, engine, list(dict.fromkeys(seeds))[:ORACLE_SEEDS])
     out["oracle_actions"] = sorted(progress)
     idles = [idle_step(p, progress) for p in prefixes]
     idle_starts = [Prefix(seed, tuple(p) + (i,) * (t - len(p) - 1))

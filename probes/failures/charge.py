@@ -26,18 +26,6 @@ from envaudit.recording import Records
 from envaudit.stats import holm, paired_compare
 
 
-def step_reference(exploration: Records) -> float | None:
-    """What the cheapest ordinary step pays: the lowest reward of a non-terminal, non-truncated step
-    whose call worked (or that made no call) in exploration. The lowest, so that a failure counts as
-    charged only when it costs more than any step the env charges for its own sake."""
-    steps = exploration.steps
-    if steps.empty:
-        return None
-    ordinary = steps[(steps["tool_status"].isna() | (steps["tool_status"] == TOOL_OK))
-                     & ~steps["terminated"].astype(bool) & ~steps["truncated"].astype(bool)]
-    return float(ordinary["reward"].astype(float).min()) if len(ordinary) else None
-
-
 def injected_charges(pairs: dict[tuple[int, str], tuple[list[float], list[tuple[float, float]]]],
                      step_ref: float | None, labels: list[str] | None, rng: np.random.Generator,
                      alpha: float) -> dict[str, Any]:

@@ -23,7 +23,7 @@ of the same tool, with the same next action. All also require the two steps toge
 and ``b``) to pay more after the failure, so a reward that only moves from one step to the next
 (a retry earning the progress the failed call did not, a potential handed back at the end) is not
 taken for a failure-conditioned one. In that sum the failed call counts at most what the cheapest
-ordinary step pays (``failure_charge.step_reference``): what a failed call pays beyond that is the
+ordinary step pays (``endings.step_reference``): what a failed call pays beyond that is the
 failed step's own reward (``failure-rewarded``'s question, asked once there), and counted here it
 would make the potential handed back after a working call read as a reward for ending after a
 failure. The caller runs Holm across these tests and its own.
@@ -46,7 +46,7 @@ import pandas as pd
 from envaudit.findings import Finding
 from envaudit.policies import Replay, ReplayPlan, action_stats, oracle_policy, success_return
 from envaudit.probe import ProbeContext
-from envaudit.probes.failures.charge import step_reference
+from envaudit.probes._shared.endings import step_reference
 from envaudit.probes.failures.decisions import decide_failure_rewarded, decide_failure_shortcut
 from envaudit.protocol import TOOL_ERROR, TOOL_FAILED, TOOL_OK, TOOL_TIMEOUT
 from envaudit.recording import Records

@@ -61,6 +61,7 @@ from envaudit.policies import (
     success_return,
 )
 from envaudit.probe import ProbeContext
+from envaudit.probes._shared.endings import step_reference
 from envaudit.probes.failures import charge
 from envaudit.probes.failures.confirm import second_look
 from envaudit.probes.failures.decisions import decide_failure_shortcut
@@ -316,7 +317,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
     else:  # nothing to inject faults into: repeat calls until enough of them failed on their own
         injected, arms, pairs = topup_tests(ctx, ctx.rng("topup")), {}, {}
     findings = failure_rewarded(ctx, runs, injected, arms)
-    ref = charge.step_reference(ctx.exploration)
+    ref = step_reference(ctx.exploration)
     alpha = ctx.config.alpha
     if runs is not None:
         findings += shortcut_sweep(ctx, runs, charge.injected_charges(pairs, ref, ctx.action_labels,

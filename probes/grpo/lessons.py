@@ -44,6 +44,7 @@ from envaudit.probes.grpo.drift import Move, drift, failure_cost
 from envaudit.probes.grpo.text import money
 from envaudit.probes.grpo.verdicts import failure_conditioned_endings, quitting_beats_persisting
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
+from envaudit.recording import Records
 from envaudit.stats import compare, exploit_ladder, reward_scale
 
 MIN_EFFECT = 0.1
@@ -114,6 +115,22 @@ def typical_trajectory(steps: pd.DataFrame, episode_ids: Any, labels: list[str] 
     per_episode = chosen["key"].value_counts() / n
     top = ", ".join(f"{word(a)} ×{k:.1f}" for a, k in per_episode.head(4).items())
     return f"no common sequence; per episode: {top} ({n} episodes)"
+
+
+def _failures_pay_here(ctx, result: SearchResult, show: pd.DataFrame, scale: float, ev: dict) -> bool:
+    """The regression across episodes (``drift.failure_cost``) says episodes with more failed calls
+    earn more; do the failed calls themselves pay, from the same state? ``same_state.failed_call_premium``
+    on the shown episodes' failed calls: each against ending honestly at once, less what any step
+    costs. Episodes that retry a flaky tool on the way to progress have more failed calls *and* more
+    progress, which the regression reads as pay for failing (generated ``clean-1-99``: 0.01 a failure
+    by regression, 0.0 from the same state). A veto only: where the replays cannot ask (no honest
+    ending, too few failed calls), the regression stands. Writes ``ev["failed_call_same_state"]``."""
+    from envaudit.probes._shared.same_state import failed_call_premium
+
+    same = failed_call_premium(ctx, show, result.evaluation.steps, scale, ctx.rng("failed-call", result.mode),
+                               tag=f"grpo-{result.mode}-failed-call", min_effect=MIN_EFFECT)
+    ev["failed_call_same_state"] = same
+    return same is None or bool(same["holds"])
 
 
 def shown(move: Move, episodes: pd.DataFrame, labels, steps: pd.DataFrame, reference: Reference) -> pd.DataFrame:
@@ -198,7 +215,8 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
     # their pay on failed calls: stalling to the step limit on a tool that fails half the time is
     # farming the failures, and the timeout it ends on pays nothing by itself.
     farms = move.key == "failure" or paid_by_failed_calls(steps, show["episode_id"])
-    if farms and material and cost["cost_per_failure"] < 0 and 1 - p_cost < alpha:
+    if farms and material and cost["cost_per_failure"] < 0 and 1 - p_cost < alpha and \
+            _failures_pay_here(ctx, result, show, scale, ev):
         return Verdict(move, at_least, "failures-pay", "tool-failure",
                        f"a failed tool call pays about {-cost['cost_per_failure']:.2f} beyond the step it takes"
                        + as_much, show, ev)
@@ -349,11 +367,37 @@ def ending_premium_in_run(ctx, result: SearchResult, episode_ids, scale: float, 
     failures = explored.episodes.loc[explored.episodes["outcome"] == FAILURE, "episode_id"]
     steps = pd.concat([explored.steps, result.evaluation.steps], ignore_index=True)
     population = ending_premium(ctx, episode_ids, steps, failures, scale, rng)
-    if same is None:
-        return {**population, "same_state": False}
-    # A timed-out episode's last step may itself make progress, which ending there instead forgoes:
-    # the same-state pairs can say the timeout does not pay, never alone that it does.
-    return {**same, "holds": bool(same["holds"] and population["holds"]), "population": population}
+    out = {**population, "same_state": False} if same is None else {
+        # A timed-out episode's last step may itself make progress, which ending there instead
+        # forgoes: the same-state pairs can say the timeout does not pay, never alone that it does.
+        **same, "holds": bool(same["holds"] and population["holds"]), "population": population}
+    if out["holds"]:
+        limit = _step_limit_pays(ctx, result, run_episodes, scale)
+        out["step_limit"] = limit
+        out["holds"] = bool(limit is None or limit["pays"] or limit["underpowered"])
+    return out
+
+
+def _step_limit_pays(ctx, result: SearchResult, run_episodes: pd.DataFrame, scale: float) -> dict | None:
+    """Does the step limit itself pay, with progress held fixed? ``stall.stall_marginal``'s test
+    ``A - C`` on the run's timed-out episodes: the first half of each, then its last action
+    repeated until the limit, against the same idle steps ended honestly one step before it. A
+    repeated action makes no progress after its first call, so a last step's progress (with partial
+    credit paid on every ending, or shaping) is not read as the limit's pay: on a generated clean
+    env without an oracle or any success seen (``clean-0-7``), ending before the last step paid
+    0.015 less than timing out, the step limit 0.0 more than ending after the same idle steps. A
+    veto only: None (no honest ending, too few states) leaves the other tests to decide."""
+    from envaudit.probes._shared.stall import stall_marginal
+
+    ev = result.evaluation
+    ids = set(run_episodes["episode_id"])
+    timed_out = Records(ev.steps[ev.steps["episode_id"].isin(ids)], ev.episodes[ev.episodes["episode_id"].isin(ids)])
+    marginal = stall_marginal(ctx, timed_out, scale, min_effect=MIN_EFFECT, tag=f"grpo-{result.mode}-limit")
+    test = marginal.get("step_limit_pays")
+    if test is None:
+        return None
+    return {**test, "replay_steps": marginal["replay_steps"], "n_prefixes": marginal["n_prefixes"],
+            "honest_ending": marginal["honest_ending"]}
 
 
 def _timeout_ending_pays(ctx, result: SearchResult) -> dict:

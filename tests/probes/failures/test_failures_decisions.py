@@ -20,6 +20,7 @@ from scipy import stats as st
 
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
+from envaudit.probes._shared import endings as E
 from envaudit.probes.failures import charge as C
 from envaudit.probes.failures import confirm as F
 from envaudit.probes.failures import rewarded as R
@@ -43,9 +44,9 @@ def call(status, reward, tool="search", action=0, **kw):
 def test_step_reference_is_the_cheapest_non_ending_step_that_did_not_fail():
     recs = records(episode(FAILURE, [call(TOOL_OK, 0.5), {"reward": -0.1}, call(TOOL_ERROR, -1.0),
                                      call(TOOL_TIMEOUT, -2.0), call(TOOL_OK, 0.0), {"reward": -5.0}]))
-    assert C.step_reference(recs) == pytest.approx(-0.1)  # the -5 ends the episode; -1, -2 failed
-    assert C.step_reference(records()) is None
-    assert C.step_reference(records(episode(FAILURE, [call(TOOL_ERROR, -1.0), (1, 0.0)]))) is None
+    assert E.step_reference(recs) == pytest.approx(-0.1)  # the -5 ends the episode; -1, -2 failed
+    assert E.step_reference(records()) is None
+    assert E.step_reference(records(episode(FAILURE, [call(TOOL_ERROR, -1.0), (1, 0.0)]))) is None
 
 
 def test_exploration_charges_per_tool_and_fault():
@@ -471,7 +472,7 @@ def test_ending_after_a_paid_failure_is_no_failure_condition_when_only_the_poten
                    *_ending_after([call(TOOL_OK, -STEP + PHI1 - PHI0, tool="t"), {**end, "reward": -STEP - PHI1}]),
                    # an idle step: what an ordinary step pays (the step reference)
                    *_ending_after([{"action": 2, "reward": -STEP}, {**end, "reward": -STEP - PHI0}], n=2))
-    assert C.step_reference(recs) == pytest.approx(-STEP)
+    assert E.step_reference(recs) == pytest.approx(-STEP)
     t = FC.exploration_tests(recs, None, np.random.default_rng(0))[("conditioned", "t", TOOL_ERROR, 1)]
     # Ending right after the failure pays PHI1 - PHI0 more: the potential a working call made and the
     # end handed back. With the failed call counted as an ordinary step the pair pays the same; the
