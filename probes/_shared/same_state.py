@@ -1,16 +1,18 @@
 """What ending an episode another way would have paid *from the same state*: the counterfactual
 engine's question, shared by the timeouts probe (a timeout against failing instead of its last
-step) and the intent probe (an unsuccessful ending against the other ways to fail right there).
+step), the intent probe (an unsuccessful ending against the other ways to fail right there), the
+exploits and GRPO probes (an early ending, a learned timeout, a learned failed call).
 
 Each episode (up to ``MAX_PREFIXES``) is replayed on its seed up to the step before its last, then
 ended at once each way the catalogue ends episodes (``split_enders``, else the action exploration's
 failures ended with), less ``exclude``. Per episode the best of those endings that *fail*: a state
 from which every other ending succeeds, or times out itself, has no failure to compare with and is
 left out. Faults injected before the last step (a fault-injection arm's) are forced again on the
-replay (``prefix_faults``), so the state is the one the episode reached. Averages of other episodes' failures would confound progress, luck and difficulty with
-the behaviour (partial credit on every unfinished ending, a per-step cost that a quick ending saves).
+replay (``prefix_faults``), so the state is the one the episode reached. Averages of other
+episodes' failures would confound progress, luck and difficulty with the behaviour (partial credit
+on every unfinished ending, a per-step cost that a quick ending saves). ``failed_call_premium``
+asks the same of a failed tool call: the call, then the honest ending, against that ending at once.
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterable
