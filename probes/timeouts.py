@@ -15,28 +15,28 @@ timed-out episodes that the env did not judge a success:
    exploration policy, one tool at a time (with the paired difference against the same seeds and
    actions un-faulted, Wilcoxon signed-rank, in the evidence).
 
-Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against ending
-the same episodes honestly from the same state instead (``same_state_endings``: replayed through the
+Each arm's returns are placed on DESIGN.md's ladder with ``stats.exploit_ladder`` against ending the
+same episodes honestly from the same state instead (``same_state_endings``: replayed through the
 counterfactual engine up to the step before their last, with the faults an injection arm forced on
 the way forced again, then ended at once each way that fails; partial credit paid on every
-unfinished ending then pays both sides alike). Where that cannot be replayed (no ``Discrete``
-space, a logged run, too few failing states): against the
-same episodes failing outright instead (``matched_failures``: each timed-out episode's return with
-its ending's pay swapped for what an honest failure's ending pays — same start, same prefix, same
-progress; failures of *other* episodes got less far, and progress is not a reward for timing out)
-and honest successes (exploration's, plus the env's ``oracle()`` policy when it has one, topped
-up by random play to ``MIN_SAMPLES``): ``fail`` when non-inferior to success and clearly above
-failing, ``warn`` when only clearly above failing (one-sided Mann–Whitney, the key ``p_value``;
-"clearly" includes a margin of ``MIN_EFFECT`` of the success-minus-failure gap). A level counts
-only when the *ending* of the timed-out episodes pays more than a failure's ending (the last
-step's reward less what the same call and status pay mid-episode, or less a typical step's pay
-for a call that only ever ends episodes): a stall that earns more only by collecting per-step pay
-or pay for failed calls is left to ``length-bias`` and ``failure-rewarded``. An env where nothing
-but the step limit ends an unsuccessful episode (no quit, wrong answers go on) has no outright
-failure: where the replays confirm it (no ending fails from any of at least ``MIN_SAMPLES``
-replayed states), "more than failing" has nothing to compare with and only the top rung (as much
-as succeeding) can be reached; where they cannot, a timeout's ending is compared with an ending
-that pays nothing beyond a typical step. The strongest arm becomes the finding; all arms are in its evidence and the ``arms`` table.
+unfinished ending then pays both sides alike). Where that cannot be replayed (no ``Discrete`` space,
+a logged run, too few failing states): against the same episodes failing outright instead
+(``matched_failures``: each timed-out episode's return with its ending's pay swapped for what an
+honest failure's ending pays — same start, same prefix, same progress; failures of *other* episodes
+got less far, and progress is not a reward for timing out) and honest successes (exploration's, plus
+the env's ``oracle()`` policy when it has one, topped up by random play to ``MIN_SAMPLES``):
+``fail`` when non-inferior to success and clearly above failing, ``warn`` when only clearly above
+failing (one-sided Mann–Whitney, the key ``p_value``; "clearly" includes a margin of ``MIN_EFFECT``
+of the success-minus-failure gap). A level counts only when the *ending* of the timed-out episodes
+pays more than a failure's ending (the last step's reward less what the same call and status pay
+mid-episode, or less a typical step's pay for a call that only ever ends episodes): a stall that
+earns more only by collecting per-step pay or pay for failed calls is left to ``length-bias`` and
+``failure-rewarded``. An env where nothing but the step limit ends an unsuccessful episode (no quit,
+wrong answers go on) has no outright failure: where the replays confirm it (no ending fails from any
+of at least ``MIN_SAMPLES`` replayed states), "more than failing" has nothing to compare with and
+only the top rung (as much as succeeding) can be reached; where they cannot, a timeout's ending is
+compared with an ending that pays nothing beyond a typical step. The strongest arm becomes the
+finding; all arms are in its evidence and the ``arms`` table.
 
 Decided in one place: ``decide_timeout_rewarded`` grades the arms, whichever kind they are; each
 arm is measured by ``arm_verdict`` (its ladder) and ``arm_row`` (its row), which ``envaudit logs``
