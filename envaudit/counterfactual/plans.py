@@ -141,6 +141,7 @@ class PlannedEnv(gym.Wrapper):
             inner = FaultInjector(env, schedule=self._schedule)
         super().__init__(inner)
         self.counterfactual_plan: Plan | None = None
+        self._prefix_faults: dict[int, str] = {}
 
     def _schedule(self, tool: str, call_index: int) -> str | None:
         # Every step of a ToolEnv is one tool call: the call index is the step index.
@@ -148,13 +149,15 @@ class PlannedEnv(gym.Wrapper):
         if plan is None:
             return None
         if call_index < plan.start:
-            return dict(plan.prefix_faults).get(call_index)
+            return self._prefix_faults.get(call_index)
         if plan.fault in (None, TOOL_OK) or call_index != plan.start:
             return None
         return plan.fault
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         self.counterfactual_plan = self.plans.get(int(seed)) if seed is not None else None
+        # Looked up on every tool call of the replay: made once per episode.
+        self._prefix_faults = dict(self.counterfactual_plan.prefix_faults) if self.counterfactual_plan else {}
         return self.env.reset(seed=seed, options=options)
 
 

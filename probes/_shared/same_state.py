@@ -170,28 +170,26 @@ def failed_call_premium(ctx: ProbeContext, episodes: pd.DataFrame, steps: pd.Dat
     is_tool_env = isinstance(ctx.env.unwrapped, ToolEnv)
     wanted = steps[steps["episode_id"].isin(set(episodes["episode_id"]))].sort_values(["episode_id", "step"])
     seeds = episodes.set_index("episode_id")["seed"]
-    by_status: dict[str, list[Prefix]] = {}
+    by_call: dict[tuple[str, int], list[Prefix]] = {}
     seen: set[tuple] = set()
     for eid, ep in wanted.groupby("episode_id", sort=True):
-        actions = ep["action"].tolist()
-        if pd.isna(seeds.get(eid)) or not all(isinstance(a, (int, np.integer)) for a in actions):
+        actions, faults = ep["action"].tolist(), prefix_faults(ep)
+        if pd.isna(seeds.get(eid)) or faults is None or not all(isinstance(a, (int, np.integer)) for a in actions):
             continue
-        faults = prefix_faults(ep)
         for k, status in enumerate(ep["tool_status"].tolist()[:-1]):
-            if status not in (TOOL_ERROR, TOOL_TIMEOUT) or faults is None or len(seen) >= MAX_PREFIXES:
+            if status not in (TOOL_ERROR, TOOL_TIMEOUT) or len(seen) >= MAX_PREFIXES:
                 continue
             prefix = Prefix(int(seeds[eid]), tuple(int(a) for a in actions[:k]), int(eid),
                             tuple(f for f in faults if f[0] < k))
             key = (prefix.seed, prefix.actions, actions[k])
             if key not in seen:
                 seen.add(key)
-                by_status.setdefault(f"{status}:{int(actions[k])}", []).append(prefix)
+                by_call.setdefault((status, int(actions[k])), []).append(prefix)
     diffs, cost = [], 0
     engine = Counterfactuals(ctx.run, tag=tag, tags={"arm": "same-state-failed-call"})
-    for key, prefixes in sorted(by_status.items()):
-        status, action = key.split(":")
-        failed = Continuation("failed", (int(action), ender), ENDED, fault=status if is_tool_env else None,
-                              label=f"'{ctx.describe_action(int(action))}' failing, then the honest ending")
+    for (status, action), prefixes in sorted(by_call.items()):
+        failed = Continuation("failed", (action, ender), ENDED, fault=status if is_tool_env else None,
+                              label=f"'{ctx.describe_action(action)}' failing, then the honest ending")
         played = engine.play(prefixes, [failed, end_now(ender, name="ended")], stop=ctx.over_cap)
         cost += played.cost
         d, _ = played.pairs("failed", "ended", when=lambda f, e, s=status: f.tail["tool_status"].iloc[0] == s)
