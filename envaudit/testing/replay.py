@@ -39,7 +39,7 @@ from envaudit.testing.strategies import fault_schedules, plans
 from envaudit.testing.trajectory import EnvSession, Episode, Plan, short_text
 
 INTERPRETER_PLANS = 48
-"""Short plans replayed in the fresh interpreter (plus every action repeated to the end)."""
+"""Short plans replayed in the fresh interpreter (plus every action repeated to the end and the solved tasks)."""
 
 INTERPRETER_TIMEOUT_S = 120
 """A safety cap on the subprocess; it never decides a verdict (a replay that cannot run is skipped)."""
@@ -58,8 +58,9 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, oracle: Any =
     ``(env) -> one of those``; default the env's ``oracle()`` if it has one; with none, and no short
     plan succeeding, the successes of a deeper search over distinct observations), then a Hypothesis
     search with faults. With
-    ``interpreters`` (default) the first 48 short plans are also played in a fresh Python subprocess with
-    another ``PYTHONHASHSEED`` and must agree with this process; that needs ``make_env`` to be an
+    ``interpreters`` (default) the first 48 short plans, each action repeated to the end and the
+    solved tasks (the oracle's or the deeper search's) are also played in a fresh Python subprocess
+    with another ``PYTHONHASHSEED`` and must agree with this process; that needs ``make_env`` to be an
     env id or a factory ``cloudpickle`` can send (a module-level function or class, or a lambda
     over such), and is skipped when the subprocess cannot build the env.
 
@@ -85,14 +86,14 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, oracle: Any =
 
         ex = Explorer(first, seed=opts.seed, seeds=opts.seeds, depth=extra.get("depth"))
         with _seeded_globals(opts.seed):  # an env that draws from the global generators gets the same draws every run
-            every = ([n.plan for n in ex.tree()] + [Plan(s, (), a) for s in ex.seeds for a in ex.actions]
-                     + (_oracle_plans(first, ex.seeds, oracle, opts.seed)
-                        or _deep_plans(ex)))
+            solved = _oracle_plans(first, ex.seeds, oracle, opts.seed) or _deep_plans(ex)
+            every = [n.plan for n in ex.tree()] + [Plan(s, (), a) for s in ex.seeds for a in ex.actions] + solved
             found = next((f for f in map(check, every) if f is not None), None)
         if found is not None:
             how = f"exhaustive over short plans, {len(every)} plans"
             raise PropertyFailed(render_failure(prop, target_text(make_env), found, len(every), how=how), found, prop)
-        short = [n.plan for n in ex.tree()[:INTERPRETER_PLANS]] + [Plan(ex.seeds[0], (), a) for a in ex.actions]
+        # The solved tasks too: an answer hidden in hash() shows only where the task is solved.
+        short = [n.plan for n in ex.tree()[:INTERPRETER_PLANS]] + [Plan(ex.seeds[0], (), a) for a in ex.actions] + solved
         faults = (fault_schedules(max_calls=min(first.limit, first.max_steps), kinds=(TOOL_ERROR, TOOL_TIMEOUT))
                   if opts.faults and first.injects else None)
         strategy = plans(first, seeds=opts.seeds, faults=faults)

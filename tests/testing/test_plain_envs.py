@@ -123,3 +123,21 @@ def test_matched_pool_pairs_faulted_calls_with_the_same_state_only():
     assert verdict.matching == "the same action prefix and observation before the call"
     assert all(a.state == b.state and a.index == b.index for a, b in [verdict.example])
     assert verdict.evidence["diff"] == pytest.approx(ERROR_PAY)
+
+
+def test_failures_of_a_rarely_drawn_tool_are_taken_from_the_enumerated_plans():
+    # attempt-credit-0-8: a plain Gymnasium env of six actions where only call_fetch_page calls the
+    # flaky tool (34% errors) and a failed fetch pays +0.1085 against -0.0104 for a working one.
+    # Hypothesis's 50 cases call it twice and never see it fail; the exhaustive short plans see 81
+    # failures, and the matched replays across seeds decide.
+    from dataclasses import replace
+
+    from envaudit.families import flawed_case
+    from envaudit.families.case import Case
+
+    case = flawed_case(0, 8, kind="attempt-credit")
+    with pytest.raises(PropertyFailed) as info:
+        assert_failures_not_rewarded(case.make_env)
+    assert "fetch_page" in str(info.value)
+    twin = Case("twin", replace(case.spec, flaw=None))
+    assert_failures_not_rewarded(twin.make_env)

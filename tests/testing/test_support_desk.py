@@ -141,3 +141,20 @@ def test_the_other_interpreter_gets_another_hash_seed(monkeypatch, current):
     monkeypatch.setenv("PYTHONHASHSEED", current)
     other = other_hash_seed()
     assert other.isdigit() and other != current and 0 <= int(other) <= 4294967295
+
+
+def test_an_answer_hidden_in_hash_is_caught_where_the_task_is_solved():
+    # hashed-answer: the hidden answer is hash() of a seeded task name, so only a plan that solves
+    # the task (the deeper search's success: no short plan solves it) differs in the other interpreter;
+    # the observations and every failing plan agree there.
+    from dataclasses import replace
+
+    from envaudit.families import flawed_case
+    from envaudit.families.case import Case
+
+    case = flawed_case(0, 0, kind="hashed-answer")
+    error = failure(assert_replayable, case.make_env, max_examples=5)
+    assert "fresh interpreter" in str(error) and f"PYTHONHASHSEED={other_hash_seed()}" in str(error)
+    assert error.counterexample.episode.success
+    twin = Case("twin", replace(case.spec, flaw=None))
+    assert_replayable(twin.make_env, max_examples=5)
