@@ -111,7 +111,7 @@ def check_run(run: LoggedRun) -> LoggedRun:
         orphans = ~steps["episode_id"].isin(eps["episode_id"])
         if orphans.any():
             raise LogSchemaError(f"{int(orphans.sum())} logged steps belong to episodes the episode table does "
-                                 f"not have (first: episode_id {steps.loc[orphans, 'episode_id'].iloc[0]!r}); "
+                                 f"not have (first: episode_id {_plain(steps.loc[orphans, 'episode_id'].iloc[0])!r}); "
                                  "give the step table of the same run")
         for column in STEP_COLUMNS:
             name = f"steps.{column}"
