@@ -85,8 +85,9 @@ def replay_episode(env: gym.Env, seed: int, steps: pd.DataFrame, end_reason: str
         total += float(reward)
         n += 1
         tool = read_tool_info(info, TOOL_KEY) if isinstance(info, dict) and TOOL_KEY in info else None
-        checks = [("reward", row.reward, float(reward))]
-        if row.tool_status is not None:
+        # a value the log does not have (None, or NaN in a float or string column) is not compared
+        checks = [] if pd.isna(row.reward) else [("reward", row.reward, float(reward))]
+        if not pd.isna(row.tool_status):
             checks.append(("tool_status", row.tool_status, tool["status"] if tool else None))
         last = k == len(rows) - 1
         ended = bool(terminated or truncated)
@@ -156,7 +157,9 @@ def replay_run(converted: Converted, env: str | Callable[[], gym.Env], config: S
             part = part.sort_values("step")
             try:
                 flag = ep.get("success")
-                out = replay_episode(instance, int(ep["seed"]), part, ep["end_reason"], index,
+                # without a logged end_reason the records say "terminated" for every episode: not compared
+                out = replay_episode(instance, int(ep["seed"]), part,
+                                     ep["end_reason"] if converted.has_end_reason else None, index,
                                      None if flag is None or pd.isna(flag) else bool(flag))
             except Exception as exc:  # the env raised on a logged action: that step diverges
                 out = {"divergence": {"step": None, "field": "exception", "logged": "a step",
