@@ -164,7 +164,7 @@ def read(path: str | os.PathLike, *, kind: str = "train", subset: str = "all",
                                  "_metrics": {}, "task": task, "response": ""})
                 continue
             for index, trace in enumerate(traces):
-                agent = trace["agent"].get("name", "agent")
+                agent = (trace.get("agent") or {}).get("name", "agent")
                 eid = record["id"] if len(traces) == 1 else f"{record['id']}/{agent}/{index}"
                 turns = _turns(trace)
                 metrics = trace.get("metrics") or {}

@@ -130,7 +130,7 @@ def read(path: str | os.PathLike, *, reward_columns: Sequence[str] | None = None
     values = table[rewards].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
     total = np.nansum(values * weights, axis=1)
     total[np.isnan(values).all(axis=1)] = np.nan  # unscorable by every function: TRL sets NaN too
-    weight_text = "" if reward_weights is None else f" with weights {list(weights)}"
+    weight_text = "" if reward_weights is None else f" with weights {weights.tolist()}"
     notes.append(f"return <- sum of reward columns {', '.join(rewards)}{weight_text} (NaN-skipping, as GRPOTrainer)")
     unscorable = int(np.isnan(total).sum())
     if unscorable:
