@@ -151,7 +151,8 @@ def action_sequences(make_env: Any, *, min_size: int = 0, max_size: int | None =
         session = _session_info(make_env)
         try:
             limit = max_size if max_size is not None else max(session.limit, min_size)
-            return st.lists(actions(session.space), min_size=min_size, max_size=limit)
+            # int(): the sizes may be numpy ints, which st.lists refuses
+            return st.lists(actions(session.space), min_size=int(min_size), max_size=int(limit))
         finally:
             session.close()
 
