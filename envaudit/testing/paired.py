@@ -33,10 +33,6 @@ def _r(value: float) -> str:
     return f"{value:+.4g}"
 
 
-def _words(status: str) -> str:
-    return "timing out" if status == TOOL_TIMEOUT else "failing outright"
-
-
 def _called(ex: Explorer) -> Iterator[tuple[Node, int, int]]:
     """Enumerated plans whose last step calls a tool: (node, step index, call index)."""
     if not ex.session.injects:
