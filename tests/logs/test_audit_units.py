@@ -140,3 +140,89 @@ def test_a_large_log_is_sampled_and_says_so():
 
 def test_default_out_dir_names_the_log():
     assert "logs-mine" in audit.default_out_dir("mine")
+
+
+# -- with an env: the replay is the report's last probe ----------------------------------------------
+def _corridor_run(*, seeds=True, diverge: bool = False) -> LoggedRun:
+    """Corridor episodes (tests/logs/replay_envs.py): search then answer from seeds 0..7, over two
+    iterations; each replays exactly unless ``diverge`` logs episode 3's search as paying +0.5."""
+    from tests.logs.replay_envs import ANSWER, SEARCH, episode
+
+    eps = [episode(f"ep{s}", s, [SEARCH, ANSWER], iteration=s // 4) for s in range(8)]
+    if diverge:
+        eps[3]["steps"][0]["reward"] = 0.5
+        eps[3]["return"] += 0.6
+    frame = pd.DataFrame([{k: v for k, v in ep.items() if k != "steps"} for ep in eps])
+    if not seeds:
+        frame = frame.drop(columns=["seed"])
+    steps = pd.DataFrame([{"episode_id": ep["episode_id"], **s} for ep in eps for s in ep["steps"]])
+    return check_run(LoggedRun(frame, steps, "generic"))
+
+
+def test_a_replayable_log_is_replayed_as_the_last_probe():
+    from tests.logs.replay_envs import make_corridor
+
+    told: list[tuple[str, float]] = []
+    report = run_logs(_corridor_run(), env=make_corridor, progress=lambda m, f: told.append((m, f)))
+    replay = report.probes[-1]
+    assert (replay.name, replay.status, replay.findings, replay.error) == ("replay", "ok", 0, None)
+    assert len(report.tables["replay_episodes"]) == 8
+    assert not [f for f in report.findings if f.code == "non-replayable"]
+    assert ("drift over training", pytest.approx(5 / 7)) in told  # 5 analyses, drift, replay
+    assert ("replay against the env", pytest.approx(6 / 7)) in told
+    assert report.broken is None and report.config["logs"]["env"] is None  # a factory is not a spec
+    assert len(report.records.episodes) == 8
+
+
+def test_a_divergent_log_is_non_replayable():
+    from tests.logs.replay_envs import make_corridor
+
+    report = run_logs(_corridor_run(diverge=True), env=make_corridor)
+    [finding] = [f for f in report.findings if f.code == "non-replayable"]
+    assert finding.probe == "replay"
+    assert report.probes[-1].findings == 1 and report.probes[-1].status == "ok"
+
+
+def test_a_log_without_seeds_cannot_be_replayed_and_says_so():
+    from tests.logs.replay_envs import make_corridor
+
+    report = run_logs(_corridor_run(seeds=False), env=make_corridor)
+    replay = report.probes[-1]
+    assert replay.name == "replay" and replay.status == "skipped" and "seed" in replay.error
+    [entry] = [e for e in report.incomplete if e["probe"] == "replay"]
+    assert entry["skipped"] == "the whole replay" and not entry["reason"].startswith("not run: ")
+    [unchecked] = [f for f in report.findings if f.code == "exploit-policy" and f.probe == "logs"]
+    [gap] = [g for g in unchecked.evidence["unchecked"] if g["probe"] == "replay"]
+    assert gap["columns"] == ["seed"] and gap["codes"] == ["non-replayable"]
+    assert "replay (the whole replay: " in unchecked.summary
+
+
+def test_an_env_that_cannot_be_made_breaks_the_audit():
+    def broken():
+        raise RuntimeError("no such database")
+
+    report = run_logs(_corridor_run(), env=broken)
+    assert report.broken is not None and "no such database" in report.broken["message"]
+    assert report.probes[-1].status == "crashed"
+
+
+def test_an_env_id_is_kept_in_the_config():
+    report = run_logs(_corridor_run(seeds=False), env="envaudit/FlakySearch-v0")
+    assert report.config["logs"]["env"] == "envaudit/FlakySearch-v0"
+
+
+def test_analysis_statuses_carry_their_findings_and_reasons():
+    report = run_logs(_corridor_run())
+    by = {p.name: p for p in report.probes}
+    for p in report.probes:
+        if p.name != "drift":
+            assert p.findings == len([f for f in report.findings if f.probe == p.name])
+    skipped = [p for p in report.probes if p.status == "skipped"]
+    assert [p.name for p in skipped] == ["pipeline"]  # no group_id column
+    assert all(p.error and p.error.startswith("not run: ") for p in skipped)
+    assert all(f.probe for f in report.findings)  # every finding names its analysis
+    assert "drift" in by and by["drift"].status == "ok"
+    assert report.created.endswith("+00:00")
+    gaps = {(e["probe"], e["skipped"]) for e in report.incomplete}
+    for p in skipped:
+        assert (p.name, "the whole analysis") in gaps

@@ -178,3 +178,33 @@ def test_reward_without_success_levels(ctx):
     assert "not clearly placed on the ladder" in low.reason
     empty = drift.reward_without_success(ctx, _d(), _after(np.full(20, 0.5)), _honest([], []))
     assert "n/a" in empty.reason
+
+
+def test_every_level_names_the_behaviour_and_keeps_its_evidence(ctx):
+    honest = _honest(np.full(20, 1.0) + np.linspace(-0.01, 0.01, 20), np.zeros(20) + np.linspace(-0.01, 0.01, 20))
+    cases = {"at-least-success": np.full(20, 1.0) + np.linspace(-0.01, 0.01, 20),
+             "paid-without-success": np.full(20, 0.8), "unexplained": np.linspace(-0.05, 0.05, 20)}
+    for kind, returns in cases.items():
+        v = drift.reward_without_success(ctx, _d(), _after(returns), honest)
+        assert v.kind == kind and v.behaviour == "degenerate-answer"
+        assert v.at_least is (kind == "at-least-success")
+        assert v.move is not None and v.move.exploit is True and v.move.why == "return 0.20 → 0.80"
+        assert v.move.evidence["return_test"] == _d()["return"]
+        assert v.move.evidence["return_rise"]["test"] == "welch"
+        level = {"at-least-success": "at_least_success", "paid-without-success": "above_alternative"}.get(kind)
+        assert set(v.evidence) == {"ladder", "n_shown"}
+        assert v.evidence["ladder"]["level"] == level if level else v.evidence["ladder"]["level"] not in (
+            "at_least_success", "above_alternative")
+        assert v.evidence["n_shown"] == 20 and list(v.shown["return"]) == list(returns)
+
+
+def test_a_rise_at_exactly_alpha_is_not_a_rise(ctx, monkeypatch):
+    honest = _honest(np.full(20, 1.0), np.zeros(20))
+    monkeypatch.setattr(drift, "_mean_rise", lambda test, returns: {"p_value": ctx.config.alpha})
+    assert drift.reward_without_success(ctx, _d(), _after(np.full(20, 0.8)), honest) is None
+
+
+def test_no_unsuccessful_rollout_reads_n_a(ctx):
+    after = pd.DataFrame({"outcome": ["success"] * 3, "return": [1.0] * 3, "episode_id": [0, 1, 2]})
+    v = drift.reward_without_success(ctx, _d(), after, _honest(np.full(20, 1.0), np.zeros(20)))
+    assert "earn n/a" in v.reason and v.evidence["n_shown"] == 0

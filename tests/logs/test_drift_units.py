@@ -203,3 +203,48 @@ def test_describe_moves():
     assert drift.describe_moves({}) == "nothing moved"
     assert drift.describe_moves({"moves": [{"behaviour": "length down"}, {"behaviour": "timeouts up"}]}) == \
         "length down, timeouts up"
+
+
+def _reference_start(t, y, w, rising=True):
+    """``start_iteration`` written out: every (start, end) knot pair fitted by weighted least squares
+    with the residuals summed directly; the earliest start whose best fit is strictly better."""
+    keep = np.isfinite(y)
+    t, y, w = t[keep].astype(float), y[keep].astype(float), w[keep].astype(float)
+    if len(t) < 3:
+        return None
+    best, best_sse = None, np.inf
+    for i, s in enumerate(t[:-1]):
+        for e in t[i + 1:]:
+            x = np.clip(t - s, 0.0, e - s)
+            xm, ym = np.average(x, weights=w), np.average(y, weights=w)
+            sxx = float((w * (x - xm) ** 2).sum())
+            if sxx <= 0:
+                continue
+            b = float((w * (x - xm) * (y - ym)).sum()) / sxx
+            tiny = 1e-9 * (float(np.abs(y).max()) + 1.0)
+            if not (b > tiny if rising else b < -tiny):
+                continue
+            sse = float((w * (y - ym - b * (x - xm)) ** 2).sum())
+            if sse < best_sse - 1e-9 * max(1.0, abs(best_sse) if np.isfinite(best_sse) else 1.0):
+                best, best_sse = int(s), sse
+    return best
+
+
+@pytest.mark.parametrize("case", range(40))
+def test_start_iteration_is_the_best_ramp_fit(case):
+    rng = np.random.default_rng(case)
+    n = int(rng.integers(3, 14))
+    t = np.sort(rng.choice(np.arange(50), size=n, replace=False)) + int(rng.integers(0, 5))
+    start = rng.choice(t)
+    y = 0.05 * np.clip(t - start, 0, None) + rng.normal(0, 0.05, n) + 0.3
+    w = rng.integers(1, 40, n).astype(float)
+    if case % 5 == 0:
+        y[rng.integers(0, n)] = np.nan
+    rising = bool(case % 3)
+    y = y if rising else -y
+    assert drift.start_iteration(t, y, w, rising=rising) == _reference_start(t, y, w, rising=rising)
+
+
+def test_three_iterations_are_enough_to_place_a_start():
+    assert drift.start_iteration(np.arange(3), np.array([0.0, 0.0, 1.0]), np.ones(3)) == 1
+    assert drift.start_iteration(np.arange(3), np.array([0.0, np.nan, 1.0]), np.ones(3)) is None
