@@ -253,7 +253,8 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
     First, exhaustively on a ``ToolEnv``: every enumerated plan's last tool call, where it works,
     is forced to fail; the failed step must not pay more (compared only when both arms end the
     episode alike), confirmed on 24 more reset seeds by a one-sided sign test (p < 0.01), since the
-    working call also drew the tool's random numbers. Then by Hypothesis:
+    working call also drew the tool's random numbers. On a plain Gymnasium env, where faults cannot
+    be forced, the enumerated plans' own failed calls are judged as below. Then by Hypothesis:
 
     Precisely: when tool call *k* of a generated plan fails (status ``"error"``), the reward of
     that step must not exceed the reward of the same step, after the same prefix, with call *k*
