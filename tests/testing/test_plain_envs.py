@@ -141,3 +141,12 @@ def test_failures_of_a_rarely_drawn_tool_are_taken_from_the_enumerated_plans():
     assert "fetch_page" in str(info.value)
     twin = Case("twin", replace(case.spec, flaw=None))
     assert_failures_not_rewarded(twin.make_env)
+
+
+def test_an_ending_step_is_compared_only_with_a_step_that_ends_alike():
+    # clean-1-24 (a ToolEnv with potential shaping): a working submit of a wrong answer ends the
+    # episode and pays the potential back (-0.0499); the same submit failing leaves the episode
+    # running and pays 0. The failed step pays more only because the other arm settled its shaping.
+    from envaudit.families import clean_case
+
+    assert_failures_not_rewarded(clean_case(1, 24).make_env)
