@@ -204,7 +204,7 @@ def _brevity(ex: Explorer, tol: float) -> Counterexample | None:
     floor: dict[int, float] = {}
     for node in ex.tree():
         for st in node.episode.steps:
-            if st.status in (TOOL_OK, None) and not (st.terminated or st.truncated):
+            if st.status in (TOOL_OK, None) and not st.ends:
                 floor[node.plan.seed] = min(floor.get(node.plan.seed, st.reward), st.reward)
     for s in ex.seeds:
         if s not in floor:

@@ -121,14 +121,10 @@ def after_failure_pairs(ex: Explorer, tol: float) -> Counterexample | None:
     return None
 
 
-def _ends(episode: Episode, i: int) -> bool:
-    return episode.steps[i].terminated or episode.steps[i].truncated
-
-
 def _step_gain(failed: Episode, normal: Episode, i: int) -> float | None:
     """How much more step ``i`` pays failed than working; None when one of them ended the episode
     and the other did not (an ending step settles shaping, so the two rewards are not comparable)."""
-    if failed.length <= i or normal.length <= i or _ends(failed, i) != _ends(normal, i):
+    if failed.length <= i or normal.length <= i or failed.steps[i].ends != normal.steps[i].ends:
         return None
     return failed.steps[i].reward - normal.steps[i].reward
 
@@ -153,7 +149,7 @@ def _cheapest_working(ex: Explorer) -> dict[int, float]:
     out: dict[int, float] = {}
     for node in ex.tree():
         for s in node.episode.steps:
-            if s.status in (TOOL_OK, None) and not (s.terminated or s.truncated):
+            if s.status in (TOOL_OK, None) and not s.ends:
                 out[node.plan.seed] = min(out.get(node.plan.seed, s.reward), s.reward)
     return out
 
@@ -180,7 +176,7 @@ def penalty_pairs(ex: Explorer, tol: float) -> Counterexample | None:
         i = node.depth - 1
         for status in FAULTS:
             f_ep = _failed_arm(ex, node.plan, i, status)
-            if f_ep is None or _ends(f_ep, i) or f_ep.steps[i].reward >= floor - tol:
+            if f_ep is None or f_ep.steps[i].ends or f_ep.steps[i].reward >= floor - tol:
                 continue
             hits = _penalised(ex, node.plan.actions, i, status, floor, tol)
             if hits < 2:
@@ -201,7 +197,7 @@ def _penalised(ex: Explorer, actions: tuple, i: int, status: str, floor: float, 
     hits = 0
     for s in ex.seeds + ex.confirm_seeds():
         f_ep = _failed_arm(ex, Plan(s, actions), i, status)
-        if f_ep is None or _ends(f_ep, i):
+        if f_ep is None or f_ep.steps[i].ends:
             continue
         if f_ep.steps[i].reward >= floor - tol:
             return 0

@@ -296,10 +296,6 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
         _judge(prop, make_env, session, pool, seen, opts)
 
 
-def _ends(step: Step) -> bool:
-    return bool(step.terminated or step.truncated)
-
-
 def _failure_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _Seen,
                             pool: MatchedPool, episode: Episode | None = None) -> Counterexample | None:
     episode = session.play(plan) if episode is None else episode
@@ -318,7 +314,7 @@ def _failure_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _
             continue
         # An ending step settles shaping (a potential paid back, a partial credit): its reward is
         # comparable only with a step that ends the episode alike, as in the enumerated pairs.
-        alternatives = [(what, r) for what, r in alternatives if _ends(r.steps[step.index]) == _ends(step)]
+        alternatives = [(what, r) for what, r in alternatives if r.steps[step.index].ends == step.ends]
         if not alternatives:
             continue
         seen.exact += 1

@@ -162,6 +162,11 @@ class Step:
     def action_text(self) -> str:
         return self.label if self.label is not None else short_text(self.action)
 
+    @property
+    def ends(self) -> bool:
+        """The step ended the episode (terminated or truncated)."""
+        return bool(self.terminated or self.truncated)
+
 
 @dataclass(frozen=True)
 class Episode:
