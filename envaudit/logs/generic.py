@@ -24,6 +24,7 @@ from envaudit.logs.schema import (
     LoggedRun,
     LogSchemaError,
     check_run,
+    plain_value,
 )
 
 NAME = "generic"
@@ -120,9 +121,9 @@ def _coerce_episodes(eps: pd.DataFrame, notes: list[str]) -> pd.DataFrame:
         if column in eps:
             values = pd.to_numeric(eps[column], errors="coerce")
             if values.isna().any():
-                bad = eps.loc[values.isna(), column].tolist()[0]  # tolist: plain values, not np.int64(2)
+                bad = plain_value(eps.loc[values.isna(), column].iloc[0])
                 raise LogSchemaError(f"{column} must be a number in every row; found {bad!r} "
-                                     f"(episode {eps.loc[values.isna(), 'episode_id'].tolist()[0]!r})"
+                                     f"(episode {plain_value(eps.loc[values.isna(), 'episode_id'].iloc[0])!r})"
                                      if "episode_id" in eps else f"{column} must be a number; found {bad!r}")
             eps[column] = values.astype("int64" if kind == "int" else "float64")
     if "success" in eps:
@@ -144,7 +145,7 @@ def _booleans(values: pd.Series) -> pd.Series:
                         else words.get(str(v).strip().lower()))
     unknown = values.notna() & mapped.isna()
     if unknown.any():
-        raise LogSchemaError(f"success must be true/false (or 1/0); found {values[unknown].tolist()[0]!r}")
+        raise LogSchemaError(f"success must be true/false (or 1/0); found {plain_value(values[unknown].iloc[0])!r}")
     return mapped.astype("boolean")
 
 

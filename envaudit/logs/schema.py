@@ -96,7 +96,7 @@ def check_run(run: LoggedRun) -> LoggedRun:
             bad = values.isna() | (values < 0) | (values != values.round())
             if bad.any():
                 raise LogSchemaError(f"{column} counts tool calls, a whole number >= 0 in every row; found "
-                                     f"{_plain(eps.loc[bad, column].iloc[0])!r} (map a count of calls onto it, or drop it)")
+                                     f"{plain_value(eps.loc[bad, column].iloc[0])!r} (map a count of calls onto it, or drop it)")
             eps[column] = values.astype("int64")
     for column in EPISODE_COLUMNS:
         # the tool counts stand in for a step table's tool_status: absent, nothing is missing yet
@@ -111,7 +111,7 @@ def check_run(run: LoggedRun) -> LoggedRun:
         orphans = ~steps["episode_id"].isin(eps["episode_id"])
         if orphans.any():
             raise LogSchemaError(f"{int(orphans.sum())} logged steps belong to episodes the episode table does "
-                                 f"not have (first: episode_id {_plain(steps.loc[orphans, 'episode_id'].iloc[0])!r}); "
+                                 f"not have (first: episode_id {plain_value(steps.loc[orphans, 'episode_id'].iloc[0])!r}); "
                                  "give the step table of the same run")
         for column in STEP_COLUMNS:
             name = f"steps.{column}"
@@ -120,6 +120,6 @@ def check_run(run: LoggedRun) -> LoggedRun:
     return run
 
 
-def _plain(value):
+def plain_value(value):
     """A numpy scalar as the plain Python value a message shows (``-1``, not ``np.int64(-1)``)."""
     return value.item() if hasattr(value, "item") else value
