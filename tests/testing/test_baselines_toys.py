@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from envaudit import SequencePolicy
 from envaudit.testing import PropertyFailed, assert_canaries_at_floor, assert_floor_below_oracle
-from tests.testing.toy_envs import CLAIM, MIRROR, SUBMIT, FetchTask, PingTool
+from tests.testing.toy_envs import CLAIM, MIRROR, SUBMIT, FetchTask, OneState, PingTool
 
 SOLVE = SequencePolicy([MIRROR, MIRROR, SUBMIT], name="mirror-mirror-submit")
 SEEDS = [0, 1, 2]
@@ -90,13 +90,8 @@ def test_on_a_tool_env_every_policy_is_also_played_with_every_call_timing_out():
 
 
 def test_unlabelled_actions_are_named_by_value():
-    class Pays(gym.Env):
+    class Pays(OneState):
         action_space = gym.spaces.Discrete(2)
-        observation_space = gym.spaces.Discrete(1)
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            return 0, {}
 
         def step(self, action):
             return 0, float(action), True, False, {"success": False}
@@ -176,13 +171,8 @@ def test_a_callable_object_canary_is_named_by_its_type():
 
 
 def test_unlabelled_canaries_are_named_by_value():
-    class Plain(gym.Env):
+    class Plain(OneState):
         action_space = gym.spaces.Discrete(3)
-        observation_space = gym.spaces.Discrete(1)
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            return 0, {}
 
         def step(self, action):
             return 0, float(action == 2), action == 2, False, {}
@@ -282,15 +272,10 @@ def test_factories_are_given_the_env_and_labels_are_mapped():
 
 
 def test_the_table_lists_the_six_best():
-    class Ladder(gym.Env):
+    class Ladder(OneState):
         """Action a ends the episode paying a / 8; only action 7 succeeds."""
 
         action_space = gym.spaces.Discrete(8)
-        observation_space = gym.spaces.Discrete(1)
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            return 0, {}
 
         def step(self, action):
             return 0, int(action) / 8, True, False, {"success": int(action) == 7}

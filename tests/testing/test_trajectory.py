@@ -3,7 +3,7 @@ import pytest
 
 from envaudit.testing import FaultSchedule, play
 from envaudit.testing.trajectory import EnvSession, Plan, as_schedule
-from tests.testing.toy_envs import FetchTask, PingTool
+from tests.testing.toy_envs import FetchTask, OneState, PingTool
 
 
 def test_fault_schedule_is_a_fault_injector_hook():
@@ -80,13 +80,8 @@ def test_bad_targets_and_labels_are_named():
 
 
 def test_envs_without_a_step_limit_are_cut_at_max_steps():
-    class Endless(gym.Env):
+    class Endless(OneState):
         action_space = gym.spaces.Discrete(2)
-        observation_space = gym.spaces.Discrete(1)
-
-        def reset(self, *, seed=None, options=None):
-            super().reset(seed=seed)
-            return 0, {}
 
         def step(self, action):
             return 0, 1.0, False, False, {}

@@ -19,7 +19,7 @@ from envaudit.testing.trajectory import (
     resolve_target,
     step_limit,
 )
-from tests.testing.toy_envs import CLAIM, FETCH, MIRROR, SUBMIT, WAIT, FetchTask, PingTool
+from tests.testing.toy_envs import CLAIM, FETCH, MIRROR, SUBMIT, WAIT, FetchTask, OneState, PingTool
 
 
 class Bare(gym.Env):
@@ -39,16 +39,11 @@ class Bare(gym.Env):
         raise RuntimeError("broken close")
 
 
-class Texty(gym.Env):
+class Texty(OneState):
     """A Text action space whose env also has labels: text actions are never turned into indices."""
 
     action_space = gym.spaces.Text(max_length=8)
-    observation_space = gym.spaces.Discrete(1)
     action_labels = ["go", "stop"]
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return 0, {}
 
     def step(self, action):
         return 0, float(action == "stop"), action == "stop", False, {"success": action == "stop"}
@@ -229,15 +224,10 @@ def test_play_keeps_observations_that_later_steps_do_not_change():
     assert ep.success is True
 
 
-class BothEnds(gym.Env):
+class BothEnds(OneState):
     """Action 1 succeeds on a step that is both terminated and truncated (GEM at its turn limit)."""
 
     action_space = gym.spaces.Discrete(2)
-    observation_space = gym.spaces.Discrete(1)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return 0, {}
 
     def step(self, action):
         return 0, 1.0, True, True, {"success": bool(action)}

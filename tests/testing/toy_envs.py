@@ -218,3 +218,14 @@ class HandoffAfterFailure(ToolEnv):
             return Transition(self._obs(), float(self.found) - self.step_cost, True, bool(self.found))
         pay = self.handoff_reward if self.last_failed else 0.0
         return Transition(self._obs(), pay - self.step_cost, True, False)
+
+
+class OneState(gym.Env):
+    """A one-state env for tests that only need ``step``: subclasses set ``action_space`` and
+    ``step``; ``reset`` seeds and returns observation 0."""
+
+    observation_space = gym.spaces.Discrete(1)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return 0, {}
