@@ -220,6 +220,10 @@ def inject(base: EnvSpec, kind: str, rng: np.random.Generator) -> tuple[EnvSpec,
         handling = ("timeout_handling", "drop") if rng.random() < 0.6 else ("pipeline", "rllm")
         return relabel(spec), dict([handling])
     if kind == "truncation-credit":
+        # "More than failing" needs a way to fail: without one the step limit *is* the failure
+        # and DESIGN's ladder can only ask whether it pays as much as succeeding.
+        if not (spec.wrong_answer_ends or spec.quit_action or spec.degenerate_action):
+            spec = replace(spec, wrong_answer_ends=True)
         honest = max(honest_success_return(spec), 0.2 * spec.success_reward)
         flaw = Flaw(kind, amount=round(c * spec.max_steps + float(rng.uniform(0.3, 1.3)) * honest, 4))
     elif kind == "timeout-passes":

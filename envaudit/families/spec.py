@@ -293,6 +293,9 @@ def _flaw_problems(spec: EnvSpec) -> list[str]:
         need.append((spec.quit_action, "needs the give_up action"))
     if kind in ("failure-cost", "attempt-credit", "failure-conditioned-quit", "unseeded-tools"):
         need.append((any(t.failure_rate > 0 for t in spec.tools), "needs a tool that fails sometimes"))
+    if kind == "truncation-credit":
+        need.append((spec.wrong_answer_ends or spec.quit_action or spec.degenerate_action,
+                     "needs an outright failure (wrong answers end, give_up or submit_all) to pay more than"))
     if kind == "delayed-success":
         need.append((not spec.wrong_answer_ends, "needs wrong_answer_ends=False (the episode goes on)"))
     if kind == "degenerate-answer":

@@ -113,6 +113,16 @@ def test_timeout_drop_cases_carry_a_dropping_pipeline_that_scan_config_accepts()
         assert config.rollout_pipeline().handling.get("timeout") in ("drop",) or config.pipeline == "rllm"
 
 
+def test_truncation_credit_is_planted_where_failing_outright_is_possible():
+    # Seed 1's cases 2 and 3 were drawn with no ending but the step limit; the flaw "pays more than
+    # failing" then needs a way to fail, which the generator adds (wrong answers end the episode).
+    for seed in (0, 1, 2):
+        for i in range(10):
+            spec = flawed_case(seed, i, kind="truncation-credit").spec
+            assert spec.wrong_answer_ends or spec.quit_action or spec.degenerate_action
+    assert flawed_case(1, 2, kind="truncation-credit").spec.wrong_answer_ends
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"path": ()}, "1 to 8 steps"),
     ({"path": ("nope",)}, "unknown tools"),
@@ -120,6 +130,7 @@ def test_timeout_drop_cases_carry_a_dropping_pipeline_that_scan_config_accepts()
     ({"step_cost": -0.1}, "must be >= 0"),
     ({"shaping": "curiosity"}, "shaping must be one of"),
     ({"flaw": Flaw("brevity-bonus", amount=1.0)}, "needs the give_up action"),
+    ({"flaw": Flaw("truncation-credit", amount=1.0), "wrong_answer_ends": False}, "needs an outright failure"),
     ({"flaw": Flaw("sequence-exploit", amount=1.0, sequence=("a", "a"))}, "at least two different"),
 ])
 def test_an_invalid_spec_says_what_to_change(change, message):
