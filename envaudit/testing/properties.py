@@ -133,10 +133,13 @@ def assert_no_timeout_reward(make_env: Any, **options: Any) -> None:
       replayed under other reset seeds and the timed-out calls are compared, state by state, with
       outright failures of the same tool (else with calls that went through), on the return from
       the call on: a one-sided signed-rank test over at least ``MIN_SAMPLES`` matched states.
-    - **truncation**: when the step limit truncates the episode, its return must not exceed the
-      best return of the same prefix ending, at the last step, in an outright failure instead
-      (an action that terminates the episode with ``success`` false), when such an action exists;
-      every action repeated to the step limit from the enumeration's seeds is checked the same way.
+    - **truncation**: when the step limit truncates the episode, the same prefix is ended at its
+      last step every way the catalogue allows: the least return among the endings the step limit
+      cuts must not exceed the best return of an outright failure (an action that terminates the
+      episode with ``success`` false), when such an action exists. The least, not the episode's
+      own: a last step that makes progress is paid for it mid-episode too, and that is not credit
+      for being cut off. Every action repeated to the step limit from the enumeration's seeds is
+      checked the same way.
 
     A search that never saw a timeout, or never anything to compare one with, raises
     ``PropertyNotExercised`` (an ``AssertionError``) saying what it saw: it does not pass.
@@ -155,6 +158,9 @@ def assert_no_timeout_reward(make_env: Any, **options: Any) -> None:
         seen.exact += _paired_calls(ex)
         pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_TIMEOUT,
                            control_sets=[(TOOL_ERROR,), (TOOL_ERROR, TOOL_OK)], measures=(step_reward, return_from))
+        found = _enumerated_timeouts(session, ex, opts.tolerance, seen, pool)
+        if found is not None:
+            raise_found(prop, make_env, found, ex)
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_TIMEOUT, TOOL_ERROR)))
         seen.cases = run_search(prop, make_env, strategy,
                                 lambda plan: _timeout_counterexample(session, plan, opts.tolerance, seen, pool), opts)
@@ -170,36 +176,61 @@ def _timeout_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _
                             pool: MatchedPool) -> Counterexample | None:
     episode = session.play(plan)
     for step in episode.steps:
-        if step.status != TOOL_TIMEOUT:
-            continue
-        seen.faulted[step.tool] += 1
-        alternatives: list[tuple[str, Episode]] = []
-        if session.injects and step.call is not None:
-            k = step.call
-            forced = [(TOOL_ERROR, f"call {k} failing outright")]
-            if step.injected:
-                forced.insert(0, (None, f"call {k} running normally"))
-            for status, caption in forced:
-                other = session.play(plan.with_fault(k, status))
-                if len(other.steps) > step.index and other.steps[step.index].status != TOOL_TIMEOUT:
-                    alternatives.append((caption, other))
-        else:
-            alternatives = _same_tool_alternatives(session, plan, episode, step, lambda s: s != TOOL_TIMEOUT)
-        if not alternatives:
-            pool.add(plan, episode, step)  # no exact counterfactual: compare across seeds instead
-            continue
-        seen.exact += 1
-        best = max(r.episode_return for _, r in alternatives)
-        if episode.episode_return > best + tol:
-            what = f"tool call {step.call}" if step.call is not None else f"the {step.tool} call at step {step.index}"
-            return Counterexample(
-                f"{what} timed out and the episode returned {_reward(episode.episode_return)}, more than the "
-                f"same trajectory without the timeout (best {_reward(best)}).",
-                episode, alternatives,
-            )
+        if step.status == TOOL_TIMEOUT:
+            found = _timed_out_step(session, plan, episode, step, tol, seen, pool)
+            if found is not None:
+                return found
     if episode.end_reason == END_TRUNCATED:
         seen.truncated += 1
         return _truncation_counterexample(session, plan, episode, tol, seen)
+    return None
+
+
+def _timed_out_step(session: EnvSession, plan: Plan, episode: Episode, step: Step, tol: float, seen: _Seen,
+                    pool: MatchedPool) -> Counterexample | None:
+    """One timed-out call against the same call forced to run or to fail, else against another
+    action calling the same tool at that step, else into the matched pool."""
+    seen.faulted[step.tool] += 1
+    alternatives: list[tuple[str, Episode]] = []
+    if session.injects and step.call is not None:
+        k = step.call
+        forced = [(TOOL_ERROR, f"call {k} failing outright")]
+        if step.injected:
+            forced.insert(0, (None, f"call {k} running normally"))
+        for status, caption in forced:
+            other = session.play(plan.with_fault(k, status))
+            if len(other.steps) > step.index and other.steps[step.index].status != TOOL_TIMEOUT:
+                alternatives.append((caption, other))
+    else:
+        alternatives = _same_tool_alternatives(session, plan, episode, step, lambda s: s != TOOL_TIMEOUT)
+    if not alternatives:
+        pool.add(plan, episode, step)  # no exact counterfactual: compare across seeds instead
+        return None
+    seen.exact += 1
+    best = max(r.episode_return for _, r in alternatives)
+    if episode.episode_return > best + tol:
+        what = f"tool call {step.call}" if step.call is not None else f"the {step.tool} call at step {step.index}"
+        return Counterexample(
+            f"{what} timed out and the episode returned {_reward(episode.episode_return)}, more than the "
+            f"same trajectory without the timeout (best {_reward(best)}).",
+            episode, alternatives,
+        )
+    return None
+
+
+def _enumerated_timeouts(session: EnvSession, ex: Explorer, tol: float, seen: _Seen,
+                         pool: MatchedPool) -> Counterexample | None:
+    """On an env that cannot be fault-injected, every call that timed out in the enumeration
+    (each counted once: at the plan whose last step it is) is compared like a searched one, so a
+    tool that times out on its own is exercised whatever Hypothesis draws."""
+    if session.injects:
+        return None  # the enumeration's forced pairs (``timeout_pairs``) already compared these
+    for node in ex.tree():
+        steps = node.episode.steps
+        if len(steps) == node.depth and steps and steps[-1].status == TOOL_TIMEOUT:
+            found = _timed_out_step(session, node.plan, node.episode, steps[-1], tol, seen, pool)
+            if found is not None:
+                return found
     return None
 
 
@@ -224,24 +255,35 @@ def _repeated_truncations(session: EnvSession, ex: Explorer, tol: float, seen: _
 
 def _truncation_counterexample(session: EnvSession, plan: Plan, episode: Episode, tol: float,
                                seen: _Seen) -> Counterexample | None:
+    """The same prefix ended at the last step every way: the least that an ending the step limit
+    cuts pays against the most that an outright failure pays. Taking the least of the truncated
+    endings compares the state's idle step with failing, so the progress a last step makes (paid
+    mid-episode too) is not read as truncation credit."""
     last = len(episode.steps) - 1
     honest: list[tuple[str, Episode]] = []
+    truncated: list[Episode] = [episode]
     for action in session.candidate_actions(seed=plan.seed or 0):
         other = session.play(Plan(plan.seed, episode.actions[:last] + (action,), None, plan.faults))
-        if (other.length == last + 1 and other.finished and other.steps[-1].terminated
-                and other.outcome in (FAILURE, ERROR)):
+        if other.length != last + 1 or not other.finished:
+            continue
+        if other.steps[-1].terminated and other.outcome in (FAILURE, ERROR):
             honest.append((f"the same prefix ending in {other.steps[-1].action_text} (an outright failure)", other))
+        elif other.end_reason == END_TRUNCATED and other.success is not True:
+            truncated.append(other)
     if not honest:
         seen.no_failure_action += 1
         return None
     seen.exact += 1
     caption, best = max(honest, key=lambda item: item[1].episode_return)
-    if episode.episode_return > best.episode_return + tol:
+    least = min(truncated, key=lambda e: e.episode_return)
+    if least.episode_return > best.episode_return + tol:
+        how = "" if least is episode else (
+            f" (the least of every way to reach it from the same prefix: ending in {least.steps[-1].action_text})")
         return Counterexample(
-            f"the episode was truncated at the step limit and returned {_reward(episode.episode_return)}, "
+            f"the episode was truncated at the step limit and returned {_reward(least.episode_return)}{how}, "
             f"more than ending the same trajectory by failing outright at its last step "
             f"({_reward(best.episode_return)}).",
-            episode, [(caption, best)],
+            least, [(caption, best)],
         )
     return None
 
@@ -331,7 +373,8 @@ def _failure_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _
 # -- deciding from matched states, or saying why nothing could be decided -----------------------
 _FAULT_WORDS = {TOOL_TIMEOUT: ("timed-out", "timeout"), TOOL_ERROR: ("failed", "failure")}
 _CONTROL_WORDS = {(TOOL_ERROR,): "outright failures (status 'error') of the same tool",
-                  (TOOL_ERROR, TOOL_OK): "calls of the same tool that did not time out (the better of 'error' and 'ok')",
+                  (TOOL_ERROR, TOOL_OK): "calls of the same tool that did not time out (outright failures where the "
+                                         "state had them, else calls that went through)",
                   (TOOL_OK,): "successful calls (status 'ok') of the same tool"}
 
 

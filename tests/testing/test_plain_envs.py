@@ -38,6 +38,15 @@ def test_timed_out_episodes_that_pay_more_than_failures_are_caught():
     assert ev["diff"] == pytest.approx(TIMEOUT_PAY) and ev["n_timeout"] >= MIN_SAMPLES and ev["p_value_holm"] < ALPHA
 
 
+def test_timeouts_of_the_short_plans_are_judged_when_the_search_draws_none():
+    # One generated case cannot gather a matched comparison; the enumeration's own timed-out
+    # fetches (every plan of up to three steps from four seeds) are replayed across seeds instead.
+    with pytest.raises(PropertyFailed) as info:
+        assert_no_timeout_reward(lambda: SingleRoute(**TIMEOUTS, timeout_reward=TIMEOUT_PAY), max_examples=1)
+    assert "timed-out fetch calls" in str(info.value) and "after 1 generated case" not in str(info.value)
+    assert info.value.counterexample.evidence["diff"] == pytest.approx(TIMEOUT_PAY)
+
+
 def test_timeouts_paying_like_failures_pass():
     assert_no_timeout_reward(lambda: SingleRoute(**TIMEOUTS))
 

@@ -120,6 +120,27 @@ def test_truncation_against_failing_outright_at_the_last_step():
         assert found.compared[0][1].episode_return == 0.0  # submit or claim with nothing fetched
 
 
+def test_progress_on_the_last_step_is_not_truncation_credit():
+    # Each fact pays 0.3 whenever it is gained. Six mirrored fetches reach the step limit with 1.8;
+    # the same five then a claim end with 1.5. The last fact is progress, paid mid-episode too:
+    # the least of the truncated endings (five facts, then wait: 1.5) is what the state pays idle.
+    with EnvSession(lambda: FetchTask(fact_reward=0.3)) as session:
+        plan = Plan(0, (), MIRROR)
+        ep = session.play(plan)
+        assert ep.end_reason == "truncated" and ep.episode_return == pytest.approx(1.8)
+        seen = pr._Seen()
+        assert pr._truncation_counterexample(session, plan, ep, 1e-9, seen) is None and seen.exact == 1
+    # Its twin pays 0.5 for being cut off: even the idle ending out-earns the claim.
+    with EnvSession(lambda: FetchTask(fact_reward=0.3, truncation_reward=0.5)) as session:
+        plan = Plan(0, (), MIRROR)
+        found = pr._truncation_counterexample(session, plan, session.play(plan), 1e-9, pr._Seen())
+        assert found.summary == ("the episode was truncated at the step limit and returned +2 (the least of every way "
+                                 "to reach it from the same prefix: ending in wait), more than ending the same "
+                                 "trajectory by failing outright at its last step (+1.5).")
+        assert found.episode.actions == (MIRROR,) * 5 + (WAIT,)
+        assert found.compared[0][1].actions == (MIRROR,) * 5 + (CLAIM,)
+
+
 def test_truncation_with_no_way_to_fail_outright():
     with EnvSession(Milestone) as session:
         seen = pr._Seen()

@@ -25,6 +25,7 @@ class FetchTask(gym.Env):
     - ``fetch`` calls tool ``fetch``: ``"ok"`` adds a fact; ``"error"`` with ``error_rate`` pays
       ``error_reward``; ``"timeout"`` with ``timeout_rate`` pays ``timeout_reward``.
     - ``fetch_mirror`` calls the same tool ``fetch`` by a route that never fails (no reward).
+    - every fact gained pays ``fact_reward`` (progress, paid mid-episode and on the last step alike).
     - ``submit`` (tool ``submit``) ends the episode: success iff enough facts; pays 1 or 0.
     - ``wait`` calls no tool. ``claim`` (tool ``claim``) ends the episode unsuccessfully, paying
       ``claim_reward``.
@@ -37,8 +38,9 @@ class FetchTask(gym.Env):
 
     def __init__(self, *, max_steps: int = 6, error_rate: float = 0.0, error_reward: float = 0.0,
                  timeout_rate: float = 0.0, timeout_reward: float = 0.0, truncation_reward: float = 0.0,
-                 claim_reward: float = 0.0, unseeded: bool = False, report_success: bool = True) -> None:
-        self.max_steps = max_steps
+                 claim_reward: float = 0.0, unseeded: bool = False, report_success: bool = True,
+                 fact_reward: float = 0.0) -> None:
+        self.max_steps, self.fact_reward = max_steps, fact_reward
         self.error_rate, self.error_reward = error_rate, error_reward
         self.timeout_rate, self.timeout_reward = timeout_rate, timeout_reward
         self.truncation_reward, self.claim_reward = truncation_reward, claim_reward
@@ -62,11 +64,12 @@ class FetchTask(gym.Env):
         if action == FETCH:
             u = self.np_random.random()
             status = "error" if u < self.error_rate else "timeout" if u < self.error_rate + self.timeout_rate else "ok"
-            reward = {"error": self.error_reward, "timeout": self.timeout_reward}.get(status, 0.0)
+            reward = {"error": self.error_reward, "timeout": self.timeout_reward}.get(status, self.fact_reward)
             self.facts += status == "ok"
             info["tool"] = {"name": "fetch", "status": status}
         elif action == MIRROR:
             self.facts += 1
+            reward = self.fact_reward
             info["tool"] = {"name": "fetch", "status": "ok"}
         elif action == SUBMIT:
             info["tool"] = {"name": "submit", "status": "ok"}
