@@ -50,6 +50,9 @@ MAX_STRATA = 24
 ALPHA = 0.01
 """One-sided significance level of the matched comparison (Holm-adjusted across its measures)."""
 
+PERMUTATIONS = 2000
+"""Stratified permutations behind a p-value: it cannot go below 1/2001, well under ``ALPHA``."""
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -126,13 +129,17 @@ class MatchedPool:
 
     ``subject`` is the fault under test ("error" or "timeout"), ``control_sets`` the statuses it
     is compared with, in order of preference, and ``measures`` what a call is worth
-    (``step_reward``, ``return_from``: the latter replays the whole plan, not just the prefix).
+    (``step_reward``, ``return_from``: the latter replays the whole plan, not just the prefix);
+    ``permutations`` behind each p-value (raise it when the caller adjusts over many questions:
+    the p-value cannot go below ``1 / (permutations + 1)``).
     """
 
     def __init__(self, session: EnvSession, *, seed: int, purpose: str, subject: str,
                  control_sets: Iterable[tuple[str, ...]],
-                 measures: Iterable[Callable[[Episode, int], float]] = (step_reward,)) -> None:
+                 measures: Iterable[Callable[[Episode, int], float]] = (step_reward,),
+                 permutations: int = PERMUTATIONS) -> None:
         self.session = session
+        self.permutations = permutations
         self.subject = subject
         self.control_sets = [tuple(c) for c in control_sets]
         self.measures = list(measures)
@@ -181,29 +188,37 @@ class MatchedPool:
                                            state_key(replay.observations[i]), replay))
 
     def groups(self) -> tuple[str, tuple, list[tuple[list[Sample], dict[str, list[Sample]]]]]:
-        """Matched groups holding faulted and control replays: (matching, control set, groups).
+        """Matched groups holding faulted and control replays: (matching, controls, groups).
 
-        Control sets are tried in order (e.g. outright failures first, then any call that did not
-        time out), each with finer matching first; the first with ``MIN_SAMPLES`` replays in each
-        arm is used, else the one with the most faulted replays matched.
+        Finer matching is tried first. Within each group the control sets are tried in order
+        (e.g. outright failures first, then any call that did not time out) and the first that
+        has replays in that group is its control: a tool that never fails outright is still
+        compared, with its calls that went through, beside a tool that does. The first matching
+        with ``MIN_SAMPLES`` replays in each arm is used, else the one with the most faulted
+        replays matched; ``controls`` lists every status any group was compared with.
         """
         best: tuple[str, tuple, list] | None = None
-        for controls in self.control_sets:
-            for name, group_of in _LEVELS:
-                groups: dict[Any, list[Sample]] = {}
-                for key in sorted(self.strata, key=repr):  # order-free: strata are sorted
-                    for sample in self.strata[key]:
-                        groups.setdefault(group_of(key, sample), []).append(sample)
-                found = []
-                for g in sorted(groups, key=repr):
-                    faulted = [s for s in groups[g] if s.status == self.subject]
+        for name, group_of in _LEVELS:
+            groups: dict[Any, list[Sample]] = {}
+            for key in sorted(self.strata, key=repr):  # order-free: strata are sorted
+                for sample in self.strata[key]:
+                    groups.setdefault(group_of(key, sample), []).append(sample)
+            found, used = [], []
+            for g in sorted(groups, key=repr):
+                faulted = [s for s in groups[g] if s.status == self.subject]
+                if not faulted:
+                    continue
+                for controls in self.control_sets:
                     arms = {c: xs for c in controls if (xs := [s for s in groups[g] if s.status == c])}
-                    if faulted and arms:
+                    if arms:
                         found.append((faulted, arms))
-                if best is None or _sizes(found)[0] > _sizes(best[2])[0]:
-                    best = (name, controls, found)
-                if min(_sizes(found)) >= MIN_SAMPLES:
-                    return name, controls, found
+                        used.extend(c for c in controls if c not in used)
+                        break
+            chosen = tuple(used) or self.control_sets[0]  # none matched: say what was preferred
+            if best is None or _sizes(found)[0] > _sizes(best[2])[0]:
+                best = (name, chosen, found)
+            if min(_sizes(found)) >= MIN_SAMPLES:
+                return name, chosen, found
         assert best is not None
         return best
 
@@ -222,7 +237,8 @@ class MatchedPool:
                 examples.append((top.values[m] - float(np.mean([s.values[m] for s in arm])), top,
                                  max(arm, key=lambda s: s.values[m])))
             rng = child_rng(self.seed, "testing", self.purpose, "bootstrap", m)
-            results.append((measure, stratified_test(strata, rng, label=self.subject), examples))
+            results.append((measure, stratified_test(strata, rng, label=self.subject, permutations=self.permutations),
+                            examples))
         adjusted = holm([ev["p_value"] for _, ev, _ in results])
         verdicts = []
         for (measure, ev, examples), p_holm in zip(results, adjusted, strict=True):
@@ -241,10 +257,6 @@ def _sizes(groups: list) -> tuple[int, int]:
     faulted = sum(len(f) for f, _ in groups)
     control = sum(max(len(xs) for xs in arms.values()) for _, arms in groups) if groups else 0
     return faulted, control
-
-
-PERMUTATIONS = 2000
-"""Stratified permutations behind a p-value: it cannot go below 1/2001, well under ``ALPHA``."""
 
 
 def stratified_test(strata: list[tuple[list[float], list[float]]], rng: np.random.Generator, *,

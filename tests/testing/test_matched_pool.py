@@ -257,6 +257,24 @@ def test_control_sets_are_tried_in_order():
         assert pool2.groups()[1] == ("error",)
 
 
+def test_each_group_takes_the_first_control_set_it_has():
+    # Two tools in one pool: ``api`` fails outright and times out, ``ping`` only times out. The
+    # outright failures are preferred where a group has them; ``ping``'s group is still compared,
+    # with its calls that went through, instead of being dropped because another tool had errors.
+    with EnvSession(lambda: SeedFault()) as session:
+        pool = MatchedPool(session, seed=0, purpose="test", subject="timeout", control_sets=[("error",), ("error", "ok")])
+        ep = session.play(Plan(0, (CALL,)))
+        n = MIN_SAMPLES
+        pool.strata = {
+            ("api", 0, ("a",)): [matched.Sample(i, 0, "timeout" if i < n else "error", (0.0,), "s", ep) for i in range(2 * n)],
+            ("ping", 0, ("p",)): [matched.Sample(i, 0, "timeout" if i < n else "ok", (1.0,), "s", ep) for i in range(2 * n)],
+        }
+        name, controls, found = pool.groups()
+        assert controls == ("error", "ok") and name == "the same action prefix and observation before the call"
+        assert [sorted(arms) for _, arms in found] == [["error"], ["ok"]]
+        assert matched._sizes(found) == (2 * n, 2 * n)
+
+
 def test_without_enough_in_any_set_the_one_with_most_faulted_calls_is_kept():
     with EnvSession(lambda: SeedFault(timeouts=True)) as session:
         pool = MatchedPool(session, seed=0, purpose="test", subject="timeout", control_sets=[("missing",), ("error",)])
@@ -267,6 +285,16 @@ def test_without_enough_in_any_set_the_one_with_most_faulted_calls_is_kept():
         name, controls, found = pool.groups()
         assert controls == ("error",) and matched._sizes(found) == (4, 3)
         assert name == "the same action prefix and observation before the call"
+
+
+def test_a_pool_takes_its_number_of_permutations():
+    # Every replay of a failed call pays 5 more than a working one: the smallest p-value the
+    # permutations allow, 1 / (permutations + 1), so a caller asking many questions can raise it.
+    with EnvSession(lambda: SeedFault(error_pay=5.0)) as session:
+        for permutations, floor in ((PERMUTATIONS, 1 / (PERMUTATIONS + 1)), (9999, 1e-4)):
+            verdict = pool_for(session, permutations=permutations).verdict(1e-9)
+            assert verdict.evidence["test"].endswith(f", {permutations} stratified permutations")
+            assert verdict.evidence["p_value"] == pytest.approx(floor)
 
 
 def test_sizes_counts_each_groups_largest_control_arm_once():
