@@ -16,8 +16,9 @@ from typing import Any
 
 from envaudit.policies import oracle_policy
 from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
+from envaudit.stats import holm
 from envaudit.testing.explore import Explorer, sign_test
-from envaudit.testing.matched import MatchedPool, return_from
+from envaudit.testing.matched import ALPHA, MAX_STRATA, PERMUTATIONS, MatchedPool, Verdict, return_from
 from envaudit.testing.oracles import as_policy
 from envaudit.testing.paired import after_failure_pairs, penalty_pairs, raise_found
 from envaudit.testing.search import (
@@ -87,38 +88,53 @@ def assert_no_reward_after_failure(make_env: Any, **options: Any) -> None:
 
 
 def _matched_after_failure(prop: str, make_env: Any, session: EnvSession, ex: Explorer, opts) -> None:
-    decided = False
+    """Per subject (a failed call, a timed-out one) and per next action: a continuation that pays
+    only after a failure (quitting right after it) is its own question, not diluted by the other
+    continuations, where a working call's progress pays more; Holm-adjusted over every one asked."""
+    questions: dict[str, dict[str, list]] = {}
     for subject in (TOOL_ERROR, TOOL_TIMEOUT):
-        pool = MatchedPool(session, seed=opts.seed, purpose=f"{prop}-{subject}", subject=subject,
-                           control_sets=[(TOOL_OK,)], measures=(return_from,))
-        candidates = [n for n in ex.tree() if n.episode.length == n.depth >= 2
-                      and n.episode.steps[-2].status == subject and n.episode.steps[-2].tool is not None]
-        # Continuations that end the episode first (quitting or resolving right after the failure):
-        # the pool replays a bounded number of prefixes.
-        for node in sorted(candidates, key=lambda n: (not n.episode.finished, n.depth)):
-            pool.add(node.plan, node.episode, node.episode.steps[-2])
-        if not pool.strata:
-            continue
-        verdict = pool.verdict(opts.tolerance)
-        if not verdict.decided:
-            pool.extend()
+        by_next = questions.setdefault(subject, {})
+        for node in ex.tree():
+            steps = node.episode.steps
+            if node.episode.length == node.depth >= 2 and steps[-2].status == subject and steps[-2].tool is not None:
+                by_next.setdefault(steps[-1].action_text, []).append(node)
+        for nodes in by_next.values():  # continuations that end the episode first, then the shortest
+            nodes.sort(key=lambda n: (not n.episode.finished, n.depth))
+    # Enough permutations that the smallest p-value survives Holm over every question at ALPHA.
+    permutations = max(PERMUTATIONS, int(10 * sum(map(len, questions.values())) / ALPHA))
+    asked: list[tuple[str, str, Verdict]] = []
+    for subject, by_next in questions.items():
+        for following, nodes in sorted(by_next.items()):
+            pool = MatchedPool(session, seed=opts.seed, purpose=f"{prop}-{subject}", subject=subject,
+                               control_sets=[(TOOL_OK,)], measures=(return_from,), permutations=permutations)
+            for node in nodes[: max(1, MAX_STRATA // len(by_next))]:
+                pool.add(node.plan, node.episode, node.episode.steps[-2])
             verdict = pool.verdict(opts.tolerance)
-        decided = decided or verdict.decided
-        if verdict.violated and verdict.example is not None:
-            ev = verdict.evidence
-            faulted, control = verdict.example
-            i = faulted.index
-            found = Counterexample(
-                f"after a {'timed-out' if subject == TOOL_TIMEOUT else 'failed'} {faulted.episode.steps[i].tool} call, "
-                f"the plan returned {_reward(ev[f'mean_{subject}'])} from the call on, on average, against "
-                f"{_reward(ev['mean_control'])} where the same call worked, from comparable states "
-                f"(p={ev['p_value_holm']:.2g}, stratified Mann-Whitney over {ev['strata']} groups).",
-                faulted.episode, [(f"the same actions from reset seed {control.seed}, the call working", control.episode)],
-                evidence=ev,
-            )
-            raise PropertyFailed(render_failure(prop, target_text(make_env), found, ex.plays,
-                                                how="matched across reset seeds, not shrunk"), found, prop)
-    if not decided:
+            if not verdict.decided:
+                pool.extend()
+                verdict = pool.verdict(opts.tolerance)
+            asked.append((subject, following, verdict))
+    adjusted = holm([v.evidence["p_value_holm"] for _, _, v in asked])
+    violated = [(p, subject, following, v) for p, (subject, following, v) in zip(adjusted, asked, strict=True)
+                if v.decided and p < ALPHA and v.evidence["diff"] is not None and v.evidence["diff"] > opts.tolerance
+                and v.example is not None]
+    if violated:
+        p, subject, following, verdict = min(violated, key=lambda item: (item[0], item[1], item[2]))
+        ev = verdict.evidence
+        faulted, control = verdict.example
+        i = faulted.index
+        found = Counterexample(
+            f"after a {'timed-out' if subject == TOOL_TIMEOUT else 'failed'} {faulted.episode.steps[i].tool} call, "
+            f"the plans going on with {following} returned {_reward(ev[f'mean_{subject}'])} from the call on, on "
+            f"average, against {_reward(ev['mean_control'])} where the same call worked, from comparable states "
+            f"(p={p:.2g}, stratified Mann-Whitney over {ev['strata']} groups, Holm-adjusted over the {len(asked)} "
+            "next actions and fault kinds asked).",
+            faulted.episode, [(f"the same actions from reset seed {control.seed}, the call working", control.episode)],
+            evidence={**ev, "p_value_holm": float(p), "next_action": following, "questions": len(asked)},
+        )
+        raise PropertyFailed(render_failure(prop, target_text(make_env), found, ex.plays,
+                                            how="matched across reset seeds, not shrunk"), found, prop)
+    if not any(v.decided for _, _, v in asked):
         raise _not_exercised(prop, session, ex, "too few failed calls with a step after them, matched with working "
                              "ones, to decide", "Make the env an envaudit.ToolEnv so faults can be forced.")
 
@@ -283,6 +299,18 @@ def _delay(ex: Explorer, success: Episode, tol: float) -> Counterexample | None:
             if not delayed.success or delayed.episode_return <= success.episode_return + tol:
                 continue
 
+            exact = _pads_alone(success, delayed, at, tol)
+            if exact is not None:
+                return Counterexample(
+                    f"succeeding after two more steps of {delayed.steps[at].action_text} (inserted before step {at}) "
+                    f"returned {_reward(delayed.episode_return)}, more than succeeding without them "
+                    f"({_reward(success.episode_return)}): delaying a success pays.",
+                    delayed, [("the success it delays", success)],
+                    details=(f"exact, from the same reset seed: every step the two episodes share came back with the "
+                             f"same tool status and paid the same, and the two inserted steps paid {_reward(exact)}"),
+                    evidence={"test": "same seed, shared steps identical", "pads_paid": exact, "seed": success.seed},
+                )
+
             def gain(seed: int, delayed_actions=delayed_actions) -> float | None:
                 base = ex.play(Plan(seed, actions))
                 if not base.success:
@@ -303,6 +331,17 @@ def _delay(ex: Explorer, success: Episode, tol: float) -> Counterexample | None:
                 evidence=ev,
             )
     return None
+
+
+def _pads_alone(success: Episode, delayed: Episode, at: int, tol: float) -> float | None:
+    """What the two inserted steps paid, when they are the whole difference: every step the two
+    episodes share (before ``at``, and after the inserted pair) has the same tool status and the
+    same reward. Else None (the tools drew otherwise, or the reward is noisy): confirm across seeds."""
+    shared = list(zip(success.steps, delayed.steps[:at] + delayed.steps[at + 2:], strict=True))
+    if any(a.status != b.status or abs(a.reward - b.reward) > tol for a, b in shared):
+        return None
+    paid = delayed.steps[at].reward + delayed.steps[at + 1].reward
+    return paid if paid > tol else None
 
 
 __all__ = ["assert_no_delayed_success_reward", "assert_no_failure_penalty", "assert_no_length_reward",

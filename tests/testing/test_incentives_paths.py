@@ -235,7 +235,7 @@ def test_a_rare_failure_is_decided_after_more_seeds():
 
 
 def test_a_rare_timeout_is_judged_when_no_call_failed_outright():
-    with pytest.raises(PropertyFailed, match="after a timed-out api call, the plan returned"):
+    with pytest.raises(PropertyFailed, match="after a timed-out api call, the plans going on with end returned"):
         assert_no_reward_after_failure(lambda: RareFault("timeout", period=4), depth=2)
 
 

@@ -209,6 +209,20 @@ def test_the_waiting_steps_count_in_the_delayed_return():
     assert found.episode.episode_return == 1.375 and found.compared[0][1].episode_return == 1.125
 
 
+def test_pads_that_pay_with_everything_else_equal_need_no_confirmation():
+    # wait pays 0.125 a step, and from seed 1 on a success must come within two steps, so the
+    # delayed plan succeeds on seed 0 alone: nothing to confirm across seeds. On seed 0 the steps
+    # both episodes share (prep, solve) paid the same, and the two waits 0.25: exact, no noise to
+    # rule out, so it is reported (the sign test is for gains that come through a shared step).
+    found = delay(wait=0.125, strict=1)
+    assert found.actions == (0, 0, 0, 1) and found.evidence == {
+        "test": "same seed, shared steps identical", "pads_paid": 0.25, "seed": 0}
+    assert found.details == ("exact, from the same reset seed: every step the two episodes share came back with the "
+                             "same tool status and paid the same, and the two inserted steps paid +0.25")
+    # Where the gain comes through the shared solve step (late), one seed is not enough.
+    assert delay(late=0.125, strict=1) is None
+
+
 def test_one_success_per_seed_the_shortest():
     eps = [SimpleNamespace(seed=s, length=n) for s, n in ((0, 5), (1, 3), (0, 2), (1, 3), (0, 4))]
     assert [(e.seed, e.length) for e in _one_per_seed(eps)] == [(0, 2), (1, 3)]
@@ -277,8 +291,11 @@ def test_a_plain_env_paying_more_after_a_failed_call_is_caught_across_seeds():
     with pytest.raises(PropertyFailed) as info:
         assert_no_reward_after_failure(lambda: SeedFault(end_after_fault=0.5), depth=2)
     ce, text = info.value.counterexample, str(info.value)
-    assert ce.summary.startswith("after a failed api call, the plan returned +")
+    assert ce.summary.startswith("after a failed api call, the plans going on with end returned +0.5 from the call on")
     assert "where the same call worked, from comparable states (p=" in ce.summary
+    # Asked per next action (call, end, other) after a failed call: three questions, Holm-adjusted.
+    assert ce.summary.endswith("Holm-adjusted over the 3 next actions and fault kinds asked).")
+    assert ce.evidence["next_action"] == "end" and ce.evidence["questions"] == 3
     assert ce.episode.steps[0].status == "error" and ce.evidence["diff"] > 0 and ce.evidence["p_value_holm"] < 0.01
     (caption, control), = ce.compared
     assert caption.startswith("the same actions from reset seed ") and caption.endswith(", the call working")
@@ -287,7 +304,20 @@ def test_a_plain_env_paying_more_after_a_failed_call_is_caught_across_seeds():
     assert_no_reward_after_failure(SeedFault, depth=2)  # the clean twin: decided, nothing paid
 
 
+def test_a_payment_on_one_continuation_is_not_diluted_by_the_others():
+    # A working call pays 0.2 on its step (progress); ending right after a failed one pays 0.5.
+    # Going on with "call" or "other", the working arm earns more (0.4, 0.2 against 0); only "end"
+    # pays the failure (0.5 against 0.2). Pooled over continuations the flaw cancels out; asked
+    # per next action it is found, on "end".
+    with pytest.raises(PropertyFailed) as info:
+        assert_no_reward_after_failure(lambda: SeedFault(ok_pay=0.2, end_after_fault=0.5), depth=2)
+    ce = info.value.counterexample
+    assert ce.evidence["next_action"] == "end" and ce.actions == (0, 1)
+    assert ce.evidence["diff"] == pytest.approx(0.3)
+    assert_no_reward_after_failure(lambda: SeedFault(ok_pay=0.2), depth=2)  # its twin: nothing paid
+
+
 def test_a_plain_env_paying_more_after_a_timed_out_call_names_the_timeout():
-    with pytest.raises(PropertyFailed, match="after a timed-out api call, the plan returned"):
+    with pytest.raises(PropertyFailed, match="after a timed-out api call, the plans going on with end returned"):
         assert_no_reward_after_failure(lambda: SeedFault(end_after_fault=0.5, timeouts=True, error_pay=-0.5),
                                        depth=2)
