@@ -18,7 +18,14 @@ from envaudit.policies import oracle_policy
 from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.stats import holm
 from envaudit.testing.explore import Explorer, sign_test
-from envaudit.testing.matched import ALPHA, MAX_STRATA, PERMUTATIONS, MatchedPool, Verdict, return_from
+from envaudit.testing.matched import (
+    ALPHA,
+    MAX_STRATA,
+    PERMUTATIONS,
+    MatchedPool,
+    Verdict,
+    return_from,
+)
 from envaudit.testing.oracles import as_policy
 from envaudit.testing.paired import after_failure_pairs, penalty_pairs, raise_found
 from envaudit.testing.search import (

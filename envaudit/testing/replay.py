@@ -1,9 +1,9 @@
 """Replayability: the same seed and actions give the same trajectory, on the same env instance,
-on a fresh one, and in a fresh interpreter with another ``PYTHONHASHSEED``.
+on a fresh one, and in fresh interpreters with other ``PYTHONHASHSEED``s.
 
 The enumerated short plans (``explore.Explorer``) are replayed first, so a divergence that any
 plan shows is found by every run; then Hypothesis searches longer plans with faults. Last, the
-short plans are played in a subprocess whose hash seed differs from this one: state hidden in
+short plans are played in two subprocesses with fixed, different hash seeds: state hidden in
 ``hash()`` of strings, or in the order of a set of strings, replays the same within one process
 and differently in the next, which is where a distributed trainer's workers run.
 """
@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from envaudit.interpreter import other_hash_seed
 from envaudit.policies import oracle_policy
 from envaudit.protocol import TOOL_ERROR, TOOL_TIMEOUT
 from envaudit.testing.explore import Explorer
@@ -39,7 +38,7 @@ from envaudit.testing.strategies import fault_schedules, plans
 from envaudit.testing.trajectory import EnvSession, Episode, Plan, short_text
 
 INTERPRETER_PLANS = 48
-"""Short plans replayed in the fresh interpreter (plus every action repeated to the end and the solved tasks)."""
+"""Short plans replayed in the fresh interpreters (plus every action repeated to the end and the solved tasks)."""
 
 INTERPRETER_TIMEOUT_S = 120
 """A safety cap on the subprocess; it never decides a verdict (a replay that cannot run is skipped)."""
@@ -59,8 +58,9 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, oracle: Any =
     plan succeeding, the successes of a deeper search over distinct observations), then a Hypothesis
     search with faults. With
     ``interpreters`` (default) the first 48 short plans, each action repeated to the end and the
-    solved tasks (the oracle's or the deeper search's) are also played in a fresh Python subprocess
-    with another ``PYTHONHASHSEED`` and must agree with this process; that needs ``make_env`` to be an
+    solved tasks (the oracle's or the deeper search's) are also played in two fresh Python
+    subprocesses (``PYTHONHASHSEED`` 1 and 2: fixed, so the verdict does not hang on this process's
+    own hash seed) and all three must agree; that needs ``make_env`` to be an
     env id or a factory ``cloudpickle`` can send (a module-level function or class, or a lambda
     over such), and is skipped when the subprocess cannot build the env.
 
@@ -101,7 +101,7 @@ def assert_replayable(make_env: Any, *, interpreters: bool = True, oracle: Any =
         if interpreters:
             found = _other_interpreter(make_env, first, short, opts.max_steps)
             if found is not None:
-                how = f"exhaustive over short plans, {len(short)} plans, one fresh interpreter"
+                how = f"exhaustive over short plans, {len(short)} plans, {len(HASH_SEEDS)} fresh interpreters"
                 raise PropertyFailed(render_failure(prop, target_text(make_env), found, len(short), how=how), found, prop)
 
 
@@ -158,6 +158,12 @@ def play_summaries(make_env: Any, plans_: list[Plan], max_steps: int) -> list[tu
         return [_summary(session.play(p, keep_observations=True)) for p in plans_]
 
 
+HASH_SEEDS = ("1", "2")
+"""The ``PYTHONHASHSEED`` of the two fresh interpreters the short plans are replayed in. Two, fixed:
+compared with each other their verdict does not depend on this process's own hash seed (one child
+and the caller can agree by chance, as an answer drawn from ``hash() % 2`` does half the time)."""
+
+
 def _other_interpreter(make_env: Any, session: EnvSession, short: list[Plan], max_steps: int) -> Counterexample | None:
     try:
         import cloudpickle
@@ -165,26 +171,40 @@ def _other_interpreter(make_env: Any, session: EnvSession, short: list[Plan], ma
         payload = cloudpickle.dumps((make_env, short, max_steps))
     except Exception:  # a factory that cannot be sent: the in-process replays still ran
         return None
-    env = dict(os.environ, PYTHONHASHSEED=other_hash_seed(),
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    try:
-        done = subprocess.run([sys.executable, "-c", _CHILD], input=payload, capture_output=True, env=env,
-                              timeout=INTERPRETER_TIMEOUT_S, check=False)
-        theirs = pickle.loads(done.stdout) if done.returncode == 0 else None
-    except Exception:  # the child could not build or play the env: nothing to compare
-        return None
-    if theirs is None:
-        return None
-    for plan, other in zip(short, theirs, strict=False):
+    theirs = _children(payload)
+    for i, plan in enumerate(short):
         mine = session.play(plan, keep_observations=True)
-        if _summary(mine) != other:
-            what = _summary_difference(_summary(mine), other)
+        here = _summary(mine)
+        runs = [("here", here)] + [(seed, rows[i]) for seed, rows in theirs.items() if i < len(rows)]
+        for (a, x), (b, y) in zip(runs, runs[1:], strict=False):
+            if x == y:
+                continue
+            what = _summary_difference(x, y)
+            where = (f"in a fresh interpreter (PYTHONHASHSEED={b})" if a == "here"
+                     else f"in two fresh interpreters (PYTHONHASHSEED={a} and {b})")
             return Counterexample(
-                f"replaying the same seed and actions in a fresh interpreter (PYTHONHASHSEED={env['PYTHONHASHSEED']}) "
-                f"gave {what}: state hidden in hash() or in the order of a set of strings.",
+                f"replaying the same seed and actions {where} gave {what}: state hidden in hash() or in the order of "
+                "a set of strings.",
                 mine, details="The other interpreter's run is not shown step by step; replay the plan there with "
-                              f"PYTHONHASHSEED={env['PYTHONHASHSEED']} python -c '...play(...)' to see it.")
+                              f"PYTHONHASHSEED={b} python -c '...play(...)' to see it.")
     return None
+
+
+def _children(payload: bytes) -> dict[str, list]:
+    """Every plan's summary from a fresh interpreter per ``HASH_SEEDS``; a child that could not
+    build or play the env is left out: nothing to compare with it."""
+    out = {}
+    for seed in HASH_SEEDS:
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        try:
+            done = subprocess.run([sys.executable, "-c", _CHILD], input=payload, capture_output=True, env=env,
+                                  timeout=INTERPRETER_TIMEOUT_S, check=False)
+            theirs = pickle.loads(done.stdout) if done.returncode == 0 else None
+        except Exception:  # the child could not build or play the env, or hung: nothing to compare
+            continue
+        if theirs is not None:
+            out[seed] = theirs
+    return out
 
 
 def _summary_difference(a: tuple, b: tuple) -> str:
@@ -263,4 +283,4 @@ def same_value(a: Any, b: Any) -> bool:
         return False
 
 
-__all__ = ["assert_replayable", "first_difference", "other_hash_seed", "play_summaries", "same_value"]
+__all__ = ["HASH_SEEDS", "assert_replayable", "first_difference", "play_summaries", "same_value"]

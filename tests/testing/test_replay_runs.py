@@ -11,7 +11,6 @@ from types import SimpleNamespace
 import gymnasium as gym
 import pytest
 
-from envaudit.interpreter import other_hash_seed
 from envaudit.testing import PropertyFailed, assert_replayable
 from envaudit.testing import replay as rp
 from envaudit.testing.explore import Explorer
@@ -119,9 +118,11 @@ def test_what_the_fresh_interpreter_is_sent(monkeypatch):
     fake = FakeRun()
     monkeypatch.setattr(rp.subprocess, "run", fake)
     assert_replayable(FetchTask, max_examples=1, seeds=[2, 5], oracle=[MIRROR, SUBMIT])
-    (args, kwargs), = fake.calls
+    # Two children, hash seeds 1 and 2 whatever this process's own is, sent the same plans.
+    assert [kwargs["env"]["PYTHONHASHSEED"] for _, kwargs in fake.calls] == list(rp.HASH_SEEDS) == ["1", "2"]
+    assert fake.calls[0][1]["input"] == fake.calls[1][1]["input"]
+    (args, kwargs) = fake.calls[0]
     assert args[0] == sys.executable and args[1] == "-c" and "play_summaries" in args[2]
-    assert kwargs["env"]["PYTHONHASHSEED"] == other_hash_seed()
     assert kwargs["env"]["PYTHONPATH"].split(rp.os.pathsep) == [p for p in sys.path if p]
     assert kwargs["timeout"] == rp.INTERPRETER_TIMEOUT_S and kwargs["capture_output"] and kwargs["check"] is False
     make_env, plans, max_steps = pickle.loads(kwargs["input"])
@@ -144,14 +145,14 @@ def test_a_fresh_interpreter_that_disagrees_is_reported(monkeypatch):
     with pytest.raises(PropertyFailed) as info:
         assert_replayable(FetchTask, max_examples=1, seeds=[2, 5], oracle=[MIRROR, SUBMIT])
     text, ce = str(info.value), info.value.counterexample
-    seed = other_hash_seed()
+    seed = rp.HASH_SEEDS[0]
     assert ce.actions == (MIRROR, SUBMIT) and ce.episode.seed == 5 and ce.compared == []
     assert ce.summary == (f"replaying the same seed and actions in a fresh interpreter (PYTHONHASHSEED={seed}) gave a "
                           f"different success flag ({ce.episode.success} here, {not ce.episode.success} there): state "
                           "hidden in hash() or in the order of a set of strings.")
     assert f"PYTHONHASHSEED={seed} python -c" in ce.details
     n = rp.INTERPRETER_PLANS + 5 + 2
-    assert f"exhaustive over short plans, {n} plans, one fresh interpreter" in text
+    assert f"exhaustive over short plans, {n} plans, 2 fresh interpreters" in text
     assert info.value.property == "assert_replayable" and text.startswith("assert_replayable failed on FetchTask: ")
     assert "Replay it: envaudit.testing.play(FetchTask, " in text
 
@@ -163,7 +164,7 @@ def test_a_fresh_interpreter_that_cannot_answer_decides_nothing(monkeypatch, opt
     monkeypatch.setattr(rp.subprocess, "run", fake)
     with EnvSession(FetchTask) as session:
         assert rp._other_interpreter(FetchTask, session, [Plan(0, (MIRROR, SUBMIT))], 50) is None
-    assert len(fake.calls) == 1
+    assert len(fake.calls) == 2
 
 
 def test_a_factory_that_cannot_be_sent_is_not_replayed_elsewhere(monkeypatch):
@@ -181,4 +182,23 @@ def test_a_factory_that_cannot_be_sent_is_not_replayed_elsewhere(monkeypatch):
     # And an agreeing answer is no failure, however many plans it holds.
     with EnvSession(FetchTask) as session:
         assert rp._other_interpreter(FetchTask, session, [Plan(0, (MIRROR,)), Plan(1, (SUBMIT,))], 50) is None
-    assert len(fake.calls) == 1
+    assert len(fake.calls) == 2
+
+
+def test_two_children_that_disagree_with_each_other_are_reported(monkeypatch):
+    # This process and the child with hash seed 1 agree; the one with hash seed 2 flips the success
+    # flag: the children's own comparison decides, whatever this process's hash seed happened to be.
+    def run(args, **kwargs):
+        make_env, plans, max_steps = pickle.loads(kwargs["input"])
+        out = rp.play_summaries(make_env, plans, max_steps)
+        if kwargs["env"]["PYTHONHASHSEED"] == "2":
+            obs, steps, success = out[0]
+            out = [(obs, steps, not success)] + out[1:]
+        return SimpleNamespace(returncode=0, stdout=pickle.dumps(out))
+
+    monkeypatch.setattr(rp.subprocess, "run", run)
+    with EnvSession(FetchTask) as session:
+        ce = rp._other_interpreter(FetchTask, session, [Plan(0, (MIRROR, SUBMIT))], 50)
+    assert ce.summary.startswith("replaying the same seed and actions in two fresh interpreters (PYTHONHASHSEED=1 "
+                                 "and 2) gave a different success flag (")
+    assert "PYTHONHASHSEED=2 python -c" in ce.details
