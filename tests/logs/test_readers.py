@@ -348,7 +348,7 @@ def test_group_key_and_the_logged_run():
 
     from envaudit.logs.readers._common import group_key, logged_run, pick_correctness_field
 
-    assert group_key(3, "p", "q") == "3/" + hashlib.sha1("p\x1fq".encode()).hexdigest()[:10]
+    assert group_key(3, "p", "q") == "3/" + hashlib.sha1(b"p\x1fq").hexdigest()[:10]
     eps = pd.DataFrame({"episode_id": ["a", "b"], "iteration": ["1", "2"], "return": [1, 0], "length": [2.0, 3.0]},
                        index=[5, 7])
     steps = pd.DataFrame({"episode_id": ["a"], "step": [0], "action": ["x"]}, index=[9])
