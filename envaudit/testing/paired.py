@@ -145,12 +145,17 @@ def _after_gain(forced: Episode, normal: Episode, i: int) -> float | None:
 
 
 def _cheapest_working(ex: Explorer) -> dict[int, float]:
-    """Per seed: the lowest reward of a working step that did not end its episode."""
+    """Per seed: the lowest reward of a working step that did not end its episode, in the short
+    plans and in each action repeated to the end. The repeats reach the steps that make no more
+    progress (a path already done): where every short working step is progress (shaping pays it),
+    a failed call that makes none is not charged for failing."""
     out: dict[int, float] = {}
-    for node in ex.tree():
-        for s in node.episode.steps:
+    episodes = [(n.plan.seed, n.episode) for n in ex.tree()]
+    episodes += [(seed, ep) for seed in ex.seeds for _, ep in ex.repeated(seed)]
+    for seed, episode in episodes:
+        for s in episode.steps:
             if s.status in (TOOL_OK, None) and not s.ends:
-                out[node.plan.seed] = min(out.get(node.plan.seed, s.reward), s.reward)
+                out[seed] = min(out.get(seed, s.reward), s.reward)
     return out
 
 

@@ -26,12 +26,14 @@ class Dial(ToolEnv):
     ``finish_ok``; after a failed (timed-out) look it pays ``after_error`` (``after_timeout``)
     without success; with no look at all it pays 0. A look whose status is in ``end_on`` ends the
     episode, except from the reset seeds in ``lucky``. From the seeds in ``forgiven`` a faulted look
-    pays what a working one does. No tool draws a random number, so a
+    pays what a working one does. The first ``progress`` working looks pay ``progress_pay`` more
+    (shaping for progress; later ones make none). No tool draws a random number, so a
     forced fault is the only difference between two arms. The defaults are the clean twin."""
 
     def __init__(self, *, look_ok=0.0, look_error=0.0, look_timeout=0.0, finish_ok=1.0, after_error=0.0,
-                 after_timeout=0.0, end_on=(), lucky=(), forgiven=()):
+                 after_timeout=0.0, end_on=(), lucky=(), forgiven=(), progress=0, progress_pay=0.0):
         super().__init__(max_steps=6)
+        self.progress, self.progress_pay = progress, progress_pay
         self.pay = {"ok": look_ok, "error": look_error, "timeout": look_timeout}
         self.finish_ok, self.after = finish_ok, {"error": after_error, "timeout": after_timeout}
         self.end_on, self.lucky, self.forgiven = tuple(end_on), tuple(lucky), tuple(forgiven)
@@ -49,7 +51,7 @@ class Dial(ToolEnv):
         return np.array([self.seen, self.last != "ok"], dtype=np.float32)
 
     def reset_task(self, options):
-        self.seen, self.last = 0, None
+        self.seen, self.last, self.worked = 0, None, 0
         return self._obs()
 
     def transition(self, call, result):
@@ -58,6 +60,9 @@ class Dial(ToolEnv):
             self.seen |= result.ok
             ends = result.status in self.end_on and self.reset_seed not in self.lucky
             pay = self.pay["ok" if self.reset_seed in self.forgiven else result.status]
+            if result.ok:
+                self.worked += 1
+                pay += self.progress_pay if self.worked <= self.progress else 0.0
             return Transition(self._obs(), pay, ends, False if ends else None)
         if self.last == "ok":
             return Transition(self._obs(), self.finish_ok, True, True)
@@ -201,6 +206,19 @@ def test_the_cheapest_working_step_is_the_floor_not_an_ending_one():
     with session:
         found = penalty_pairs(ex, 1e-9)
         assert found.evidence["cheapest_working"] == -0.1 and found.evidence["failed_step_reward"] == -0.2
+
+
+def test_progress_paid_on_every_short_working_step_is_not_the_floor():
+    # The first three working looks pay 0.2 for progress: every working step of the plans up to
+    # three steps does. A failed look makes no progress and pays 0, what a look pays once the
+    # progress is made (the fourth, reached by repeating look): no charge for failing. The twin
+    # that charges a failed look 0.1 is still found against that floor.
+    session, ex = explorer(progress=3, progress_pay=0.2)
+    with session:
+        assert penalty_pairs(ex, 1e-9) is None
+    session, ex = explorer(progress=3, progress_pay=0.2, look_error=-0.1, look_timeout=-0.1)
+    with session:
+        assert penalty_pairs(ex, 1e-9).evidence["cheapest_working"] == 0.0
 
 
 def test_a_failure_that_ends_the_episode_is_no_penalty():
