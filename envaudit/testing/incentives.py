@@ -94,19 +94,41 @@ def assert_no_reward_after_failure(make_env: Any, **options: Any) -> None:
         _matched_after_failure(prop, make_env, session, ex, opts)
 
 
+def _comparability(node, subject: str, worked: set[str]) -> int:
+    """0: the call failed here and worked elsewhere; 1: it worked here (other seeds may fail it);
+    2: it failed and never worked (nothing to match it with)."""
+    failed = node.episode.steps[-2].status == subject
+    if failed and repr(node.episode.actions[:-1]) in worked:
+        return 0
+    return 2 if failed else 1
+
+
 def _matched_after_failure(prop: str, make_env: Any, session: EnvSession, ex: Explorer, opts) -> None:
     """Per subject (a failed call, a timed-out one) and per next action: a continuation that pays
     only after a failure (quitting right after it) is its own question, not diluted by the other
     continuations, where a working call's progress pays more; Holm-adjusted over every one asked."""
+    # Calls that worked somewhere in the tree (an action prefix whose last call came back ok, from
+    # any seed): only there can replays match a failed call with a working one. A call that always
+    # fails from its prefix (a precondition not met) has nothing to be compared with; one that
+    # worked in every enumerated seed may still fail under the replays' seeds.
+    worked = {repr(n.episode.actions) for n in ex.tree()
+              if n.episode.length == n.depth and n.episode.steps[-1].status == TOOL_OK}
+    seen = {s.status for n in ex.tree() for s in n.episode.steps}
     questions: dict[str, dict[str, list]] = {}
     for subject in (TOOL_ERROR, TOOL_TIMEOUT):
+        if subject not in seen:
+            continue  # a fault kind the short plans never showed is not asked about
         by_next = questions.setdefault(subject, {})
         for node in ex.tree():
             steps = node.episode.steps
-            if node.episode.length == node.depth >= 2 and steps[-2].status == subject and steps[-2].tool is not None:
+            if node.episode.length == node.depth >= 2 and steps[-2].tool is not None \
+                    and (steps[-2].status == subject or repr(node.episode.actions[:-1]) in worked):
                 by_next.setdefault(steps[-1].action_text, []).append(node)
-        for nodes in by_next.values():  # continuations that end the episode first, then the shortest
-            nodes.sort(key=lambda n: (not n.episode.finished, n.depth))
+        for nodes in by_next.values():
+            # Failed here and worked elsewhere first, then worked here; then those that end the
+            # episode (quitting or resolving right after the call), the shortest.
+            nodes.sort(key=lambda n, subject=subject: (_comparability(n, subject, worked), not n.episode.finished,
+                                                       n.depth))
     # Enough permutations that the smallest p-value survives Holm over every question at ALPHA.
     permutations = max(PERMUTATIONS, int(10 * sum(map(len, questions.values())) / ALPHA))
     asked: list[tuple[str, str, Verdict]] = []

@@ -317,6 +317,46 @@ def test_a_payment_on_one_continuation_is_not_diluted_by_the_others():
     assert_no_reward_after_failure(lambda: SeedFault(ok_pay=0.2), depth=2)  # its twin: nothing paid
 
 
+class Gate(gym.Env):
+    """A plain env: ``api`` (tool ``api``) fails from odd reset seeds >= 4 (never from the
+    enumeration's seeds 0-3) and works otherwise; six ``locked_k`` actions call tools that always fail (a
+    precondition never met); ``quit`` ends the episode, paying ``after_fault`` right after a failed
+    api call and 0 otherwise."""
+
+    action_space = gym.spaces.Discrete(8)
+    observation_space = gym.spaces.Discrete(2)
+    action_labels = ["api"] + [f"locked_{k}" for k in range(6)] + ["quit"]
+
+    def __init__(self, after_fault=0.0):
+        self.after_fault = after_fault
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.seed, self.last = seed or 0, None
+        return 0, {}
+
+    def step(self, action):
+        a = int(action)
+        if a == 7:
+            pay = self.after_fault if self.last == ("api", "error") else 0.0
+            return 0, pay, True, False, {"success": False}
+        tool = "api" if a == 0 else f"locked_{a - 1}"
+        status = "error" if a or (self.seed >= 4 and self.seed % 2) else "ok"
+        self.last = (tool, status)
+        return 0, 0.0, False, False, {"tool": {"name": tool, "status": status}}
+
+
+def test_a_call_that_only_fails_under_other_seeds_is_replayed_before_calls_that_never_work():
+    # No api call fails in the enumeration; the locked calls fail every time and can never be
+    # compared with a working one. The api prefixes that worked come first, and their replays
+    # under other seeds are where the failure, and quitting's pay after it, show.
+    with pytest.raises(PropertyFailed) as info:
+        assert_no_reward_after_failure(lambda: Gate(after_fault=0.5), depth=2)
+    ce = info.value.counterexample
+    assert ce.evidence["next_action"] == "quit" and ce.actions == (0, 7) and ce.episode.seed >= 4
+    assert_no_reward_after_failure(Gate, depth=2)  # its twin: decided, nothing paid
+
+
 def test_a_plain_env_paying_more_after_a_timed_out_call_names_the_timeout():
     with pytest.raises(PropertyFailed, match="after a timed-out api call, the plans going on with end returned"):
         assert_no_reward_after_failure(lambda: SeedFault(end_after_fault=0.5, timeouts=True, error_pay=-0.5),
