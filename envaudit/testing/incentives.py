@@ -330,15 +330,12 @@ def _delay(ex: Explorer, success: Episode, tol: float) -> Counterexample | None:
 
             exact = _pads_alone(success, delayed, at, tol)
             if exact is not None:
-                return Counterexample(
-                    f"succeeding after two more steps of {delayed.steps[at].action_text} (inserted before step {at}) "
-                    f"returned {_reward(delayed.episode_return)}, more than succeeding without them "
-                    f"({_reward(success.episode_return)}): delaying a success pays.",
-                    delayed, [("the success it delays", success)],
-                    details=(f"exact, from the same reset seed: every step the two episodes share came back with the "
-                             f"same tool status and paid the same, and the two inserted steps paid {_reward(exact)}"),
-                    evidence={"test": "same seed, shared steps identical", "pads_paid": exact, "seed": success.seed},
-                )
+                return _delay_found(success, delayed, at,
+                                    f"exact, from the same reset seed: every step the two episodes share came back "
+                                    f"with the same tool status and paid the same, and the two inserted steps paid "
+                                    f"{_reward(exact)}",
+                                    {"test": "same seed, shared steps identical", "pads_paid": exact,
+                                     "seed": success.seed})
 
             def gain(seed: int, delayed_actions=delayed_actions) -> float | None:
                 base = ex.play(Plan(seed, actions))
@@ -350,16 +347,19 @@ def _delay(ex: Explorer, success: Episode, tol: float) -> Counterexample | None:
             ev = sign_test([g for g in (gain(s) for s in [success.seed] + ex.confirm_seeds()) if g is not None], tol)
             if ev is None:
                 continue
-            return Counterexample(
-                f"succeeding after two more steps of {delayed.steps[at].action_text} (inserted before step {at}) "
-                f"returned {_reward(delayed.episode_return)}, more than succeeding without them "
-                f"({_reward(success.episode_return)}): delaying a success pays.",
-                delayed, [("the success it delays", success)],
-                details=(f"confirmed on {ev['pairs']} reset seeds where the same actions succeed: more in "
-                         f"{ev['higher']}, less in {ev['lower']}; {ev['test']} p={ev['p_value']:.2g}"),
-                evidence=ev,
-            )
+            return _delay_found(success, delayed, at,
+                                f"confirmed on {ev['pairs']} reset seeds where the same actions succeed: more in "
+                                f"{ev['higher']}, less in {ev['lower']}; {ev['test']} p={ev['p_value']:.2g}", ev)
     return None
+
+
+def _delay_found(success: Episode, delayed: Episode, at: int, details: str, evidence: dict) -> Counterexample:
+    return Counterexample(
+        f"succeeding after two more steps of {delayed.steps[at].action_text} (inserted before step {at}) "
+        f"returned {_reward(delayed.episode_return)}, more than succeeding without them "
+        f"({_reward(success.episode_return)}): delaying a success pays.",
+        delayed, [("the success it delays", success)], details=details, evidence=evidence,
+    )
 
 
 def _pads_alone(success: Episode, delayed: Episode, at: int, tol: float) -> float | None:

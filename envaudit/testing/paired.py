@@ -12,8 +12,9 @@ the forced fault, both episodes and their returns), or None:
   after the call ran normally: from the call on, the failed arm must not return more, with its
   next step paying more. Confirmed across seeds.
 - ``penalty_pairs``: a failed or timed-out call (that does not end the episode) must not cost
-  more than the cheapest working step that does not end it, anywhere in the seed's plans: a
-  failure charged beyond the time it takes. Required on every seed where the plan reaches it.
+  more than the cheapest working step that does not end it, anywhere in the seed's plans and its
+  actions repeated to the end (past the steps that make progress): a failure charged beyond the
+  time it takes. Required on every seed where the plan reaches it.
 """
 
 from __future__ import annotations
