@@ -5,6 +5,10 @@ from envaudit.startup import quiet_start
 
 quiet_start()  # first: a Ctrl-C during the imports below ends the envaudit command without a traceback
 
+from envaudit.numerics import pin_math_library
+
+pin_math_library()  # before anything imports torch: the same seed gives the same GRPO run on any CPU
+
 from envaudit.config import ScanConfig
 from envaudit.faults import FaultInjector, inject_faults
 from envaudit.findings import Finding, Severity

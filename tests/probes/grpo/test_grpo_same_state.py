@@ -18,8 +18,6 @@ are judged from the same state too: a last step's progress is not the step limit
 
 from __future__ import annotations
 
-import pytest
-
 from envaudit.config import ScanConfig
 from envaudit.families.envs import make_env
 from envaudit.families.generate import clean_case
@@ -28,11 +26,6 @@ from envaudit.scan import run_scan
 from tests.fixtures.counterfactual_envs import PartialCredit
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "environment-dependent since 2026-12-06: in a venv set up fresh that day (torch 2.13.0, numpy 2.3.5, "
-    "pandas 3.1.1), GRPO's natural run on PartialCredit (seed 0, quick) learns no move at all (18,406 env steps, "
-    "no learned-exploit finding), with the probes' code unchanged since the test passed in CI; the veto it "
-    "checks cannot be reached. To investigate (stop 34's note), not to delete."))
 def test_stalling_where_every_ending_pays_the_same_credit_is_no_timeout_reward():
     report = run_scan(PartialCredit, ScanConfig(seed=0, quick=True, fail_on="never", probes=("grpo",)),
                       env_id="partial-credit")
