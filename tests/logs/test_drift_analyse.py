@@ -16,9 +16,11 @@ import pytest
 
 from envaudit.config import ScanConfig
 from envaudit.findings import Severity
+from envaudit.grpo.search import Reference
 from envaudit.logs import drift
 from envaudit.logs.records import log_context, to_records
 from envaudit.logs.schema import LoggedRun, check_run
+from envaudit.testing.logs import Drift, generate_log
 from tests.logs.trainer_runs import PROMPTS, ROLLOUTS, STEPS, rollouts
 
 PER_WINDOW = 8 * PROMPTS * ROLLOUTS  # episodes in each window of 8 iterations
@@ -86,6 +88,8 @@ def test_the_summary_note_of_the_hacked_run(hacked):
     # the log has groups, length and success, but no tool statuses, end reasons or actions
     assert [g["skipped"] for g in gaps] == ["failure moves", "timeout moves", "takeover moves"]
     assert [g["columns"] for g in gaps] == [["steps.tool_status"], ["end_reason"], ["steps.action"]]
+    assert [g["reason"] for g in gaps] == ["no steps.tool_status (or tool_errors and tool_timeouts counts) column",
+                                           "no end_reason (or a tool_timeouts count) column", "no steps.action column"]
     assert all(g["probe"] == "drift" and g["codes"] == ["learned-exploit"] for g in gaps)
     assert notes == ["drift: no steps.tool_status (or tool_errors and tool_timeouts counts) column, so failure "
                      "moves were not tested",
@@ -208,3 +212,66 @@ def test_no_unsuccessful_rollout_reads_n_a(ctx):
     after = pd.DataFrame({"outcome": ["success"] * 3, "return": [1.0] * 3, "episode_id": [0, 1, 2]})
     v = drift.reward_without_success(ctx, _d(), after, _honest(np.full(20, 1.0), np.zeros(20)))
     assert "earn n/a" in v.reason and v.evidence["n_shown"] == 0
+
+
+def test_the_named_move_path_hands_the_grpo_judge_the_two_windows(monkeypatch):
+    # A generated log with steps (FlakySearch, the policy stalling more from iteration 2, 16
+    # iterations: the first four and the last four are the windows) under a drop pipeline:
+    # timeouts up is a named move. What analyse hands the GRPO probe's judge is read back: the first window as the reference
+    # (``before`` and its steps), the last window as the trained policy's evaluation (its episodes
+    # and only their steps), the honest rungs from every success and the first window's failures.
+    run = generate_log(drift=Drift("stall", start=2), iterations=16, groups=16)
+    calls = []
+    real = drift.judge
+
+    def spy(ctx, result, move, before, before_steps, honest, reference, labels):
+        calls.append((result, move, before, before_steps, honest, reference, labels))
+        return real(ctx, result, move, before, before_steps, honest, reference, labels)
+
+    monkeypatch.setattr(drift, "judge", spy)
+    config = ScanConfig(timeout_handling="drop")
+    converted = to_records(run)
+    ctx = log_context(converted, config, config.rollout_pipeline(), "drift")
+    findings = drift.analyse(ctx, converted, drift.curves(converted), [], [])
+    assert calls, "no named move reached the judge"
+    eps, steps = converted.records.episodes, converted.records.steps
+    its = sorted(eps["iteration"].unique())
+    assert len(its) == 16
+    first = set(eps.loc[eps["iteration"].isin(its[:4]), "episode_id"])
+    last = set(eps.loc[eps["iteration"].isin(its[-4:]), "episode_id"])
+    for result, move, before, before_steps, honest, reference, labels in calls:
+        assert move.exploit and result.mode == "logged" and result.behaviour is None and result.training is None
+        assert set(before["episode_id"]) == first and set(before_steps["episode_id"]) == first
+        assert set(result.evaluation.episodes["episode_id"]) == last
+        assert set(result.evaluation.steps["episode_id"]) == last
+        assert len(result.evaluation.steps) == steps["episode_id"].isin(last).sum()
+        assert reference == Reference.from_episodes(before)
+        assert sorted(honest.success) == sorted(eps.loc[eps["outcome"] == "success", "return"])
+        assert sorted(honest.failure) == sorted(before.loc[before["outcome"] == "failure", "return"])
+        assert labels == converted.labels
+    # The summary note lists every move with what it is, both rates, its p-value and verdict.
+    moves = ctx.notes["drift"]["moves"]
+    assert moves and all(set(m) == {"behaviour", "before", "after", "p_value", "exploit", "why"} for m in moves)
+    timeouts = next(m for m in moves if m["behaviour"] == "timeouts up")
+    assert timeouts["exploit"] and timeouts["after"] > timeouts["before"] and timeouts["p_value"] < 0.01
+    [f] = [f for f in findings if f.code == "learned-exploit"]
+    assert f.evidence["behaviour"] == "timeout" and f.evidence["reward_path"] == "pipeline"
+    assert f.evidence["before_iterations"] == [its[0], its[3]] and f.evidence["after_iterations"] == [its[-4], its[-1]]
+    assert f.evidence["n_shown"] == sum(1 for i in last if eps.set_index("episode_id").loc[i, "outcome"] == "timeout")
+
+
+@pytest.mark.parametrize("iterations", [1, 2])
+def test_one_iteration_is_not_a_run_and_two_are(iterations):
+    # One iteration cannot have drifted: a note and a gap for the whole analysis, nothing filed.
+    # Two are the smallest run: one iteration in each window, analysed.
+    run = _run("hacked")
+    kept = run.episodes[run.episodes["iteration"] <= iterations].reset_index(drop=True)
+    findings, notes, gaps, ctx = _analyse(check_run(LoggedRun(kept, None, "generic")))
+    whole = {"probe": "drift", "skipped": "the whole analysis", "reason": "the log holds a single iteration",
+             "columns": [], "codes": ["learned-exploit"]}
+    if iterations == 1:
+        assert findings == [] and gaps == [whole] and "drift" not in ctx.notes
+        assert notes == ["drift: the log holds a single iteration, so nothing can have drifted over training"]
+    else:
+        assert whole not in gaps and ctx.notes["drift"]["before_iterations"] == [1, 1]
+        assert ctx.notes["drift"]["after_iterations"] == [2, 2]
