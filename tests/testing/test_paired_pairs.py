@@ -8,6 +8,7 @@ import pytest
 from envaudit.testing import PropertyFailed
 from envaudit.testing.explore import CONFIRM_SEEDS, SEEDS, Explorer
 from envaudit.testing.paired import (
+    _cheapest_working,
     after_failure_pairs,
     failure_pairs,
     penalty_pairs,
@@ -219,6 +220,35 @@ def test_progress_paid_on_every_short_working_step_is_not_the_floor():
     session, ex = explorer(progress=3, progress_pay=0.2, look_error=-0.1, look_timeout=-0.1)
     with session:
         assert penalty_pairs(ex, 1e-9).evidence["cheapest_working"] == 0.0
+
+
+class Pairs(gym.Env):
+    """A plain env of six steps and two actions: action 1 right after action 0 pays -1.5 (only a
+    plan mixing them reaches it); action 0 as the fourth step pays -(reset seed + 1) (only a
+    repeat reaches it past a depth-2 tree); every other step pays 0."""
+
+    observation_space = gym.spaces.Discrete(7)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        self.seed_, self.t, self.prev = seed, 0, None
+        return 0, {}
+
+    def step(self, action):
+        pay = -1.5 if (self.prev, action) == (0, 1) else 0.0
+        if self.t == 3 and action == 0:
+            pay = -float((self.seed_ or 0) + 1)
+        self.t, self.prev = self.t + 1, action
+        return self.t, pay, False, self.t >= 6, {}
+
+
+def test_the_floor_is_each_seeds_lowest_working_step_in_plans_and_repeats():
+    # The -1.5 of a mixed plan is in the tree only; the seed's own charge at the fourth step only in
+    # the repeats, which replay each seed's own reset; the lowest of all steps is kept, not the last.
+    session = EnvSession(Pairs)
+    with session:
+        floors = _cheapest_working(Explorer(session, seeds=[0, 1, 2], depth=2))
+    assert floors == {0: -1.5, 1: -2.0, 2: -3.0}
 
 
 def test_a_failure_that_ends_the_episode_is_no_penalty():

@@ -141,6 +141,43 @@ def test_progress_on_the_last_step_is_not_truncation_credit():
         assert found.compared[0][1].actions == (MIRROR,) * 5 + (CLAIM,)
 
 
+def test_truncation_compares_the_plans_own_reset_seed_and_counts_each_comparison():
+    # Fetches fail half the time, by the reset seed's draws: the outright failure compared must
+    # replay the same prefix from the same seed (its facts, hence its return, depend on it).
+    with EnvSession(lambda: FetchTask(error_rate=0.5, fact_reward=0.3, truncation_reward=0.5)) as session:
+        seen = pr._Seen()
+        for _ in range(2):
+            plan = Plan(3, (), FETCH)
+            found = pr._truncation_counterexample(session, plan, session.play(plan), 1e-9, seen)
+            (_, best), = found.compared
+            assert best.seed == 3 and found.episode.seed == 3
+            assert best.episode_return == session.play(Plan(3, (FETCH,) * 5 + (CLAIM,))).episode_return
+        assert seen.exact == 2
+        for _ in range(2):
+            assert pr._timeout_counterexample(session, plan, 1e-9, seen, pool(session)) is not None
+        assert seen.truncated == 2 and seen.exact == 4
+    with EnvSession(Milestone) as session:
+        seen = pr._Seen()
+        for _ in range(2):
+            pr._truncation_counterexample(session, Plan(0, (), 0), session.play(Plan(0, (), 0)), 1e-9, seen)
+        assert seen.no_failure_action == 2
+
+
+def test_every_enumerated_timeout_of_a_plain_env_is_compared_once():
+    # Every fetch times out (paying 0.5) and fetch_mirror reaches the same tool working: each plan
+    # whose last step is a timed-out fetch is one exact comparison. Within the tolerance none is a
+    # counterexample, so all are made; beyond it, the first is returned.
+    with EnvSession(lambda: FetchTask(timeout_rate=1.0, timeout_reward=0.5)) as session:
+        ex = Explorer(session, depth=2)
+        timed_out = [n for n in ex.tree() if len(n.episode.steps) == n.depth and n.episode.steps[-1].status == "timeout"]
+        assert len(timed_out) > 2
+        seen = pr._Seen()
+        assert pr._enumerated_timeouts(session, ex, 0.5, seen, pool(session)) is None
+        assert seen.exact == len(timed_out) and seen.faulted == Counter({"fetch": len(timed_out)})
+        found = pr._enumerated_timeouts(session, ex, 1e-9, pr._Seen(), pool(session))
+        assert found.episode.actions == timed_out[0].episode.actions and found.compared[0][1].episode_return == 0.0
+
+
 def test_truncation_with_no_way_to_fail_outright():
     with EnvSession(Milestone) as session:
         seen = pr._Seen()
