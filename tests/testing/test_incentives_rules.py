@@ -17,7 +17,14 @@ from envaudit.testing import (
     assert_no_reward_after_failure,
 )
 from envaudit.testing.explore import CONFIRM_SEEDS, Explorer
-from envaudit.testing.incentives import _brevity, _delay, _farming, _one_per_seed
+from envaudit.testing.incentives import (
+    _brevity,
+    _comparability,
+    _delay,
+    _farming,
+    _one_per_seed,
+    _pads_alone,
+)
 from envaudit.testing.trajectory import EnvSession, Plan
 from envaudit.toolenv import ToolEnv, ToolOutput, Transition
 from tests.testing.test_matched_pool import SeedFault
@@ -361,3 +368,37 @@ def test_a_plain_env_paying_more_after_a_timed_out_call_names_the_timeout():
     with pytest.raises(PropertyFailed, match="after a timed-out api call, the plans going on with end returned"):
         assert_no_reward_after_failure(lambda: SeedFault(end_after_fault=0.5, timeouts=True, error_pay=-0.5),
                                        depth=2)
+
+
+def _node(actions, statuses):
+    steps = [SimpleNamespace(status=s) for s in statuses]
+    return SimpleNamespace(episode=SimpleNamespace(actions=tuple(actions), steps=steps))
+
+
+def test_comparability_orders_failed_here_and_worked_elsewhere_first():
+    # The call under question is the second to last step (the last is the next action).
+    worked = {repr((0, 1))}
+    assert _comparability(_node((0, 1, 2), ("ok", "error", "ok")), "error", worked) == 0
+    assert _comparability(_node((0, 1, 2), ("ok", "ok", "error")), "error", worked) == 1
+    assert _comparability(_node((0, 2, 2), ("ok", "error", "ok")), "error", worked) == 2
+    assert _comparability(_node((0, 2, 2), ("error", "ok", "ok")), "error", {repr((0,)), repr((0, 2))}) == 1
+    assert _comparability(_node((0, 1, 2), ("ok", "timeout", "ok")), "timeout", {repr((0,))}) == 2
+
+
+def _steps(*pairs):
+    return SimpleNamespace(steps=[SimpleNamespace(status=s, reward=r) for s, r in pairs])
+
+
+def test_the_pads_alone_are_the_difference_only_when_every_shared_step_matches():
+    success = _steps(("ok", 0.1), ("ok", 1.0))
+    delayed = _steps(("ok", 0.1), ("ok", 0.3), ("ok", 0.2), ("ok", 1.0))
+    assert _pads_alone(success, delayed, 1, 1e-9) == pytest.approx(0.5)
+    longer = _steps(("ok", 0.1), ("ok", 0.1), ("ok", 1.0))
+    assert _pads_alone(longer, _steps(("ok", 0.1), ("ok", 0.1), ("ok", 0.25), ("ok", 0.5), ("ok", 1.0)), 2, 1e-9) == 0.75
+    # A shared step whose status differs (the same reward) or whose reward differs past the tolerance.
+    assert _pads_alone(success, _steps(("error", 0.1), ("ok", 0.3), ("ok", 0.2), ("ok", 1.0)), 1, 1e-9) is None
+    assert _pads_alone(success, _steps(("ok", 0.1), ("ok", 0.5), ("ok", 0.25), ("ok", 1.75)), 1, 0.5) is None
+    assert _pads_alone(success, _steps(("ok", 0.1), ("ok", 0.5), ("ok", 0.25), ("ok", 1.5)), 1, 0.5) == 0.75
+    # Pads paying no more than the tolerance are no delay reward.
+    assert _pads_alone(success, _steps(("ok", 0.1), ("ok", 0.05), ("ok", 0.05), ("ok", 1.0)), 1, 0.1) is None
+    assert _pads_alone(success, _steps(("ok", 0.1), ("ok", 0.0), ("ok", 0.0), ("ok", 1.0)), 1, 1e-9) is None
