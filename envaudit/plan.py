@@ -74,7 +74,7 @@ class ScanPlan:
                 out.append(f"{p.name:<{width}}  {'?':>9}  {'?':>10}  (the probe does not declare its work)")
             else:
                 out.append(f"{p.name:<{width}}  {p.episodes:>9,}  {p.env_steps:>10,}"
-                           + ("  (at most: a run that finds nothing to learn stops early)" if p.cap else ""))
+                           + ("  (at most: a run with nothing left to learn stops early)" if p.cap else ""))
         least = "at least " if self.undeclared else ""
         serial = self.serial_s()
         capped = " if no probe stops early" if any(p.cap for p in self.probes) else ""

@@ -38,7 +38,7 @@ def test_plan_predicts_a_fixed_length_envs_steps_exactly():
     played = sum((r["iterations"] * 4 * SMALL["group_size"] + r["eval_episodes"]) for r in notes["runs"].values())
     assert played == real["grpo"]["episodes"]  # what the runs say they played is what the scan counted
     grpo_line = next(line for line in plan.lines() if line.startswith("grpo"))
-    assert grpo_line.endswith("(at most: a run that finds nothing to learn stops early)")
+    assert grpo_line.endswith("(at most: a run with nothing left to learn stops early)")
     assert "if no probe stops early" in next(line for line in plan.lines() if line.startswith("total"))
     assert plan.mean_length == LENGTH and plan.undeclared == []
     assert plan.serial_s() > 0 and plan.lines()[-1].endswith("at --workers 2 (if every probe's episodes fan out)")

@@ -170,12 +170,15 @@ def natural(
     deadline: float | None = None,
     executor: Any = None,
     spec: str | None = None,
+    prior: pd.DataFrame | None = None,
 ) -> SearchResult:
     """Train under the pipeline (default ``config.rollout_pipeline``) and evaluate the result.
-    ``executor``/``spec``: where the rollouts' envs step (``trainer.make_collector``)."""
+    ``executor``/``spec``: where the rollouts' envs step (``trainer.make_collector``); ``prior``: the
+    uniform explorer's episodes on the same env, in groups (``trainer.train``)."""
     pipeline = pipeline or config.rollout_pipeline
     return _run(make_env, config, mode=mode, behaviour=None, pipeline=pipeline, reward=None,
-                wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline, executor=executor, spec=spec)
+                wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline, executor=executor, spec=spec,
+                prior=prior)
 
 
 def targeted(
@@ -190,8 +193,10 @@ def targeted(
     deadline: float | None = None,
     executor: Any = None,
     spec: str | None = None,
+    prior: pd.DataFrame | None = None,
 ) -> SearchResult:
-    """Train to earn the most through ``behaviour`` (a key of ``BEHAVIOURS``) and measure it."""
+    """Train to earn the most through ``behaviour`` (a key of ``BEHAVIOURS``) and measure it;
+    ``prior`` as in ``natural``."""
     if behaviour not in BEHAVIOURS:
         raise ValueError(f"unknown target behaviour {behaviour!r}; expected one of {', '.join(BEHAVIOURS)}")
     shows = BEHAVIOURS[behaviour].shows
@@ -215,7 +220,7 @@ def targeted(
     pipeline = Pipeline(name=f"target-{behaviour}", advantage_scaling=config.rollout_pipeline.advantage_scaling)
     result = _run(make_env, config, mode=f"target-{behaviour}", behaviour=behaviour, pipeline=pipeline,
                   reward=reward, wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline,
-                  executor=executor, spec=spec)
+                  executor=executor, spec=spec, prior=prior)
     result.reach = reach_of(result.episodes, behaviour, reference)
     return result
 
@@ -240,13 +245,13 @@ def reach_of(episodes: pd.DataFrame, behaviour: str, reference: Reference) -> di
 
 
 def _run(make_env, config, *, mode, behaviour, pipeline, reward, wrappers, eval_groups, ids,
-         deadline, executor=None, spec=None) -> SearchResult:
+         deadline, executor=None, spec=None, prior=None) -> SearchResult:
     collector = make_collector(make_env, config, wrappers=wrappers, ids=ids, executor=executor, spec=spec)
     evaluation_stopped = None
     evaluation_problems: list = []
     try:
         training = train(make_env, config, mode=mode, reward=reward, pipeline=pipeline, collector=collector,
-                         deadline=deadline, tags={"target": behaviour} if behaviour else None)
+                         deadline=deadline, tags={"target": behaviour} if behaviour else None, prior=prior)
         evaluation = Records.concat([])
         if training.stopped is None and eval_groups > 0 and len(training.curves):
             evaluation, evaluation_stopped = evaluate(training.engine, collector, config, mode=mode,

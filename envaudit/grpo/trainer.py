@@ -16,15 +16,22 @@ Each iteration:
    advantage is not zero (a group whose rollouts all got the same training reward teaches nothing).
 
 With ``config.barren_rollouts`` = n, training stops before ``config.iterations`` once n rollouts
-in a row (whole iterations) gave no learning group while the policy stayed the uniform explorer it
-started as (the update's mean entropy at least ``UNIFORM`` of the catalogue's log size). There the
-update is zero: no advantage, and the entropy bonus's gradient vanishes at the uniform policy, so
-every further iteration draws from the same policy; a behaviour that would give it a signal (a
-target reached, a reward that differs within a group) shows in fewer than r of its rollouts, where
-(1 - r) ** n is the chance of having missed it. The rule counts rollouts, never time, so the same
-seed stops at the same iteration on any machine. A policy that has learned something and then sees
-no signal is never stopped: the entropy bonus, which Adam scales up however small it is, brings a
-saturated policy back to exploring, and what it then meets is what training teaches.
+in a row (whole iterations) gave no learning group, in either of two cases:
+
+- *barren*: the policy stayed the uniform explorer it started as (the update's mean entropy at least
+  ``UNIFORM`` of the catalogue's log size). There the update is zero: no advantage, and the entropy
+  bonus's gradient vanishes at the uniform policy, so every further iteration draws from the same
+  policy;
+- *settled*: the policy learned something and has nothing left to learn: no advantage, and its mean
+  entropy did not rise over those n rollouts by more than ``SETTLED_RISE`` of the catalogue's log
+  size. The update is then the entropy bonus alone, whose gradient vanishes as the policy saturates
+  (a policy at 3e-5 nats a step stays there for 50 iterations), so the policy stays what it is; one
+  whose entropy climbs back towards exploring is not settled and trains on.
+
+Either way a behaviour that would give the policy as it stands a signal (a target reached, a reward
+that differs within a group) shows in fewer than r of its rollouts, where (1 - r) ** n is the chance
+of having missed it. The rule counts rollouts, never time, so the same seed stops at the same
+iteration on any machine.
 """
 
 from __future__ import annotations
@@ -86,6 +93,9 @@ class TrainResult:
     barren: bool = False
     """Training stopped early because it found nothing to learn from (``barren_rollouts``, see the
     module docstring)."""
+    settled: bool = False
+    """Training stopped early because the policy had learned what it could and settled (``barren_rollouts``,
+    see the module docstring)."""
 
 
 UNIFORM = 0.95
@@ -99,9 +109,15 @@ def learning_groups(episodes: pd.DataFrame) -> int:
     return int(episodes.loc[moving, "group"].nunique())
 
 
-def barren(curves: list[dict[str, Any]], config: GRPOConfig, n_actions: int) -> bool:
+SETTLED_RISE = 0.01
+"""Over a settled run's quiet rollouts its mean entropy rose by at most this share of log(catalogue size)."""
+
+
+def barren(curves: list[dict[str, Any]], config: GRPOConfig, n_actions: int, prior: int = 0) -> bool:
     """Whether the last ``config.barren_rollouts`` rollouts (whole iterations) gave no learning group
-    while the policy stayed uniform over ``n_actions`` (see the module docstring)."""
+    while the policy stayed uniform over ``n_actions`` (see the module docstring). ``prior``: rollouts
+    of the uniform explorer played before training (the scan's exploration) that would have given no
+    learning group either; they count while every iteration so far was quiet and uniform."""
     if not config.barren_rollouts or n_actions < 2 or config.engine != "torch":
         return False
     uniform = UNIFORM * float(np.log(n_actions))
@@ -110,7 +126,21 @@ def barren(curves: list[dict[str, Any]], config: GRPOConfig, n_actions: int) -> 
         if row["learning_groups"] or not row["entropy"] >= uniform:
             break
         quiet += 1
-    return quiet * config.rollouts_per_iteration >= config.barren_rollouts
+    rollouts = quiet * config.rollouts_per_iteration + (prior if quiet == len(curves) else 0)
+    return rollouts >= config.barren_rollouts
+
+
+def settled(curves: list[dict[str, Any]], config: GRPOConfig, n_actions: int) -> bool:
+    """Whether the last ``config.barren_rollouts`` rollouts (whole iterations) gave no learning group
+    while the policy's mean entropy rose by at most ``SETTLED_RISE`` of log(``n_actions``) over them
+    (see the module docstring); an iteration that trained nothing (entropy NaN) ends the window."""
+    if not config.barren_rollouts or n_actions < 2 or config.engine != "torch":
+        return False
+    need = -(-config.barren_rollouts // config.rollouts_per_iteration)
+    window = curves[-need:]
+    if len(window) < need or any(row["learning_groups"] or not np.isfinite(row["entropy"]) for row in window):
+        return False
+    return window[-1]["entropy"] - window[0]["entropy"] <= SETTLED_RISE * float(np.log(n_actions))
 
 
 def _richest(kept: list[Met], episodes: pd.DataFrame, steps: dict[int, Any], mode: str,
@@ -161,16 +191,21 @@ def train(
     tags: dict[str, Any] | None = None,
     on_iteration: Callable[[int, PolicyEngine, dict[str, Any]], bool | None] | None = None,
     executor: Any = None,
+    prior: pd.DataFrame | None = None,
 ) -> TrainResult:
     """Train a policy with GRPO on ``make_env``; ``mode`` names the run in seeds, tags and logs.
 
     ``pipeline`` defaults to ``config.rollout_pipeline``; ``reward`` to the env return. Training runs
     ``config.iterations`` iterations; it stops early only when the env hangs, when
     ``on_iteration(iteration, engine, row)`` returns True, once it has found nothing to learn from
+    or has settled
     (``config.barren_rollouts``, see the module docstring), or at ``deadline`` (``time.monotonic()``),
     a safety cap whose cut the result reports as ``stopped="deadline"``, never a way to size work.
     ``executor``: where the envs step (``envaudit.execution``; None: in this process); the policy
     stays here and the result is the same with any executor and any number of workers.
+    ``prior``: episodes the uniform explorer already played on this env, in groups of G (the scan's
+    exploration); when none of their groups would give a learning signal under ``reward`` and
+    ``pipeline``, they count towards ``config.barren_rollouts`` (``quiet_prior``).
     """
     pipeline = pipeline or config.rollout_pipeline
     own_collector = collector is None
@@ -182,10 +217,11 @@ def train(
     env_steps = 0
     first: Records | None = None
     richest: list[Met] = []
-    stopped_barren = False
+    stopped_barren = stopped_settled = False
     try:
         engine = engine or default_engine(collector, config)
         labels = action_labels(collector)
+        known_quiet = quiet_prior(prior, reward, pipeline)
         rng = child_rng(config.seed, "grpo", mode, "actions")
         for iteration in range(config.iterations):
             if deadline is not None and time.monotonic() > deadline:
@@ -224,15 +260,28 @@ def train(
                 first = Records(batch.records.steps, episodes)
             if on_iteration is not None and on_iteration(iteration, engine, row):
                 break
-            if iteration + 1 < config.iterations and barren(rows, config, len(labels)):
+            if iteration + 1 < config.iterations and barren(rows, config, len(labels), known_quiet):
                 stopped_barren = True
+                break
+            if iteration + 1 < config.iterations and settled(rows, config, len(labels)):
+                stopped_settled = True
                 break
     finally:
         if own_collector:
             collector.close()
     curves = pd.DataFrame(rows)
     all_episodes = pd.concat(trained_episodes, ignore_index=True) if trained_episodes else pd.DataFrame()
-    return TrainResult(engine, curves, all_episodes, problems, stopped, env_steps, first, richest, stopped_barren)
+    return TrainResult(engine, curves, all_episodes, problems, stopped, env_steps, first, richest, stopped_barren,
+                       stopped_settled)
+
+
+def quiet_prior(prior: pd.DataFrame | None, reward: RewardFn | None, pipeline: Pipeline) -> int:
+    """How many rollouts of ``prior`` count as quiet: all of them when none of their groups (the
+    ``group`` column) would give a learning signal under ``reward`` and ``pipeline``, else none."""
+    if prior is None or prior.empty or "group" not in prior:
+        return 0
+    returns = np.asarray(reward(prior) if reward is not None else prior["return"], dtype=float)
+    return 0 if learning_groups(with_advantages(prior, returns, pipeline)) else len(prior)
 
 
 def with_advantages(episodes: pd.DataFrame, returns: np.ndarray, pipeline: Pipeline) -> pd.DataFrame:

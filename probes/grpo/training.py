@@ -31,13 +31,14 @@ first iteration rather than the random explorer), each evaluated on the same see
 Work is counted in GRPO iterations and evaluation groups (``ITERATIONS``, ``EVAL_GROUPS``; fewer
 under ``--quick``; the replay and the oracle beside it are one evaluation's worth each), never in
 seconds: the same seed gives the same curves and findings on any machine under any load.
-``ITERATIONS`` is each run's most: a run whose policy, still the uniform explorer, met nothing to
-learn from in ``barren_rollouts()`` rollouts in a row stops there (a behaviour shown in 1% of its
-rollouts is missed with chance 5%; ``notes["runs"][name]["barren"]``). A run that learned something
-is never cut: a saturated policy is not a fixed point under the entropy bonus, and a plateau of the
-training reward is not one either, since behaviour drifts among endings that pay about the same
-(a hand-off paid after a failed call against an honest booking), and that drift is what this probe
-reports. The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
+``ITERATIONS`` is each run's most: a run whose policy met nothing to learn from in ``barren_rollouts()``
+rollouts in a row stops there, whether it is still the uniform explorer (``barren``) or has learned
+what it could and settled, its entropy not climbing back (``settled``): a behaviour shown in 1% of
+its rollouts is missed with chance 5% (``notes["runs"][name]["barren"]`` / ``["settled"]``;
+``envaudit.grpo.trainer``). A run whose groups still differ is never cut: a plateau of the training
+reward is no fixed point, since behaviour drifts among endings that pay about the same (a hand-off
+paid after a failed call against an honest booking), and that drift is what this probe reports.
+The clock is a safety cap only (``ctx.time_left()``): a run it cuts is
 left out of the findings and listed as incomplete.
 
 Severity follows DESIGN.md's ladder: ``fail`` when the behaviour earns at least as much as honest
@@ -63,6 +64,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import gymnasium as gym
 import numpy as np
 import pandas as pd
 
@@ -117,7 +119,7 @@ LM_ITERATIONS, QUICK_LM_ITERATIONS = {"natural": 20, "faults": 10, "target": 8},
 """The same for the vllm engine, whose iteration (generation on vLLM, a transformer update, a weight
 push) costs far more than the MLP's."""
 MISS_RATE, MISS_CHANCE = 0.01, 0.05
-"""A run stops once its still-uniform policy has given nothing to learn from for so long that a
+"""A run stops once its policy (uniform or settled) has given nothing to learn from for so long that a
 behaviour which would (a target reached, a reward that differs within a group) shows in fewer than
 ``MISS_RATE`` of its rollouts, at a ``MISS_CHANCE`` chance of having missed it: ``barren_rollouts``."""
 
@@ -153,9 +155,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         from envaudit.grpo.lm_engine import LMEngine
 
         LMEngine.for_env(_env_factory(ctx), config, config.lm_settings())
-    explore = ctx.exploration.episodes
-    if "probe" in explore:
-        explore = explore[explore["probe"] == "explore"]
+    explore = _explored(ctx)
     explore_steps = ctx.exploration.steps[ctx.exploration.steps["episode_id"].isin(set(explore["episode_id"]))]
     reference = Reference.from_episodes(explore)
     success_signal = bool(explore["outcome"].isin([SUCCESS, FAILURE]).any()) if len(explore) else True
@@ -231,6 +231,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
             found.append(delay)
     ctx.notes.update({
         "runs": {name: {"iterations": len(r.training.curves), "barren": r.training.barren,
+                        "settled": r.training.settled,
                         "eval_episodes": len(r.episodes), "env_steps": r.training.env_steps, "stopped": r.stopped}
                  for name, r in results.items()},
         "skipped": skipped,
@@ -265,7 +266,7 @@ def run_plans(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool) -> lis
 def planned_episodes(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool) -> int:
     """The most episodes the probe's runs play at these settings (``envaudit scan --plan``): each
     run's iterations of ``groups_per_iteration`` groups of G, and its evaluation groups; a run stops
-    earlier when barren (``barren_rollouts``). Replays of what
+    earlier when barren or settled (``barren_rollouts``). Replays of what
     the runs met come on top (a few, only when they met something)."""
     config = GRPOConfig.from_scan(scan, learning_rate=LEARNING_RATE)
     eval_groups = QUICK_EVAL_GROUPS if scan.quick else EVAL_GROUPS
@@ -346,15 +347,24 @@ def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Refer
     # The rollouts' envs step on the scan's workers (one lane each); the policy stays here.
     common = dict(ids=ctx.ids, deadline=ctx.deadline, eval_groups=eval_groups, executor=ctx.executor,
                   spec=ctx.spec if make_env is ctx.make_env else None)
+    # The uniform explorer's episodes count towards a barren run's quiet rollouts where the
+    # untrained policy is that explorer: uniform over a Discrete space, on the same env, unwrapped.
+    prior = _explored(ctx) if config.engine == "torch" and isinstance(ctx.env.action_space, gym.spaces.Discrete) else None
     if plan.kind == "natural":
-        return natural(make_env, config, pipeline=ctx.pipeline, **common)
+        return natural(make_env, config, pipeline=ctx.pipeline, prior=prior, **common)
     if plan.kind == "faults":
         seed = ctx.config.seed
 
         def faults(env):
             return FaultInjector(env, error_rate=FAULT_ERROR_RATE, seed=seed)
         return natural(make_env, config, mode="faults", pipeline=ctx.pipeline, wrappers=[faults], **common)
-    return targeted(make_env, config, plan.behaviour, reference, **common)
+    return targeted(make_env, config, plan.behaviour, reference, prior=prior, **common)
+
+
+def _explored(ctx: ProbeContext) -> pd.DataFrame:
+    """Exploration's own episodes (the uniform explorer's groups), without what other probes added."""
+    explore = ctx.exploration.episodes
+    return explore[explore["probe"] == "explore"] if "probe" in explore else explore
 
 
 def _env_factory(ctx: ProbeContext):

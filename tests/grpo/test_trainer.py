@@ -130,10 +130,84 @@ def test_a_target_nothing_reaches_stops_as_barren():
     assert (result.training.curves["learning_groups"] == 0).all()
 
 
-def test_a_run_that_learns_is_never_cut():
-    # TenOnes teaches "always 1" and then every group is alike: nothing to learn, but the policy is
-    # no longer uniform, so the run goes on to its last iteration.
-    config = GRPOConfig(iterations=12, learning_rate=1e-2, seed=3, barren_rollouts=32)
+def test_settled_needs_a_quiet_window_whose_entropy_does_not_climb():
+    from envaudit.grpo.trainer import SETTLED_RISE, settled
+
+    config = GRPOConfig(barren_rollouts=64, group_size=8, groups_per_iteration=4)  # 2 iterations' worth
+    saturated = 1e-4
+    assert settled(_rows(3, 0, 0, entropy=saturated), config, 2)
+    assert not settled(_rows(0, 0, 1, 0, entropy=saturated), config, 2)  # a learning group restarts the window
+    assert not settled(_rows(0, entropy=saturated), config, 2)  # 32 of 64
+    rise = SETTLED_RISE * np.log(2)
+    rows = _rows(0, 0, entropy=0.2)
+    rows[-1]["entropy"] = 0.2 + rise  # at the tolerance
+    assert settled(rows, config, 2)
+    rows[-1]["entropy"] = 0.2 + 1.01 * rise  # climbing back towards exploring: trains on
+    assert not settled(rows, config, 2)
+    assert settled(rows, config, 3)  # log(3) allows more
+    rows = _rows(0, 0, entropy=0.3)
+    rows[-1]["entropy"] = 0.01  # falling is settling
+    assert settled(rows, config, 2)
+    rows[0]["entropy"] = float("nan")  # an iteration that trained nothing says nothing of its policy
+    assert not settled(rows, config, 2)
+    assert not settled(_rows(0, 0, entropy=saturated), config.replace(barren_rollouts=0), 2)
+    assert not settled(_rows(0, 0, entropy=saturated), config, 1)
+    assert not settled(_rows(0, 0, entropy=saturated), config.replace(engine="vllm"), 2)
+    # A window that is not a whole number of iterations takes the iteration that completes it.
+    assert not settled(_rows(0, 0, entropy=saturated), config.replace(barren_rollouts=65), 2)
+    assert settled(_rows(0, 0, 0, entropy=saturated), config.replace(barren_rollouts=65), 2)
+
+
+def test_a_run_that_learned_stops_once_settled():
+    # TenOnes teaches "always 1" (return 10 against 5 for random play); once every group's rollouts
+    # are alike there is nothing left to learn and the policy, saturated, stays so.
+    config = GRPOConfig(iterations=40, learning_rate=1e-2, seed=3, barren_rollouts=96)
     result = train(TenOnes, config)
-    assert not result.barren and len(result.curves) == 12
-    assert (result.curves["learning_groups"].iloc[-3:] == 0).all()
+    assert result.settled and not result.barren and len(result.curves) < 40
+    curves = result.curves
+    assert (curves["learning_groups"].iloc[-3:] == 0).all() and curves["learning_groups"].iloc[0] > 0
+    assert curves["return"].iloc[-1] == 10.0 and curves["entropy"].iloc[-1] < 0.05
+    # It stopped at the first iteration that completed the window, not later.
+    assert curves["learning_groups"].iloc[-4] > 0 or len(curves) == 3
+    longer = train(TenOnes, config.replace(barren_rollouts=0))
+    assert not longer.settled and len(longer.curves) == 40
+    # What the policy does after its window is what it did at the stop: a rollout that deviates (and
+    # so gives a group a signal) stays under the 1% the window promises.
+    tail = longer.curves.iloc[len(curves):]
+    assert (tail["return"] >= 9.9).all()
+    assert tail["learning_groups"].sum() <= 0.01 * len(tail) * config.rollouts_per_iteration
+
+
+def test_quiet_prior_counts_the_explorers_rollouts_only_when_no_group_would_learn():
+    from envaudit.grpo.trainer import quiet_prior
+
+    pipeline = timeout_handling_pipeline("keep")
+    alike = pd.DataFrame({"group": [0, 0, 1, 1], "return": [1.0, 1.0, 3.0, 3.0], "outcome": ["failure"] * 4})
+    assert quiet_prior(alike, None, pipeline) == 4
+    differs = alike.assign(**{"return": [1.0, 2.0, 3.0, 3.0]})
+    assert quiet_prior(differs, None, pipeline) == 0
+    # Judged on the training reward, not the env return.
+    assert quiet_prior(differs, lambda e: np.zeros(len(e)), pipeline) == 4
+    assert quiet_prior(alike, lambda e: np.arange(len(e), dtype=float), pipeline) == 0
+    assert quiet_prior(None, None, pipeline) == 0
+    assert quiet_prior(alike.iloc[:0], None, pipeline) == 0
+    assert quiet_prior(alike.drop(columns="group"), None, pipeline) == 0
+
+
+def test_the_explorers_quiet_rollouts_shorten_a_barren_target():
+    from envaudit.grpo.search import Reference, targeted
+
+    config = GRPOConfig(iterations=30, learning_rate=1e-2, seed=3, barren_rollouts=96)
+    reference = Reference(floor=-1.0, spread=1.0, short_length=1)
+    explored = natural(TenOnes, config.replace(iterations=1), eval_groups=0).training.first.episodes
+    assert len(explored) == 32
+    result = targeted(TenOnes, config, "timeout", reference, eval_groups=1, prior=explored)
+    assert result.training.barren and len(result.training.curves) == 2  # 32 explored + 2 x 32 = 96
+    alone = targeted(TenOnes, config, "timeout", reference, eval_groups=1)
+    assert len(alone.training.curves) == 3
+    # A prior whose groups would have learned (one explored rollout timed out) counts for nothing.
+    mixed = explored.copy()
+    mixed.loc[mixed.index[0], "outcome"] = "timeout"
+    assert len(targeted(TenOnes, config, "timeout", reference, eval_groups=1, prior=mixed).training.curves) == 3
+
+

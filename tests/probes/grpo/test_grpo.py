@@ -300,10 +300,12 @@ def test_the_same_seed_gives_the_same_curves_and_findings_idle_or_under_load():
     assert idle == loaded
     runs = idle_ctx.notes["runs"]
     assert set(runs) == {"natural", "faults", "target-success", "target-timeout", "target-no_success"}
-    # Work is what the config sizes, not what the clock allowed.
-    assert runs["natural"]["iterations"] == QUICK_ITERATIONS["natural"]
-    assert runs["faults"]["iterations"] == QUICK_ITERATIONS["faults"]
-    assert {r["iterations"] for k, r in runs.items() if k.startswith("target-")} == {QUICK_ITERATIONS["target"]}
+    # Work is what the config sizes, not what the clock allowed: every run its iterations, or fewer
+    # where it stopped as barren or settled (counted in rollouts, the same under load).
+    for name, r in runs.items():
+        limit = QUICK_ITERATIONS.get(name, QUICK_ITERATIONS["target"])
+        assert r["iterations"] == limit or (r["barren"] or r["settled"]) and r["iterations"] < limit
+    assert any(r["settled"] for r in runs.values())
     assert {r["eval_episodes"] for r in runs.values()} == {QUICK_EVAL_GROUPS * idle_ctx.config.group_size}
 
 
