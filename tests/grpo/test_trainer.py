@@ -211,3 +211,20 @@ def test_the_explorers_quiet_rollouts_shorten_a_barren_target():
     assert len(targeted(TenOnes, config, "timeout", reference, eval_groups=1, prior=mixed).training.curves) == 3
 
 
+
+
+def test_the_explorers_rollouts_count_only_before_the_policy_moved():
+    from envaudit.grpo.trainer import SETTLED_RISE, UNIFORM, barren, settled
+
+    config = GRPOConfig(barren_rollouts=64, group_size=8, groups_per_iteration=4)  # 32 rollouts an iteration
+    assert barren(_rows(0), config, 2, prior=32) and not barren(_rows(0), config, 2)
+    assert not barren(_rows(0), config.replace(barren_rollouts=33), 2)  # no prior by default
+    # Once an iteration learned, exploration's rollouts say nothing of the policy trained since.
+    assert not barren(_rows(1, 0), config, 2, prior=32)
+    assert not barren(_rows(1, 0, 0), config.replace(barren_rollouts=65), 2, prior=32)
+    assert barren(_rows(0, 0, entropy=UNIFORM * np.log(2)), config, 2)  # at the uniform share exactly
+    # settled compares the window's last iteration with its first, not any in between.
+    rise = SETTLED_RISE * np.log(2)
+    rows = [{"learning_groups": 0, "entropy": e} for e in (0.0, 3 * rise, 0.0)]
+    assert settled(rows, config.replace(barren_rollouts=96), 2)
+    assert settled([{"learning_groups": 0, "entropy": e} for e in (0.0, rise)], config, 2)  # at the tolerance
