@@ -26,7 +26,8 @@ class GRPOConfig:
     iterations: int = _opt(40, "Training iterations: collect groups, compute advantages, update.")
     barren_rollouts: int = _opt(
         0, "Stop once this many rollouts in a row (whole iterations) gave no group a learning signal (every "
-        "advantage zero) while the policy stayed the uniform explorer it started as: a behaviour that "
+        "advantage zero) while the policy stayed the uniform explorer it started as (barren) or, trained, "
+        "kept its entropy from climbing back (settled): a behaviour that "
         "would give one shows in fewer than r of its rollouts, where (1 - r) ** barren_rollouts is the "
         "chance of having missed it. torch engine only; 0 never stops for that.")
     learning_rate: float = _opt(3e-3, "Adam learning rate of the policy.")

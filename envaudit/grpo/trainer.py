@@ -197,9 +197,8 @@ def train(
 
     ``pipeline`` defaults to ``config.rollout_pipeline``; ``reward`` to the env return. Training runs
     ``config.iterations`` iterations; it stops early only when the env hangs, when
-    ``on_iteration(iteration, engine, row)`` returns True, once it has found nothing to learn from
-    or has settled
-    (``config.barren_rollouts``, see the module docstring), or at ``deadline`` (``time.monotonic()``),
+    ``on_iteration(iteration, engine, row)`` returns True, once it has found nothing to learn from or
+    has settled (``config.barren_rollouts``, see the module docstring), or at ``deadline`` (``time.monotonic()``),
     a safety cap whose cut the result reports as ``stopped="deadline"``, never a way to size work.
     ``executor``: where the envs step (``envaudit.execution``; None: in this process); the policy
     stays here and the result is the same with any executor and any number of workers.
