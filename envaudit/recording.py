@@ -404,3 +404,8 @@ def wrap(
     """Wrap ``env`` so every step is recorded; see ``AuditWrapper``."""
     return AuditWrapper(env, tool_key=tool_key, success=success,
                         success_threshold=success_threshold, recorder=recorder)
+
+
+def explored_episodes(episodes: pd.DataFrame) -> pd.DataFrame:
+    """Exploration's own episodes (``probe == "explore"``) of a table other probes may have added to."""
+    return episodes[episodes["probe"] == "explore"] if "probe" in episodes else episodes

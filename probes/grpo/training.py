@@ -103,7 +103,7 @@ from envaudit.probes.grpo.lessons import (
     typical_trajectory,
 )
 from envaudit.protocol import FAILURE, SUCCESS
-from envaudit.recording import EPISODE_COLUMNS, Records
+from envaudit.recording import EPISODE_COLUMNS, Records, explored_episodes
 from envaudit.rollout import SequencePolicy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
 
@@ -363,8 +363,7 @@ def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Refer
 
 def _explored(ctx: ProbeContext) -> pd.DataFrame:
     """Exploration's own episodes (the uniform explorer's groups), without what other probes added."""
-    explore = ctx.exploration.episodes
-    return explore[explore["probe"] == "explore"] if "probe" in explore else explore
+    return explored_episodes(ctx.exploration.episodes)
 
 
 def _env_factory(ctx: ProbeContext):
