@@ -160,13 +160,15 @@ def startup_s(tmp_path_factory) -> float:
 def test_an_env_that_hangs_before_enough_episodes_finish_exits_3_within_two_deadlines(env, startup_s, tmp_path,
                                                                                      monkeypatch, capsys):
     """One worker, so the scan needs one hung episode to decide: beyond starting its worker
-    processes, it may take two step deadlines (of the time the step had: see ``_cpu_stretch``)."""
+    processes, it may take two step deadlines (of the time the step had: see ``_cpu_stretch``).
+    The machine's load now stretches the scan's own start and report as much as a spinning step
+    (CI runs this beside other test workers), so both are scaled by the stretch measured now."""
     monkeypatch.chdir(tmp_path)
-    stretch = _cpu_stretch() if env == "SpinsInStep" else 1.0
+    stretch = _cpu_stretch()
     rc, elapsed = _timed_scan(f"tests.test_broken_env:{env}", "out")
     out = capsys.readouterr().out
     assert rc == 3, out
-    assert elapsed - startup_s <= 2 * STEP_TIMEOUT * stretch, (elapsed, startup_s, stretch)
+    assert elapsed - startup_s * stretch <= 2 * STEP_TIMEOUT * stretch, (elapsed, startup_s, stretch)
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert data["broken"]["stage"] == "step" and data["probes"] == []
     assert data["broken"]["message"].startswith(f"step() did not return within {STEP_TIMEOUT:g} s")
