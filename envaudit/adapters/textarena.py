@@ -11,7 +11,8 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
 - **Success.** In a game for two or more players, player 0 won: its reward is above every other
   player's (TextArena's ``set_winner``). Alone, TextArena marks a solved game with
   ``set_outcome(reward=1)`` and a lost one with the fraction completed, so success is an outcome
-  of 1 that ended neither by the turn limit nor by an invalid move.
+  of 1 that ended neither by the turn limit nor by an invalid move. A game whose reward is a score
+  has its win state read from its state instead (``GameMoves.success``: Set's perfect game).
 - **Truncation.** A game that ended because its turn limit was reached (its reason says so, or,
   when it gives no reason, the turn count reached ``max_turns``) is truncated, not terminated; so is an episode cut by the
   adapter's own guard (``turn_cap`` agent steps, for games without a limit of their own).
@@ -39,7 +40,7 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
 Legal moves come from the game itself, never from a guess when the game can tell: for the games of
 ``textarena_moves.GAMES`` (Guess the Number, Tower of Hanoi, Mastermind, Connect Four, Nim, Kuhn
 Poker, Tic Tac Toe, Three-Card Monte, Sudoku, Peg Jump, Colonel Blotto, Santorini, Settlers of
-Catan) from its state; for every other game, moves read from its text (the last "Available/Valid Moves" listing, the bracketed moves
+Catan, Quantum Tic Tac Toe, Set) from its state; for every other game, moves read from its text (the last "Available/Valid Moves" listing, the bracketed moves
 of the newest messages and of the prompt, and those with their numbers or placeholders varied) are
 each tried on a copy of the game, through its own ``step()``, and kept only when the game accepts
 them. Only a game whose text shows no move it accepts, or that cannot be copied, gets unchecked
@@ -439,7 +440,9 @@ class TextArenaEnv(CatalogueEnv):
             reason = "player 0 was eliminated by its invalid moves; the other players play on without it"
         at_limit = ended_at_limit(reason, state.turn, getattr(state, "max_turns", None))
         reward = float((rewards or {}).get(0, 0.0))
-        success = won(rewards, self.num_players, at_limit=at_limit, invalid=invalid)
+        success = (self.known.success(self.base) and not at_limit and not invalid
+                   if self.known is not None and self.known.success is not None else
+                   won(rewards, self.num_players, at_limit=at_limit, invalid=invalid))
         # The step that ends the game carries the game's verdict, not a tool status: a game lost by
         # an invalid move is a failure TextArena pays by its own rule, not a tool error.
         info = {"success": success, "invalid_move": invalid, "reason": reason, "rewards": dict(rewards or {})}

@@ -112,6 +112,9 @@ class GameMoves:
     """The game's own way to give up, when it has one and it is legal now."""
     reference: Callable[[Any], str] | None = None
     """The move that solves the game at once, read from its hidden state."""
+    success: Callable[[Any], bool] | None = None
+    """The game's own win state, read from its state at the end, where its reward does not say it (a
+    score that is not TextArena's solved-game 1); None: the reward does (``textarena.won``)."""
 
 
 # -- Guess the Number (envs/GuessTheNumber/env.py: a number in range, not guessed before) --------
@@ -345,6 +348,73 @@ def _catan_stall(env: Any, last: str | None) -> str | None:
     return f"[{env.game_moves[-1][0]}]"
 
 
+# -- Quantum Tic Tac Toe (envs/QuantumTicTacToe/env.py: ``[a,b]``, two different cells 0-8, neither
+#    solidified) -------------------------------------------------------------------------------------
+def _qttt_open(env: Any) -> list[int]:
+    board = env.state.game_state["board"]
+    return [r * 3 + c for r in range(3) for c in range(3) if board[r][c] == ""]
+
+
+def _qttt_legal(env: Any, rng: random.Random) -> list[str]:
+    return [f"[{a},{b}]" for a, b in itertools.combinations(_qttt_open(env), 2)]
+
+
+def _qttt_illegal(env: Any) -> str:
+    a = (_qttt_open(env) or [0])[0]
+    return f"[{a},{a}]"  # the same cell twice
+
+
+# -- Set (envs/Set/env.py: three 1-based indices into the board; when the board holds no Set and the
+#    deck is not empty, three cards are dealt (``pop()``: the deck's last first) *before* the move is
+#    read, so a move may name them; a turn is counted for every well-formed move, a Set or not) -------
+def _is_set(cards: Any) -> bool:
+    """Every attribute the same on all three cards or different on all three (``_is_set``)."""
+    return all(len(set(values)) in (1, 3) for values in zip(*cards, strict=True))
+
+
+def _set_board(env: Any) -> list[Any]:
+    gs = env.state.game_state
+    board = list(gs["board"])
+    if not any(_is_set(t) for t in itertools.combinations(board, 3)):
+        board += gs["deck"][::-1][:3]
+    return board
+
+
+def _set_triples(env: Any) -> list[tuple[int, int, int]]:
+    return list(itertools.combinations(range(1, len(_set_board(env)) + 1), 3))
+
+
+def _set_move(triple: tuple[int, int, int]) -> str:
+    return "[" + ", ".join(str(i) for i in triple) + "]"
+
+
+def _set_legal(env: Any, rng: random.Random) -> list[str]:
+    return [_set_move(t) for t in _set_triples(env)]
+
+
+def _set_found(env: Any) -> list[tuple[int, int, int]]:
+    board = _set_board(env)
+    return [t for t in _set_triples(env) if _is_set([board[i - 1] for i in t])]
+
+
+def _set_stall(env: Any, last: str | None) -> str | None:
+    """A well-formed triple that is no Set: the turn is spent and nothing is scored."""
+    found = set(_set_found(env))
+    return next((_set_move(t) for t in _set_triples(env) if t not in found), None)
+
+
+def _set_reference(env: Any) -> str:
+    """A Set on the board (the first, in index order); the first triple where the board has none."""
+    return _set_move(next(iter(_set_found(env)), (1, 2, 3)))
+
+
+def _set_perfect(env: Any) -> bool:
+    """Set has no win state of its own: its goal is as many Sets as there are turns, "without making
+    mistakes". Success is that perfect game, a Set found on every one of its turns."""
+    gs = env.state.game_state
+    return gs["num_turns"] > 0 and gs["score"] == gs["num_turns"]
+
+
 GAMES: dict[str, GameMoves] = {
     "GuessTheNumberEnv": GameMoves(_gtn_legal, illegal=lambda env: f"[{env.max_number + 1}]", stall=_gtn_stall,
                                    reference=lambda env: f"[{env.game_number}]"),
@@ -365,6 +435,9 @@ GAMES: dict[str, GameMoves] = {
     "SantoriniBaseFixedWorkerEnv": GameMoves(_santorini_legal, illegal=_santorini_illegal),
     "SettlersOfCatanEnv": GameMoves(_catan_legal, illegal=lambda env: f"[{len(env.game_moves or []) + 1}]",
                                     stall=_catan_stall),
+    "QuantumTicTacToeEnv": GameMoves(_qttt_legal, illegal=_qttt_illegal),
+    "SetEnv": GameMoves(_set_legal, illegal=lambda env: "[0, 1, 2]", stall=_set_stall, reference=_set_reference,
+                        success=_set_perfect),
 }
 """Env class name -> its readers."""
 

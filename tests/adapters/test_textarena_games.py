@@ -1,0 +1,163 @@
+"""Set and Quantum Tic Tac Toe: moves read from their state, success from Set's own goal.
+
+Both were blind in ``benchmarks/ecosystems.py`` before their readers: every move read from Quantum
+Tic Tac Toe's text is a single bracketed cell (``[4]``), which its ``step()`` rejects ("Invalid
+format. Use '[a,b]'"), so every episode ended by an invalid move; Set accepts any three indices,
+but a random triple of its 12 cards is a Set about once in 80, so every catalogue move scored 0,
+and its reward is its score (0..20), not TextArena's solved-game 1. Checked by hand against
+``textarena/envs/Set/env.py`` and ``textarena/envs/QuantumTicTacToe/env.py`` (textarena 0.7.4):
+
+- Set: a move is ``[i, j, k]``, 1-based board indices; the game's ``_is_set`` wants each of the four
+  attributes all equal or all different on the three cards; a Set scores 1 and the cards are
+  replaced; every well-formed move counts one of 20 turns; when the board holds no Set and the deck
+  is not empty, three cards are dealt (``deck.pop()``) *before* the move is read.
+- Quantum Tic Tac Toe: a move is ``[a,b]``, two different cells 0-8, neither solidified by a collapse.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import random
+
+import pytest
+
+pytest.importorskip("textarena")
+
+from envaudit.adapters.textarena import TextArenaEnv  # noqa: E402
+
+SET_TURNS = 20
+
+
+def _base(game):
+    while "env" in vars(game):
+        game = vars(game)["env"]
+    return game
+
+
+def stepped_copy(env: TextArenaEnv, move: str):
+    """The base game of a copy of ``env``'s game after ``move``, and whether TextArena accepted it."""
+    kept = random.getstate()
+    try:
+        twin = copy.deepcopy(env.game)
+        base = _base(twin)
+        errors, pid = base.state.error_count, base.state.current_player_id
+        twin.step(move)
+        return base, not (base.state.error_count > errors or base.state.game_info[pid]["invalid_move"])
+    finally:
+        random.setstate(kept)
+
+
+def is_set(cards) -> bool:
+    """Set's rule, written from its prompt: each attribute all the same or all different."""
+    return all(len(set(v)) in (1, 3) for v in zip(*cards, strict=True))
+
+
+def play(env: TextArenaEnv, labels: list[str], seed: int = 0) -> tuple[float, dict]:
+    env.reset(seed=seed)
+    total, info = 0.0, {}
+    for t in range(env.max_steps):
+        label = labels[min(t, len(labels) - 1)]
+        _, reward, terminated, truncated, info = env.step(env.action_labels.index(label))
+        total += reward
+        if terminated or truncated:
+            return total, info
+    raise AssertionError("the game did not end")
+
+
+def test_set_moves_are_every_triple_of_the_board_and_the_reference_is_a_set_the_game_scores():
+    env = TextArenaEnv("Set-v0")
+    env.reset(seed=0)
+    board = env.base.state.game_state["board"]
+    assert len(board) == 12
+    legal = env.known.legal(env.base, random.Random(0))
+    assert len(legal) == 220 and legal[0] == "[1, 2, 3]" and legal[-1] == "[10, 11, 12]"
+    moves = env.candidates()
+    reference = [int(i) for i in moves["reference"].strip("[]").split(",")]
+    assert is_set([board[i - 1] for i in reference])
+    after, accepted = stepped_copy(env, moves["reference"])
+    assert accepted and after.state.game_state["score"] == 1 and after.state.game_state["num_turns"] == 1
+    stall = [int(i) for i in moves["stall"].strip("[]").split(",")]
+    assert not is_set([board[i - 1] for i in stall])
+    after, accepted = stepped_copy(env, moves["stall"])
+    assert accepted and after.state.game_state["score"] == 0 and after.state.game_state["num_turns"] == 1
+    _, accepted = stepped_copy(env, moves["illegal"])
+    assert not accepted
+
+
+def test_set_reads_the_three_cards_dealt_before_the_move_on_a_board_without_a_set():
+    env = TextArenaEnv("Set-v0")
+    env.reset(seed=3)
+    gs = env.base.state.game_state
+    cards = gs["board"] + gs["deck"]
+    capped: list = []  # twelve cards without a Set, built greedily from the game's own cards
+    for card in cards:
+        if not any(is_set((a, b, card)) for a, b in itertools.combinations(capped, 2)):
+            capped.append(card)
+        if len(capped) == 12:
+            break
+    rest = [c for c in cards if c not in capped]
+    # The deck's second-last card (dealt second: ``pop()`` takes the last first) makes a Set with the
+    # board's first two cards, and no other dealt card makes one with any two.
+    a, b = capped[0], capped[1]
+    third = next(c for c in rest if is_set((a, b, c)))
+    rest.remove(third)
+    quiet = [c for c in rest if not any(is_set((x, y, c)) for x, y in itertools.combinations([*capped, third], 2))]
+    rest = [c for c in rest if c not in quiet[:2]]
+    gs["board"], gs["deck"] = capped, [*rest, quiet[0], third, quiet[1]]
+    env._cache = None
+    env._refresh()
+    legal = env.known.legal(env.base, random.Random(0))
+    assert len(legal) == 455  # C(15, 3): the move may name the three cards about to be dealt
+    moves = env.candidates()
+    assert moves["reference"] == "[1, 2, 14]"
+    after, accepted = stepped_copy(env, moves["reference"])
+    assert accepted and after.state.game_state["score"] == 1
+    # With the deck spent nothing is dealt: no Set anywhere, and the reference is the first triple.
+    gs["deck"] = []
+    env._cache = None
+    env._refresh()
+    assert len(env.known.legal(env.base, random.Random(0))) == 220
+    assert env.candidates()["reference"] == "[1, 2, 3]"
+
+
+def test_set_success_is_a_set_on_every_turn_not_a_score_of_one():
+    env = TextArenaEnv("Set-v0")
+    total, info = play(env, ["reference"])
+    assert total == SET_TURNS and info["success"] is True
+    # One Set and nineteen wasted turns pays 1, TextArena's solved-game mark, and is no success.
+    total, info = play(env, ["reference", *["stall"] * (SET_TURNS - 1)])
+    assert total == 1.0 and info["success"] is False
+    total, info = play(env, ["stall"])
+    assert total == 0.0 and info["success"] is False
+
+
+def test_quantum_tic_tac_toe_moves_are_pairs_of_open_cells_the_game_accepts():
+    env = TextArenaEnv("QuantumTicTacToe-v0")
+    env.reset(seed=0)
+    board = env.base.state.game_state["board"]
+    open_cells = [r * 3 + c for r in range(3) for c in range(3) if board[r][c] == ""]
+    legal = env.known.legal(env.base, random.Random(0))
+    assert legal == [f"[{a},{b}]" for a, b in itertools.combinations(open_cells, 2)]
+    for move in random.Random(1).sample(legal, 8):
+        assert stepped_copy(env, move)[1], move
+    board[0][0] = board[1][1] = "X"  # solidified by hand: no move may name cell 0 or 4
+    env._cache = None
+    env._refresh()
+    legal = env.known.legal(env.base, random.Random(0))
+    assert len(legal) == 21 and not any(c in m for m in legal for c in "04")
+    assert not stepped_copy(env, "[4,1]")[1]
+    illegal = env.candidates()["illegal"]
+    assert illegal == "[1,1]" and not stepped_copy(env, illegal)[1]
+    for r in range(3):  # every cell solidified: no legal move, and the illegal one still well formed
+        board[r][:] = ["O", "X", "O"]
+    assert env.known.legal(env.base, random.Random(0)) == [] and env.known.illegal(env.base) == "[0,0]"
+
+
+def test_quantum_tic_tac_toe_is_won_and_lost_by_catalogue_play():
+    """Before the reader, every episode ended on an invalid move (one outcome): now the legal moves
+    reach both a win and a loss against the random legal opponent over a few seeds."""
+    env = TextArenaEnv("QuantumTicTacToe-v0")
+    outcomes = {play(env, [label], seed)[1]["success"] for label in ("legal_1", "legal_2", "legal_3", "stall")
+                for seed in range(3)}
+    assert outcomes == {True, False}
