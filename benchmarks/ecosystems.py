@@ -11,7 +11,9 @@ a cheap playability check, and the env's status:
   reasoning-gym's ``catalogue_check`` well-formed share, TextArena's ``playability`` legal-move
   share; GEM's, skyrl-gym's and verifiers' when their adapters report one), at least two distinct
   outcomes (return, success) occur, and success is defined (some episode sets ``info["success"]``;
-  for reasoning-gym, the reference answer is judged a success);
+  for reasoning-gym, the reference answer is judged a success). A multi-step env plays each label
+  of ``GAME_LABELS`` repeated; a game (TextArena, GEM) also, as the scan's exploration does,
+  uniformly random catalogue actions (``RANDOM_EPISODES`` episodes, one a seed);
 - **blind**: it runs, but one of those fails (the reasons say which);
 - **error**: the adapter raised (the innermost envaudit frame is named);
 - **env-error**: the env's own code raised (its ``file:line``; a finding a scan reports, not an
@@ -36,8 +38,10 @@ import argparse
 import contextlib
 import importlib.util
 import io
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -49,6 +53,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "adapters" / "data"
 ALT_PYTHON = ROOT / ".venv-alt" / "bin" / "python"
@@ -57,6 +63,14 @@ PACKAGES = {"reasoning-gym": "reasoning_gym", "textarena": "textarena", "gem": "
             "skyrl-gym": "skyrl_gym", "verifiers": "verifiers"}
 GAME_LABELS = ("reference", "legal_1", "legal_2", "stall", "illegal", "forfeit", "empty")
 """Labels played in every multi-turn env (those its catalogue has), each repeated until the episode ends."""
+GAME_ECOSYSTEMS = ("textarena", "gem")
+"""Where random catalogue play is added: games, whose moves are harmless to play in this process (a code
+env's catalogue crashes its grader on purpose, which only the scan's worker processes contain)."""
+RANDOM_EPISODES, RANDOM_STREAM = 16, 24
+"""Episodes of uniformly random catalogue actions in a game (exploration's policy), one from
+each of the reset seeds ``seed .. seed + RANDOM_EPISODES - 1``, from a generator seeded by
+(``RANDOM_STREAM``, seed): a default scan's exploration plays 256 (32 seeds, 8 each). Other seeds
+than the labels' two: a game's deal can lose every line of play from one seed (Kuhn Poker)."""
 ANSWER_LABELS = ("reference", "wrong_1", "unformatted", "empty", "hedge_all", "call_1", "answer_short",
                  "failing_call", "give_up")
 """Labels played in a single-turn or tool env without a catalogue check of its own."""
@@ -69,6 +83,10 @@ UNAVAILABLE = ("ConnectionError", "OfflineModeIsEnabled", "LocalEntryNotFoundErr
 """Exception names that mean the env cannot be built here: it downloads its data, or it needs a
 package its ecosystem does not install."""
 STATUSES = ("playable", "blind", "error", "env-error", "unavailable")
+
+
+API_KEY = re.compile(r"API key not found|_API_KEY environment variable", re.IGNORECASE)
+"""An env that needs a hosted model's key (TextArena's ``OpenRouterAgent`` opponents and juries)."""
 
 
 @dataclass
@@ -101,6 +119,8 @@ def blame(exc: BaseException) -> tuple[str, str]:
             break
     if any(type(e).__name__ in UNAVAILABLE or "offline" in str(e).lower() for e in chain):
         return "unavailable", f"{type(exc).__name__}: {str(exc)[:160]}"
+    if any(API_KEY.search(str(e)) for e in chain):  # its opponent or judge is a hosted LLM
+        return "unavailable", f"{type(exc).__name__}: {str(exc)[:160]} (a hosted LLM plays in it: a key and the network)"
     if isinstance(exc, SyntaxError):  # the env's own file does not compile on this Python
         return "unavailable", f"SyntaxError in {Path(exc.filename or '?').name}:{exc.lineno} under Python {sys.version.split()[0]}"
     if isinstance(exc, LookupError) and "nltk" in "".join(f.filename for f in traceback.extract_tb(exc.__traceback__)):
@@ -117,26 +137,41 @@ def blame(exc: BaseException) -> tuple[str, str]:
 
 
 # -- playing an env's catalogue ---------------------------------------------------------------------
+def episode(env: Any, seed: int, choose: Any, max_steps: int, row: Row) -> tuple | None:
+    """One episode from ``reset(seed)``, ``choose()`` giving each action, cut at ``max_steps``: its
+    outcome (return, success, truncated) when it ended, else None."""
+    env.reset(seed=seed)
+    row.episodes += 1
+    total, success = 0.0, None
+    for _ in range(max_steps):
+        _, reward, terminated, truncated, info = env.step(choose())
+        row.steps += 1
+        total += float(reward)
+        if info.get("success") is not None:
+            success = bool(info["success"])
+        if terminated or truncated:
+            row.success_defined |= success is not None
+            return round(total, 6), success, bool(truncated)
+    return None
+
+
 def play(env: Any, labels: tuple[str, ...], seeds: list[int], max_steps: int, row: Row) -> set[tuple]:
     """Each label of ``labels`` the catalogue has, repeated from ``reset(seed)`` until the episode
     ends (or ``max_steps``); the distinct outcomes (return, success, truncated) of those that ended."""
+    actions = [env.action_labels.index(label) for label in labels if label in env.action_labels]
+    ended = (episode(env, seed, itertools.repeat(a).__next__, max_steps, row) for a in actions for seed in seeds)
+    return {o for o in ended if o is not None}
+
+
+def play_random(env: Any, seed: int, max_steps: int, row: Row) -> set[tuple]:
+    """What the scan's exploration plays: a uniformly random catalogue action at every step, one episode
+    from each of ``RANDOM_EPISODES`` reset seeds; the distinct outcomes of those that ended."""
     outcomes: set[tuple] = set()
-    for label in (lab for lab in labels if lab in env.action_labels):
-        action = env.action_labels.index(label)
-        for seed in seeds:
-            env.reset(seed=seed)
-            row.episodes += 1
-            total, success, truncated = 0.0, None, False
-            for _ in range(max_steps):
-                _, reward, terminated, truncated, info = env.step(action)
-                row.steps += 1
-                total += float(reward)
-                if info.get("success") is not None:
-                    success = bool(info["success"])
-                if terminated or truncated:
-                    outcomes.add((round(total, 6), success, bool(truncated)))
-                    row.success_defined |= success is not None
-                    break
+    for s in range(seed, seed + RANDOM_EPISODES):
+        rng = np.random.default_rng([RANDOM_STREAM, s])
+        outcome = episode(env, s, lambda r=rng: int(r.integers(env.action_space.n)), max_steps, row)
+        if outcome is not None:
+            outcomes.add(outcome)
     return outcomes
 
 
@@ -198,7 +233,11 @@ def check_env(ecosystem: str, name: str, target: str, env_args: dict[str, Any], 
                                    else "success is not defined (no reference answer and no verifier)")
         else:
             labels = GAME_LABELS if env.max_steps > 1 else ANSWER_LABELS
-            judge(row, len(play(env, labels, seeds, min(max_steps, max(1, env.max_steps)), row)))
+            cap = min(max_steps, max(1, env.max_steps))
+            outcomes = play(env, labels, seeds, cap, row)
+            if ecosystem in GAME_ECOSYSTEMS:
+                outcomes |= play_random(env, seed, cap, row)
+            judge(row, len(outcomes))
         verdict = check if check is not None and "playable" in check else measured
         if verdict is not None and verdict.get("playable") is False and verdict.get("why"):
             row.reasons.append(f"adapter: {verdict['why']}")  # the adapter's own verdict, beside this one's
@@ -273,7 +312,18 @@ def skyrl_targets(seed: int, variants: str) -> Iterator[Target]:
 
 def verifiers_targets(seed: int, variants: str) -> Iterator[Target]:
     for path in sorted(DATA.glob("vf_*.py")):
-        yield path.stem, f"verifiers:{path}", {"size": 16}
+        yield path.stem, f"verifiers:{path}", {"size": 16, **served_tools(path)}
+
+
+def served_tools(path: Path) -> dict[str, str]:
+    """A verifiers example whose MCP toolset is a server someone runs (verifiers would build and launch
+    it with ``uv``, which needs the network) ships ``serve_in_thread``: run it as a user runs their
+    tool server, and pass its URL as the taskset's ``tools_url``, as the adapter's tests do."""
+    spec = importlib.util.spec_from_file_location(f"envaudit_bench_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    serve = getattr(module, "serve_in_thread", None)
+    return {"tools_url": serve(Path(tempfile.mkdtemp(prefix="envaudit-mcp-")))} if serve else {}
 
 
 TARGETS = {"reasoning-gym": reasoning_gym_targets, "textarena": textarena_targets, "gem": gem_targets,
