@@ -38,7 +38,7 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
   flat.
 
 Legal moves come from the game itself, never from a guess when the game can tell: for the games of
-``textarena_moves.GAMES`` (Guess the Number, Tower of Hanoi, Mastermind, Connect Four, Nim, Kuhn
+``textarena_games.GAMES`` (Guess the Number, Tower of Hanoi, Mastermind, Connect Four, Nim, Kuhn
 Poker, Tic Tac Toe, Three-Card Monte, Sudoku, Peg Jump, Colonel Blotto, Santorini, Settlers of
 Catan, Quantum Tic Tac Toe, Set) from its state; for every other game, moves read from its text (the last "Available/Valid Moves" listing, the bracketed moves
 of the newest messages and of the prompt, and those with their numbers or placeholders varied) are
@@ -77,9 +77,9 @@ import numpy as np
 from envaudit.adapters import package_version, require
 from envaudit.adapters.base import CatalogueEnv
 from envaudit.adapters.catalogue import FORFEIT, Strategy, game_labels, game_strategies
+from envaudit.adapters.textarena_games import GAMES
 from envaudit.adapters.textarena_moves import (
     ENOUGH_LEGAL,
-    GAMES,
     Trials,
     global_random_kept,
     invalid_flag,
@@ -285,7 +285,7 @@ class TextArenaEnv(CatalogueEnv):
                         "a final outcome of 1 (TextArena's solved game), not at the turn limit, not by an invalid move"),
             "opponent": "a uniformly random legal move (read as the agent's legal moves are), from a generator "
                         "seeded by the reset seed" if self.num_players > 1 else None,
-            "legal_moves": ("read from the game's state (envaudit.adapters.textarena_moves)" if self.known else
+            "legal_moves": ("read from the game's state (envaudit.adapters.textarena_games)" if self.known else
                             "moves read from the game's text, each tried on a copy of the game and kept when its "
                             "own step() accepts it" if self._copyable else
                             "moves read from the game's text, unchecked: the game cannot be copied to try them"),

@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("textarena")
 
 from envaudit.adapters.textarena import TextArenaEnv  # noqa: E402
-from envaudit.adapters.textarena_moves import GAMES  # noqa: E402
+from envaudit.adapters.textarena_games import GAMES  # noqa: E402
 
 
 def _accepted_and_passes(env: TextArenaEnv, move: str) -> bool:
