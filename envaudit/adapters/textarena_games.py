@@ -339,6 +339,56 @@ def _set_perfect(env: Any) -> bool:
     return gs["num_turns"] > 0 and gs["score"] == gs["num_turns"]
 
 
+# -- Crosswords (envs/Crosswords/env.py: ``[row col letter]`` on a cell that is "_" (not black "."
+#    nor filled), the solution's letter there, else an invalid move) ------------------------------
+def _crossword_empty(env: Any) -> list[tuple[int, int]]:
+    board = env.state.game_state["board"]
+    return [(r, c) for r, row in enumerate(board) for c, cell in enumerate(row) if cell == "_"]
+
+
+def _crossword_legal(env: Any, rng: random.Random) -> list[str]:
+    solution = env.state.game_state["solution"]
+    return [f"[{r} {c} {solution[r][c]}]" for r, c in _crossword_empty(env)]
+
+
+def _crossword_illegal(env: Any) -> str:
+    r, c = (_crossword_empty(env) or [(0, 0)])[0]
+    right = str(env.state.game_state["solution"][r][c]).upper()
+    return f"[{r} {c} {'B' if right == 'A' else 'A'}]"  # a letter the solution does not have there
+
+
+# -- Logic Puzzle (envs/LogicPuzzle/env.py: ``[row col mark]``, one word each, row and col a cell of
+#    one of ``env.game_board``'s grids, mark O or X, not the mark the cell already holds; solved when
+#    every grid equals ``env.game_board_solution``) ---------------------------------------------------
+def _logic_cells(env: Any) -> list[tuple[str, str, Any, str]]:
+    """(row, col, the mark the board holds, the solution's mark) of every cell a move can name."""
+    return [(row, col, mark, env.game_board_solution[grid][row][col])
+            for grid, rows in env.game_board.items() for row, cols in rows.items() for col, mark in cols.items()
+            if row.isalpha() and col.isalpha()]
+
+
+def _logic_legal(env: Any, rng: random.Random) -> list[str]:
+    return [f"[{row} {col} {m}]" for row, col, mark, _ in _logic_cells(env) for m in "OX" if m != mark]
+
+
+def _logic_illegal(env: Any) -> str:
+    marked = next(((row, col, mark) for row, col, mark, _ in _logic_cells(env) if mark in ("O", "X")), None)
+    return f"[{marked[0]} {marked[1]} {marked[2]}]" if marked else "[nowhere nobody O]"  # a repeat, else off the grid
+
+
+def _logic_stall(env: Any, last: str | None) -> str | None:
+    """A mark against the solution on a cell that does not hold it yet: a turn spent, nothing solved."""
+    wrong = {"O": "X", "X": "O"}
+    return next((f"[{row} {col} {wrong[sol]}]" for row, col, mark, sol in _logic_cells(env) if mark != wrong[sol]),
+                None)
+
+
+def _logic_reference(env: Any) -> str:
+    """The solution's mark on the first cell that does not hold it: played every turn, it solves the puzzle."""
+    return next((f"[{row} {col} {sol}]" for row, col, mark, sol in _logic_cells(env) if mark != sol),
+                "[nowhere nobody O]")
+
+
 GAMES: dict[str, GameMoves] = {
     "GuessTheNumberEnv": GameMoves(_gtn_legal, illegal=lambda env: f"[{env.max_number + 1}]", stall=_gtn_stall,
                                    reference=lambda env: f"[{env.game_number}]"),
@@ -360,6 +410,8 @@ GAMES: dict[str, GameMoves] = {
     "SettlersOfCatanEnv": GameMoves(_catan_legal, illegal=lambda env: f"[{len(env.game_moves or []) + 1}]",
                                     stall=_catan_stall),
     "QuantumTicTacToeEnv": GameMoves(_qttt_legal, illegal=_qttt_illegal),
+    "CrosswordsEnv": GameMoves(_crossword_legal, illegal=_crossword_illegal),
+    "LogicPuzzleEnv": GameMoves(_logic_legal, illegal=_logic_illegal, stall=_logic_stall, reference=_logic_reference),
     "SetEnv": GameMoves(_set_legal, illegal=lambda env: "[0, 1, 2]", stall=_set_stall, reference=_set_reference,
                         success=_set_perfect),
 }

@@ -1,4 +1,5 @@
-"""Set and Quantum Tic Tac Toe: moves read from their state, success from Set's own goal.
+"""Set, Quantum Tic Tac Toe, Crosswords and Logic Puzzle: moves read from their state, success from Set's
+own goal.
 
 Both were blind in ``benchmarks/ecosystems.py`` before their readers: every move read from Quantum
 Tic Tac Toe's text is a single bracketed cell (``[4]``), which its ``step()`` rejects ("Invalid
@@ -12,6 +13,12 @@ and its reward is its score (0..20), not TextArena's solved-game 1. Checked by h
   replaced; every well-formed move counts one of 20 turns; when the board holds no Set and the deck
   is not empty, three cards are dealt (``deck.pop()``) *before* the move is read.
 - Quantum Tic Tac Toe: a move is ``[a,b]``, two different cells 0-8, neither solidified by a collapse.
+- Crosswords (``envs/Crosswords/env.py``): ``[row col letter]`` on a "_" cell, and only the solution's
+  letter there (any other letter is an invalid move); complete, ``set_outcome(reward=1)``. Its text
+  shows ``[0 0 d]``, which the varied-text path never turned into an accepted move: blind before.
+- Logic Puzzle (``envs/LogicPuzzle/env.py``): ``[row col mark]``, a cell of one of its grids and O or
+  X, not the mark the cell holds; solved when every grid equals the solution (``set_outcome(1)``),
+  else at its 30-turn limit the share of cells marked right. Blind before for the same reason.
 """
 
 from __future__ import annotations
@@ -161,3 +168,46 @@ def test_quantum_tic_tac_toe_is_won_and_lost_by_catalogue_play():
     outcomes = {play(env, [label], seed)[1]["success"] for label in ("legal_1", "legal_2", "legal_3", "stall")
                 for seed in range(3)}
     assert outcomes == {True, False}
+
+
+def test_crosswords_moves_are_the_solution_letters_of_empty_cells_and_they_complete_it():
+    env = TextArenaEnv("Crosswords-v0")
+    env.reset(seed=0)
+    gs = env.base.state.game_state
+    empty = [(r, c) for r, row in enumerate(gs["board"]) for c, cell in enumerate(row) if cell == "_"]
+    legal = env.known.legal(env.base, random.Random(0))
+    assert legal == [f"[{r} {c} {gs['solution'][r][c]}]" for r, c in empty] and len(legal) > 5
+    for move in legal[:4]:
+        assert stepped_copy(env, move)[1], move
+    illegal = env.candidates()["illegal"]
+    r, c = empty[0]
+    assert illegal.startswith(f"[{r} {c} ") and illegal[-2] != gs["solution"][r][c].upper()
+    assert not stepped_copy(env, illegal)[1]
+    total, info = play(env, ["legal_1"])
+    assert total == 1.0 and info["success"] is True
+    gs = env.base.state.game_state
+    assert all("_" not in row for row in gs["board"])
+
+
+def test_logic_puzzle_moves_mark_its_cells_the_reference_solves_it_and_the_stall_does_not():
+    env = TextArenaEnv("LogicPuzzle-v0")
+    env.reset(seed=0)
+    grids = env.base.game_board
+    cells = [(row, col) for grid in grids.values() for row, cols in grid.items() for col in cols]
+    legal = env.known.legal(env.base, random.Random(0))
+    assert len(legal) == 2 * len(cells) == 36  # two 3x3 grids, O or X on each unmarked cell
+    for move in random.Random(2).sample(legal, 6):
+        assert stepped_copy(env, move)[1], move
+    moves = env.candidates()
+    row, col = cells[0]
+    assert moves["reference"] == f"[{row} {col} {env.base.game_board_solution[next(iter(grids))][row][col]}]"
+    assert not stepped_copy(env, moves["illegal"])[1]  # off the grid: nothing marked yet to repeat
+    after, _ = stepped_copy(env, moves["reference"])
+    grid = next(iter(after.game_board))
+    assert after.game_board[grid][row][col] == after.game_board_solution[grid][row][col]
+    total, info = play(env, ["reference"])
+    assert total == 1.0 and info["success"] is True
+    total, info = play(env, ["legal_1", "illegal"])  # one cell marked: the illegal move repeats its mark
+    assert info["invalid_move"] is True and info["success"] is False
+    total, info = play(env, ["stall"])
+    assert info["success"] is False and total < 0.5
