@@ -389,6 +389,32 @@ def _logic_reference(env: Any) -> str:
                 "[nowhere nobody O]")
 
 
+# -- Simple Negotiation (envs/SimpleNegotiation/env.py: ``[Accept]`` executes the pending offer when the
+#    one to move has what it asks for (else an invalid move); any other reply rejects it; ``[Offer: Q R
+#    -> Q R]`` is a new offer, an invalid move when the offerer lacks what it offers) -------------------
+def _offer_pending(env: Any) -> bool:
+    gs, pid = env.state.game_state, env.state.current_player_id
+    offer, mine = gs["current_offer"], gs["player_resources"][pid]
+    return bool(offer) and offer["to_player"] == pid and all(
+        mine.get(r, 0) >= q for r, q in offer["requested_resources"].items())
+
+
+def _negotiation_legal(env: Any, rng: random.Random) -> list[str]:
+    """Accept (when an offer to the one to move can be met), deny, and every one-for-one offer of a
+    resource it holds."""
+    mine = env.state.game_state["player_resources"][env.state.current_player_id]
+    offers = [f"[Offer: 1 {a} -> 1 {b}]" for a in env.resource_names if mine.get(a, 0) >= 1
+              for b in env.resource_names if b != a]
+    return [*(["[Accept]"] if _offer_pending(env) else []), "[Deny]", *offers]
+
+
+def _negotiation_illegal(env: Any) -> str:
+    """An offer of one more of a resource than the one to move holds."""
+    mine = env.state.game_state["player_resources"][env.state.current_player_id]
+    a, b = env.resource_names[0], env.resource_names[1]
+    return f"[Offer: {mine.get(a, 0) + 1} {a} -> 1 {b}]"
+
+
 GAMES: dict[str, GameMoves] = {
     "GuessTheNumberEnv": GameMoves(_gtn_legal, illegal=lambda env: f"[{env.max_number + 1}]", stall=_gtn_stall,
                                    reference=lambda env: f"[{env.game_number}]"),
@@ -410,6 +436,8 @@ GAMES: dict[str, GameMoves] = {
     "SettlersOfCatanEnv": GameMoves(_catan_legal, illegal=lambda env: f"[{len(env.game_moves or []) + 1}]",
                                     stall=_catan_stall),
     "QuantumTicTacToeEnv": GameMoves(_qttt_legal, illegal=_qttt_illegal),
+    "SimpleNegotiationEnv": GameMoves(_negotiation_legal, illegal=_negotiation_illegal,
+                                      stall=lambda env, last: "[Deny]"),
     "CrosswordsEnv": GameMoves(_crossword_legal, illegal=_crossword_illegal),
     "LogicPuzzleEnv": GameMoves(_logic_legal, illegal=_logic_illegal, stall=_logic_stall, reference=_logic_reference),
     "SetEnv": GameMoves(_set_legal, illegal=lambda env: "[0, 1, 2]", stall=_set_stall, reference=_set_reference,

@@ -1,5 +1,5 @@
-"""Set, Quantum Tic Tac Toe, Crosswords and Logic Puzzle: moves read from their state, success from Set's
-own goal.
+"""Set, Quantum Tic Tac Toe, Crosswords, Logic Puzzle and Simple Negotiation: moves read from their
+state, success from Set's own goal.
 
 Both were blind in ``benchmarks/ecosystems.py`` before their readers: every move read from Quantum
 Tic Tac Toe's text is a single bracketed cell (``[4]``), which its ``step()`` rejects ("Invalid
@@ -19,6 +19,11 @@ and its reward is its score (0..20), not TextArena's solved-game 1. Checked by h
 - Logic Puzzle (``envs/LogicPuzzle/env.py``): ``[row col mark]``, a cell of one of its grids and O or
   X, not the mark the cell holds; solved when every grid equals the solution (``set_outcome(1)``),
   else at its 30-turn limit the share of cells marked right. Blind before for the same reason.
+- Simple Negotiation (``envs/SimpleNegotiation/env.py``): ``[Accept]`` executes the pending offer when
+  the one to move holds what it asks (else an invalid move), any other reply rejects it, ``[Offer: Q R
+  -> Q R]`` is a new offer (an invalid move when the offerer lacks what it offers); the player whose
+  inventory value gained more wins. Before, every move read from its text was accepted but no trade
+  ever happened: every game a draw, one outcome.
 """
 
 from __future__ import annotations
@@ -211,3 +216,39 @@ def test_logic_puzzle_moves_mark_its_cells_the_reference_solves_it_and_the_stall
     assert info["invalid_move"] is True and info["success"] is False
     total, info = play(env, ["stall"])
     assert info["success"] is False and total < 0.5
+
+
+def test_simple_negotiation_accepts_only_a_pending_offer_it_can_meet_and_trades_decide_the_game():
+    env = TextArenaEnv("SimpleNegotiation-v0")
+    env.reset(seed=0)
+    base = env.base
+    gs = base.state.game_state
+    mine = gs["player_resources"][0]
+    legal = env.known.legal(base, random.Random(0))
+    assert legal[0] == "[Deny]" and len(legal) == 1 + sum(4 for r in base.resource_names if mine[r] >= 1)
+    for move in legal[:6]:
+        assert stepped_copy(env, move)[1], move
+    illegal = env.candidates()["illegal"]
+    assert illegal == f"[Offer: {mine['Wheat'] + 1} Wheat -> 1 Wood]" and not stepped_copy(env, illegal)[1]
+    # An offer from player 1 that player 0 can meet: [Accept] is legal and executes the trade.
+    gs["current_offer"] = {"from_player": 1, "to_player": 0, "offered_resources": {"Ore": 1},
+                           "requested_resources": {"Wheat": 1}}
+    legal = env.known.legal(base, random.Random(0))
+    assert legal[:2] == ["[Accept]", "[Deny]"]
+    after, accepted = stepped_copy(env, "[Accept]")
+    assert accepted and after.state.game_state["player_resources"][0]["Ore"] == mine["Ore"] + 1
+    # One it cannot meet is not offered.
+    gs["current_offer"]["requested_resources"] = {"Wheat": mine["Wheat"] + 1}
+    assert "[Accept]" not in env.known.legal(base, random.Random(0))
+    assert not stepped_copy(env, "[Accept]")[1]
+    # Exploration's random catalogue play trades, and a trade decides the game: won, drawn and lost.
+    random_outcomes = set()
+    rng = random.Random(0)
+    for seed in range(6):
+        env.reset(seed=seed)
+        for _ in range(env.max_steps):
+            _, reward, terminated, truncated, info = env.step(rng.randrange(env.action_space.n))
+            if terminated or truncated:
+                random_outcomes.add(reward)
+                break
+    assert random_outcomes == {-1.0, 0.0, 1.0}
