@@ -415,6 +415,29 @@ def _negotiation_illegal(env: Any) -> str:
     return f"[Offer: {mine.get(a, 0) + 1} {a} -> 1 {b}]"
 
 
+# -- Two Dollar (envs/TwoDollar/env.py ``_is_valid_action``: exactly one of ``[Propose] $X.XX`` (0 to
+#    ``total_amount``), ``[Accept]``, ``[Reject]``; the last two only against the other player's pending
+#    proposal; a "high_tension" role may not concede more than its ``max_concession`` below its own
+#    last proposal) -------------------------------------------------------------------------------------
+TWO_DOLLAR_STEP = 10
+"""Cents between two proposals listed (21 of them for TextArena's $2.00)."""
+
+
+def _two_dollar_allowed(env: Any, pid: int, amount: float) -> bool:
+    role, history = env.player_roles.get(pid, {}), env.player_proposal_history[pid]
+    if role.get("enforcement") != "action_validation" or role.get("name") != "high_tension":
+        return True
+    return not history or amount >= history[-1] or history[-1] - amount <= role["behavioral_rules"]["max_concession"]
+
+
+def _two_dollar_legal(env: Any, rng: random.Random) -> list[str]:
+    pid, pending = env.state.current_player_id, env.current_proposal
+    cents = range(0, round(env.total_amount * 100) + 1, TWO_DOLLAR_STEP)
+    proposals = [f"[Propose] ${c / 100:.2f}" for c in cents if _two_dollar_allowed(env, pid, c / 100)]
+    answers = ["[Accept]", "[Reject]"] if pending["amount"] is not None and pending["proposer"] != pid else []
+    return [*answers, *proposals]
+
+
 GAMES: dict[str, GameMoves] = {
     "GuessTheNumberEnv": GameMoves(_gtn_legal, illegal=lambda env: f"[{env.max_number + 1}]", stall=_gtn_stall,
                                    reference=lambda env: f"[{env.game_number}]"),
@@ -438,6 +461,7 @@ GAMES: dict[str, GameMoves] = {
     "QuantumTicTacToeEnv": GameMoves(_qttt_legal, illegal=_qttt_illegal),
     "SimpleNegotiationEnv": GameMoves(_negotiation_legal, illegal=_negotiation_illegal,
                                       stall=lambda env, last: "[Deny]"),
+    "TwoDollarEnv": GameMoves(_two_dollar_legal, illegal=lambda env: f"[Propose] ${env.total_amount + 1:.2f}"),
     "CrosswordsEnv": GameMoves(_crossword_legal, illegal=_crossword_illegal),
     "LogicPuzzleEnv": GameMoves(_logic_legal, illegal=_logic_illegal, stall=_logic_stall, reference=_logic_reference),
     "SetEnv": GameMoves(_set_legal, illegal=lambda env: "[0, 1, 2]", stall=_set_stall, reference=_set_reference,

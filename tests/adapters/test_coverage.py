@@ -111,12 +111,12 @@ def _records_that_vary():
 
 
 def test_a_textarena_game_that_accepts_no_legal_move_is_a_named_warn():
-    """TwoDollar-v0 rejects every move the catalogue writes (its format is a proposal with a dollar
-    amount the state readers do not know): the report says so in the adapter's words, even when the
-    returns vary."""
+    """NewRecruit-v0 rejects every move the catalogue writes (its format is a proposal of eight letters
+    outside the brackets, and no state reader knows it): the report says so in the adapter's words,
+    even when the returns vary."""
     from envaudit.coverage import coverage_findings
 
-    adapter = _adapter_info("textarena:TwoDollar-v0")
+    adapter = _adapter_info("textarena:NewRecruit-v0")
     assert adapter["playability"]["legal_valid_share"] == 0
     [finding] = coverage_findings(_records_that_vary(), gym.spaces.Discrete(3), adapter=adapter)
     assert str(finding.severity) == "warn" and finding.title == "The scan could not play this env"
@@ -160,7 +160,7 @@ def test_the_adapter_check_shapes():
 def test_the_scan_passes_the_adapters_verdict_on():
     from envaudit.resolve import resolve_env
 
-    _, make = resolve_env("textarena:TwoDollar-v0")
-    report = run_scan(make, env_id="textarena:TwoDollar-v0", probes=["api"], quick=True, seed=0)
+    _, make = resolve_env("textarena:NewRecruit-v0")
+    report = run_scan(make, env_id="textarena:NewRecruit-v0", probes=["api"], quick=True, seed=0)
     [finding] = _blind(report)
     assert any("(playability)" in r for r in finding.evidence["reasons"])

@@ -1,5 +1,5 @@
-"""Set, Quantum Tic Tac Toe, Crosswords, Logic Puzzle and Simple Negotiation: moves read from their
-state, success from Set's own goal.
+"""Set, Quantum Tic Tac Toe, Crosswords, Logic Puzzle, Simple Negotiation and Two Dollar: moves read
+from their state, success from Set's own goal.
 
 Both were blind in ``benchmarks/ecosystems.py`` before their readers: every move read from Quantum
 Tic Tac Toe's text is a single bracketed cell (``[4]``), which its ``step()`` rejects ("Invalid
@@ -24,6 +24,10 @@ and its reward is its score (0..20), not TextArena's solved-game 1. Checked by h
   -> Q R]`` is a new offer (an invalid move when the offerer lacks what it offers); the player whose
   inventory value gained more wins. Before, every move read from its text was accepted but no trade
   ever happened: every game a draw, one outcome.
+- Two Dollar (``envs/TwoDollar/env.py`` ``_is_valid_action``): exactly one of ``[Propose] $X.XX`` (0 to
+  $2.00), ``[Accept]``, ``[Reject]``, the last two only against the other player's pending proposal;
+  a "high_tension" role may concede at most $0.01 below its own last proposal. Its text writes
+  ``[Propose] $X.XX`` with the amount outside the brackets, so no move read from it was accepted.
 """
 
 from __future__ import annotations
@@ -252,3 +256,24 @@ def test_simple_negotiation_accepts_only_a_pending_offer_it_can_meet_and_trades_
                 random_outcomes.add(reward)
                 break
     assert random_outcomes == {-1.0, 0.0, 1.0}
+
+
+def test_two_dollar_moves_are_proposals_and_answers_to_the_other_players_proposal():
+    env = TextArenaEnv("TwoDollar-v0")
+    env.reset(seed=0)
+    base = env.base
+    legal = env.known.legal(base, random.Random(0))
+    assert legal == [f"[Propose] ${c / 100:.2f}" for c in range(0, 201, 10)]  # nothing pending: no answers
+    for move in legal[::5]:
+        assert stepped_copy(env, move)[1], move
+    for move in ("[Accept]", "[Reject]", env.candidates()["illegal"]):
+        assert not stepped_copy(env, move)[1], move
+    base.current_proposal = {"amount": 1.2, "proposer": 1}
+    legal = env.known.legal(base, random.Random(0))
+    assert legal[:2] == ["[Accept]", "[Reject]"] and stepped_copy(env, "[Reject]")[1]
+    # A high-tension player whose last proposal was $1.50 may only come down a cent.
+    base.player_roles[0] = base.available_roles["high_tension"]
+    base.player_proposal_history[0] = [1.5]
+    proposals = [m for m in env.known.legal(base, random.Random(0)) if m.startswith("[Propose]")]
+    assert proposals == [f"[Propose] ${c / 100:.2f}" for c in range(150, 201, 10)]
+    assert not stepped_copy(env, "[Propose] $1.40")[1] and stepped_copy(env, "[Propose] $1.50")[1]

@@ -13,7 +13,8 @@ Real shipped games through TextArena's own API, none of them used by test_textar
   and the agent's legal moves are the keys of the game's legal-action tree: ``[fold]``/``[call]``
   facing a bet, ``[check]``/``[bet]`` after a check.
 - Sudoku-v0: a digit goes only into an empty cell, and only the solution's digit.
-- TwoDollar-v0: the one game here whose moves the adapter cannot read; its playability says so.
+- NewRecruit-v0: the one game here whose moves the adapter cannot read (a proposal is ``[Propose]``
+  and eight letters outside the brackets); its playability says so.
 - Chopsticks-v0 (no reader of its state: moves come from its text, tried on copies): its prompt
   names ``[attack M O]`` and ``[split L R]``, both rejected as written; at the start (hands [1, 1]
   each) its ``step()`` accepts exactly ``[attack a b]`` for a, b in {0, 1} and the splits
@@ -142,16 +143,16 @@ def test_playability_is_the_share_of_catalogue_moves_the_game_accepts():
     info = TextArenaEnv("ConnectFour-v0").adapter_info["playability"]
     assert info["legal_valid_share"] == 1.0 and info["by_label"]["illegal"] == 0.0
     assert info["by_label"]["empty"] == 0.0 and 0 < info["valid_share"] < 1
-    # TwoDollar-v0 writes a proposal as "[Propose] $X.XX", the amount outside the brackets, and at the
-    # first turn there is nothing to accept: none of the moves its text shows is one it accepts,
+    # NewRecruit-v0 writes a proposal as "[Propose] CCAACCCC", the letters outside the brackets, and at
+    # the first turn there is nothing to accept: none of the moves its text shows is one it accepts,
     # and the figure says so instead of letting exploration look as if it had played.
-    stuck_env = TextArenaEnv("TwoDollar-v0")
+    stuck_env = TextArenaEnv("NewRecruit-v0")
     stuck = stuck_env.adapter_info["playability"]
     assert stuck["legal_valid_share"] == 0.0 and "accepted none" in stuck["note"]
     assert stuck["legal_moves_from"] == "guessed"
     stuck_env.reset(seed=0)
     assert not any(game_accepts(stuck_env, m) for m in legal_moves(stuck_env))
-    assert game_accepts(stuck_env, "I think this is fair. [Propose] $1.00")
+    assert game_accepts(stuck_env, "I think this is fair. [Propose] CCAACCCC")
 
 
 def test_sudoku_moves_are_the_solution_digits_of_empty_cells():
