@@ -190,8 +190,16 @@ def test_crosswords_moves_are_the_solution_letters_of_empty_cells_and_they_compl
         assert stepped_copy(env, move)[1], move
     illegal = env.candidates()["illegal"]
     r, c = empty[0]
-    assert illegal.startswith(f"[{r} {c} ") and illegal[-2] != gs["solution"][r][c].upper()
-    assert not stepped_copy(env, illegal)[1]
+    right = gs["solution"][r][c]
+    assert illegal == f"[{r} {c} {'B' if right.upper() == 'A' else 'A'}]" and not stepped_copy(env, illegal)[1]
+    for letter, wrong in (("a", "B"), ("A", "B"), ("b", "A")):  # whatever case the solution is written in
+        gs["solution"][r][c] = letter
+        assert env.known.illegal(env.base) == f"[{r} {c} {wrong}]"
+    gs["solution"][r][c] = right
+    full = copy.deepcopy(env.base)
+    full.state.game_state["board"] = [["X" if cell == "_" else cell for cell in row] for row in gs["board"]]
+    assert env.known.legal(full, random.Random(0)) == []
+    assert env.known.illegal(full) == f"[0 0 {'B' if str(gs['solution'][0][0]).upper() == 'A' else 'A'}]"
     total, info = play(env, ["legal_1"])
     assert total == 1.0 and info["success"] is True
     gs = env.base.state.game_state
@@ -220,6 +228,40 @@ def test_logic_puzzle_moves_mark_its_cells_the_reference_solves_it_and_the_stall
     assert info["invalid_move"] is True and info["success"] is False
     total, info = play(env, ["stall"])
     assert info["success"] is False and total < 0.5
+
+
+def test_logic_puzzle_moves_by_hand():
+    """Exact moves on a fresh board and on boards marked by hand: the legal moves in the game's own
+    case, the illegal move a repeat of a mark, the stall the mark the solution does not have, and
+    cells whose names are not one word (which the game's pattern cannot name) left out."""
+    env = TextArenaEnv("LogicPuzzle-v0")
+    env.reset(seed=0)
+    base = env.base
+    grid = next(iter(base.game_board))
+    solution = base.game_board_solution[grid]
+    row = next(iter(base.game_board[grid]))
+    first, second = list(base.game_board[grid][row])[:2]
+    other = {"O": "X", "X": "O"}
+    legal = env.known.legal(base, random.Random(0))
+    assert legal[:4] == [f"[{row} {first} O]", f"[{row} {first} X]", f"[{row} {second} O]", f"[{row} {second} X]"]
+    assert env.known.illegal(base) == "[nowhere nobody O]"
+    assert env.known.stall(base, None) == f"[{row} {first} {other[solution[row][first]]}]"
+    assert env.known.reference(base) == f"[{row} {first} {solution[row][first]}]"
+    base.game_board[grid][row][first] = other[solution[row][first]]  # the first cell marked wrong
+    assert env.known.illegal(base) == f"[{row} {first} {other[solution[row][first]]}]"
+    assert env.known.stall(base, None) == f"[{row} {second} {other[solution[row][second]]}]"
+    assert f"[{row} {first} {other[solution[row][first]]}]" not in env.known.legal(base, random.Random(0))
+    for g, rows in base.game_board.items():  # every cell as the solution has it: nothing left to solve
+        for r, cols in rows.items():
+            for c in cols:
+                cols[c] = base.game_board_solution[g][r][c]
+    assert env.known.reference(base) == "[nowhere nobody O]"
+    assert env.known.stall(base, None) == f"[{row} {first} {other[solution[row][first]]}]"
+    base.game_board[grid]["ice cream"] = {first: None}  # two words: the game's pattern cannot name it
+    base.game_board_solution[grid]["ice cream"] = {first: "O"}
+    base.game_board[grid][row]["new york"] = None
+    base.game_board_solution[grid][row]["new york"] = "X"
+    assert not any("ice cream" in m or "new york" in m for m in env.known.legal(base, random.Random(0)))
 
 
 def test_simple_negotiation_accepts_only_a_pending_offer_it_can_meet_and_trades_decide_the_game():
