@@ -283,10 +283,17 @@ def test_simple_negotiation_accepts_only_a_pending_offer_it_can_meet_and_trades_
     assert legal[:2] == ["[Accept]", "[Deny]"]
     after, accepted = stepped_copy(env, "[Accept]")
     assert accepted and after.state.game_state["player_resources"][0]["Ore"] == mine["Ore"] + 1
-    # One it cannot meet is not offered.
+    # One asking exactly what it holds can be met; one asking more is not offered.
+    gs["current_offer"]["requested_resources"] = {"Wheat": mine["Wheat"]}
+    assert env.known.legal(base, random.Random(0))[0] == "[Accept]" and stepped_copy(env, "[Accept]")[1]
     gs["current_offer"]["requested_resources"] = {"Wheat": mine["Wheat"] + 1}
     assert "[Accept]" not in env.known.legal(base, random.Random(0))
     assert not stepped_copy(env, "[Accept]")[1]
+    # A resource held once can be offered, one not held cannot.
+    mine["Wood"], mine["Ore"] = 1, 0
+    legal = env.known.legal(base, random.Random(0))
+    assert "[Offer: 1 Wood -> 1 Wheat]" in legal and stepped_copy(env, "[Offer: 1 Wood -> 1 Wheat]")[1]
+    assert not any(m.startswith("[Offer: 1 Ore") for m in legal)
     # Exploration's random catalogue play trades, and a trade decides the game: won, drawn and lost.
     random_outcomes = set()
     rng = random.Random(0)
@@ -319,3 +326,9 @@ def test_two_dollar_moves_are_proposals_and_answers_to_the_other_players_proposa
     proposals = [m for m in env.known.legal(base, random.Random(0)) if m.startswith("[Propose]")]
     assert proposals == [f"[Propose] ${c / 100:.2f}" for c in range(150, 201, 10)]
     assert not stepped_copy(env, "[Propose] $1.40")[1] and stepped_copy(env, "[Propose] $1.50")[1]
+    base.player_proposal_history[0] = []  # no proposal of its own yet: any amount
+    assert len([m for m in env.known.legal(base, random.Random(0)) if m.startswith("[Propose]")]) == 21
+    base.player_roles[0] = base.available_roles["say_little"]  # validated too, but not on amounts
+    base.player_proposal_history[0] = [1.5]
+    assert len([m for m in env.known.legal(base, random.Random(0)) if m.startswith("[Propose]")]) == 21
+    assert stepped_copy(env, "[Propose] $0.10")[1]
