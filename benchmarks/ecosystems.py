@@ -42,6 +42,7 @@ import itertools
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -106,6 +107,7 @@ class Row:
 
 # -- where an exception came from -----------------------------------------------------------------
 _STDLIB = sysconfig.get_paths()["stdlib"]
+_HERE = str(Path(__file__).resolve())  # this benchmark's own frames (its hang cap) are never the blame
 _OURS = str(ROOT / "envaudit")
 
 
@@ -126,7 +128,7 @@ def blame(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, LookupError) and "nltk" in "".join(f.filename for f in traceback.extract_tb(exc.__traceback__)):
         return "unavailable", "LookupError: an NLTK corpus it downloads on first use"
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if "site-packages" in f.filename or not f.filename.startswith((_STDLIB, "<"))]
+              if ("site-packages" in f.filename or not f.filename.startswith((_STDLIB, "<"))) and f.filename != _HERE]
     message = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
     if not frames:
         return "error", message
@@ -326,6 +328,28 @@ def served_tools(path: Path) -> dict[str, str]:
     return {"tools_url": serve(Path(tempfile.mkdtemp(prefix="envaudit-mcp-")))} if serve else {}
 
 
+class EnvHung(Exception):
+    """Raised in the env's own frame when one env's check runs past ``--env-cap-s``."""
+
+
+@contextlib.contextmanager
+def hang_cap(seconds: float) -> Iterator[None]:
+    """A wall-clock safety cap on one env's check, never a budget: this benchmark plays in its own
+    process, without the scan's step deadlines, and an env that loops for ever (Stratego's reset on an
+    instance's second game) would stop the whole table. SIGALRM interrupts the main thread's Python
+    code where it is, so the row names the env's own line (``env-error``)."""
+    def fire(signum: int, frame: Any) -> None:
+        raise EnvHung(f"the check did not finish within {seconds:g} s (--env-cap-s; a scan reports this as a hang)")
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 TARGETS = {"reasoning-gym": reasoning_gym_targets, "textarena": textarena_targets, "gem": gem_targets,
            "skyrl-gym": skyrl_targets, "verifiers": verifiers_targets}
 
@@ -342,7 +366,7 @@ def run_ecosystem(ecosystem: str, args: argparse.Namespace) -> dict[str, Any]:
     if args.only:
         targets = [t for t in targets if t[0] in args.only]
     for name, target, env_args in targets[: args.limit]:
-        with contextlib.redirect_stdout(io.StringIO()):  # some envs print as they play
+        with contextlib.redirect_stdout(io.StringIO()), hang_cap(args.env_cap_s):  # some envs print as they play
             row = check_env(ecosystem, name, target, env_args, args.seed, args.episodes, args.max_steps,
                             tuple(args.scan))
         rows.append(asdict(row))
@@ -356,7 +380,7 @@ def in_alt_venv(ecosystem: str, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.json"
         cmd = [str(ALT_PYTHON), str(Path(__file__).resolve()), "--ecosystem", ecosystem, "--seed", str(args.seed),
-               "--episodes", str(args.episodes), "--max-steps", str(args.max_steps), "--json", str(out),
+               "--episodes", str(args.episodes), "--max-steps", str(args.max_steps), "--env-cap-s", str(args.env_cap_s), "--json", str(out),
                "--variants", args.variants, "--quiet"]
         cmd += ["--limit", str(args.limit)] if args.limit is not None else []
         cmd += ["--only", *args.only] if args.only else []
@@ -407,6 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="reset seeds (and reasoning-gym's dataset_seed) start here")
     parser.add_argument("--episodes", type=int, default=2, help="episodes per catalogue label (seeds seed..seed+N-1)")
     parser.add_argument("--max-steps", type=int, default=60, help="agent steps after which a played episode is cut")
+    parser.add_argument("--env-cap-s", type=float, default=300.0,
+                        help="wall-clock safety cap on one env's check: an env that hangs is an env-error at its own line")
     parser.add_argument("--variants", choices=("games", "all"), default="games",
                         help="TextArena: one id per game (env class), or every id but -raw/-train")
     parser.add_argument("--scan", nargs="*", default=[], metavar="PROBE",
