@@ -40,7 +40,8 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
 Legal moves come from the game itself, never from a guess when the game can tell: for the games of
 ``textarena_games.GAMES`` (Guess the Number, Tower of Hanoi, Mastermind, Connect Four, Nim, Kuhn
 Poker, Tic Tac Toe, Three-Card Monte, Sudoku, Peg Jump, Colonel Blotto, Santorini, Settlers of
-Catan, Quantum Tic Tac Toe, Set, Crosswords, Logic Puzzle, Simple Negotiation, Two Dollar) from its state; for every other game, moves read from its text (the last "Available/Valid Moves" listing, the bracketed moves
+Catan, Quantum Tic Tac Toe, Set, Crosswords, Logic Puzzle, Simple Negotiation, Two Dollar, New Recruit)
+from its state; for every other game, moves read from its text (the last "Available/Valid Moves" listing, the bracketed moves
 of the newest messages and of the prompt, and those with their numbers or placeholders varied) are
 each tried on a copy of the game, through its own ``step()``, and kept only when the game accepts
 them. Only a game whose text shows no move it accepts, or that cannot be copied, gets unchecked

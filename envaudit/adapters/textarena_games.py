@@ -438,6 +438,26 @@ def _two_dollar_legal(env: Any, rng: random.Random) -> list[str]:
     return [*answers, *proposals]
 
 
+# -- New Recruit (envs/NewRecruit/env.py ``_process_action``: ``[Accept]``/``[Reject]`` of a pending
+#    proposal, else ``[Propose]`` and one letter A-E for each of its eight issues) -------------------
+RECRUIT_ISSUES, RECRUIT_CHOICES, RECRUIT_PROPOSALS = 8, "ABCDE", 8
+"""Proposals listed per state, a uniform sample of the 5^8: the random legal opponent draws from the
+listed moves, and among thousands of proposals it would never answer one (a deal would never close)."""
+
+
+def _recruit_answers(env: Any) -> list[str]:
+    pending = env.state.game_state.get("current_proposal")
+    return ["[Accept]", "[Reject]"] if pending and pending["proposer_id"] != env.state.current_player_id else []
+
+
+def _recruit_legal(env: Any, rng: random.Random) -> list[str]:
+    """The answers to the other side's proposal, and a uniform sample of ``RECRUIT_PROPOSALS`` proposals."""
+    proposals: dict[str, None] = {}
+    while len(proposals) < RECRUIT_PROPOSALS:
+        proposals["[Propose] " + "".join(rng.choices(RECRUIT_CHOICES, k=RECRUIT_ISSUES))] = None
+    return [*_recruit_answers(env), *proposals]
+
+
 GAMES: dict[str, GameMoves] = {
     "GuessTheNumberEnv": GameMoves(_gtn_legal, illegal=lambda env: f"[{env.max_number + 1}]", stall=_gtn_stall,
                                    reference=lambda env: f"[{env.game_number}]"),
@@ -462,6 +482,8 @@ GAMES: dict[str, GameMoves] = {
     "SimpleNegotiationEnv": GameMoves(_negotiation_legal, illegal=_negotiation_illegal,
                                       stall=lambda env, last: "[Deny]"),
     "TwoDollarEnv": GameMoves(_two_dollar_legal, illegal=lambda env: f"[Propose] ${env.total_amount + 1:.2f}"),
+    "NewRecruitEnv": GameMoves(_recruit_legal, illegal=lambda env: "[Propose] " + "F" * RECRUIT_ISSUES,
+                               stall=lambda env, last: next(iter(_recruit_answers(env)[1:]), None)),
     "CrosswordsEnv": GameMoves(_crossword_legal, illegal=_crossword_illegal),
     "LogicPuzzleEnv": GameMoves(_logic_legal, illegal=_logic_illegal, stall=_logic_stall, reference=_logic_reference),
     "SetEnv": GameMoves(_set_legal, illegal=lambda env: "[0, 1, 2]", stall=_set_stall, reference=_set_reference,

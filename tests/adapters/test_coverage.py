@@ -9,6 +9,7 @@ warning.
 from __future__ import annotations
 
 import gymnasium as gym
+import pytest
 
 from envaudit.scan import run_scan
 
@@ -110,10 +111,20 @@ def _records_that_vary():
     return Records(steps=pd.DataFrame(), episodes=episodes)
 
 
-def test_a_textarena_game_that_accepts_no_legal_move_is_a_named_warn():
-    """NewRecruit-v0 rejects every move the catalogue writes (its format is a proposal of eight letters
-    outside the brackets, and no state reader knows it): the report says so in the adapter's words,
-    even when the returns vary."""
+@pytest.fixture
+def text_only_recruit(monkeypatch):
+    """NewRecruit-v0 with its state reader removed: its moves read from its text alone, where a proposal
+    is ``[Propose]`` and eight letters outside the brackets, so the game accepts none of them (every
+    shipped TextArena game that runs has a reader or readable text now; this one without its reader
+    is the real game that the adapter cannot play)."""
+    from envaudit.adapters.textarena_games import GAMES
+
+    monkeypatch.delitem(GAMES, "NewRecruitEnv")
+
+
+def test_a_textarena_game_that_accepts_no_legal_move_is_a_named_warn(text_only_recruit):
+    """NewRecruit-v0 read from its text rejects every move the catalogue writes: the report says so
+    in the adapter's words, even when the returns vary."""
     from envaudit.coverage import coverage_findings
 
     adapter = _adapter_info("textarena:NewRecruit-v0")
@@ -157,7 +168,7 @@ def test_the_adapter_check_shapes():
     assert unplayable(None) is None and unplayable({}) is None
 
 
-def test_the_scan_passes_the_adapters_verdict_on():
+def test_the_scan_passes_the_adapters_verdict_on(text_only_recruit):
     from envaudit.resolve import resolve_env
 
     _, make = resolve_env("textarena:NewRecruit-v0")

@@ -1,5 +1,5 @@
-"""Set, Quantum Tic Tac Toe, Crosswords, Logic Puzzle, Simple Negotiation and Two Dollar: moves read
-from their state, success from Set's own goal.
+"""Set, Quantum Tic Tac Toe, Crosswords, Logic Puzzle, Simple Negotiation, Two Dollar and New Recruit:
+moves read from their state, success from Set's own goal.
 
 Both were blind in ``benchmarks/ecosystems.py`` before their readers: every move read from Quantum
 Tic Tac Toe's text is a single bracketed cell (``[4]``), which its ``step()`` rejects ("Invalid
@@ -28,6 +28,9 @@ and its reward is its score (0..20), not TextArena's solved-game 1. Checked by h
   $2.00), ``[Accept]``, ``[Reject]``, the last two only against the other player's pending proposal;
   a "high_tension" role may concede at most $0.01 below its own last proposal. Its text writes
   ``[Propose] $X.XX`` with the amount outside the brackets, so no move read from it was accepted.
+- New Recruit (``envs/NewRecruit/env.py`` ``_process_action``): ``[Accept]``/``[Reject]`` of a pending
+  proposal, else ``[Propose]`` and eight letters A-E; the letters sit outside the brackets, so no move
+  read from its text was accepted either.
 """
 
 from __future__ import annotations
@@ -332,3 +335,33 @@ def test_two_dollar_moves_are_proposals_and_answers_to_the_other_players_proposa
     base.player_proposal_history[0] = [1.5]
     assert len([m for m in env.known.legal(base, random.Random(0)) if m.startswith("[Propose]")]) == 21
     assert stepped_copy(env, "[Propose] $0.10")[1]
+
+
+def test_new_recruit_moves_are_proposals_of_eight_letters_and_answers_to_the_other_sides():
+    env = TextArenaEnv("NewRecruit-v0")
+    env.reset(seed=0)
+    base = env.base
+    legal = env.known.legal(base, random.Random(0))
+    assert base.state.game_state["current_proposal"] is None and len(legal) == 8
+    assert all(m.startswith("[Propose] ") and len(m) == 18 and set(m[10:]) <= set("ABCDE") for m in legal)
+    for move in legal[:3]:
+        assert stepped_copy(env, move)[1], move
+    illegal = env.candidates()["illegal"]
+    assert illegal == "[Propose] FFFFFFFF" and not stepped_copy(env, illegal)[1]
+    assert env.known.stall(base, None) is None  # nothing to reject yet
+    base.state.game_state["current_proposal"] = {"proposer_id": 1, "choices": {}}
+    legal = env.known.legal(base, random.Random(0))
+    assert legal[:2] == ["[Accept]", "[Reject]"] and len(legal) == 10
+    assert env.known.stall(base, None) == "[Reject]" and stepped_copy(env, "[Reject]")[1]
+    base.state.game_state["current_proposal"] = {"proposer_id": 0, "choices": {}}  # its own: no answer
+    assert not any(m in ("[Accept]", "[Reject]") for m in env.known.legal(base, random.Random(0)))
+    # A deal closes under exploration's random play: won, lost, and no deal.
+    rng, outcomes = random.Random(0), set()
+    for seed in range(8):
+        env.reset(seed=seed)
+        for _ in range(env.max_steps):
+            _, reward, terminated, truncated, info = env.step(rng.randrange(env.action_space.n))
+            if terminated or truncated:
+                outcomes.add(info["success"])
+                break
+    assert outcomes == {True, False}

@@ -13,8 +13,8 @@ Real shipped games through TextArena's own API, none of them used by test_textar
   and the agent's legal moves are the keys of the game's legal-action tree: ``[fold]``/``[call]``
   facing a bet, ``[check]``/``[bet]`` after a check.
 - Sudoku-v0: a digit goes only into an empty cell, and only the solution's digit.
-- NewRecruit-v0: the one game here whose moves the adapter cannot read (a proposal is ``[Propose]``
-  and eight letters outside the brackets); its playability says so.
+- NewRecruit-v0 without its state reader: moves read from its text alone (a proposal is ``[Propose]``
+  and eight letters outside the brackets) are all rejected; its playability says so.
 - Chopsticks-v0 (no reader of its state: moves come from its text, tried on copies): its prompt
   names ``[attack M O]`` and ``[split L R]``, both rejected as written; at the start (hands [1, 1]
   each) its ``step()`` accepts exactly ``[attack a b]`` for a, b in {0, 1} and the splits
@@ -36,6 +36,7 @@ import pytest
 pytest.importorskip("textarena")
 
 from envaudit.adapters.textarena import TextArenaEnv  # noqa: E402
+from envaudit.adapters.textarena_games import GAMES  # noqa: E402
 from envaudit.adapters.textarena_moves import MAX_TRIALS, MIN_TRIALS  # noqa: E402
 
 SEEDS = range(8)
@@ -139,13 +140,15 @@ def test_opponent_is_a_seeded_random_legal_player():
     assert first_replies("ConnectFour-v0") == replies  # the same seed replays the same opponent
 
 
-def test_playability_is_the_share_of_catalogue_moves_the_game_accepts():
+def test_playability_is_the_share_of_catalogue_moves_the_game_accepts(monkeypatch):
     info = TextArenaEnv("ConnectFour-v0").adapter_info["playability"]
     assert info["legal_valid_share"] == 1.0 and info["by_label"]["illegal"] == 0.0
     assert info["by_label"]["empty"] == 0.0 and 0 < info["valid_share"] < 1
-    # NewRecruit-v0 writes a proposal as "[Propose] CCAACCCC", the letters outside the brackets, and at
-    # the first turn there is nothing to accept: none of the moves its text shows is one it accepts,
-    # and the figure says so instead of letting exploration look as if it had played.
+    # NewRecruit-v0 read from its text alone (its state reader removed) writes a proposal as
+    # "[Propose] CCAACCCC", the letters outside the brackets, and at the first turn there is nothing
+    # to accept: none of the moves its text shows is one it accepts, and the figure says so instead
+    # of letting exploration look as if it had played.
+    monkeypatch.delitem(GAMES, "NewRecruitEnv")
     stuck_env = TextArenaEnv("NewRecruit-v0")
     stuck = stuck_env.adapter_info["playability"]
     assert stuck["legal_valid_share"] == 0.0 and "accepted none" in stuck["note"]
