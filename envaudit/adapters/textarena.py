@@ -282,7 +282,10 @@ class TextArenaEnv(CatalogueEnv):
             "package": "textarena", "version": package_version("textarena"), "env_id": env_id,
             "env_class": f"{type(self.base).__module__}.{kind}", "num_players": self.num_players,
             "options": {k: repr(v) for k, v in options.items()},
-            "success": ("player 0's final reward above every other player's" if self.num_players > 1 else
+            "success": ("the game's own win state, read from its state, not at the turn limit, not by an invalid "
+                        "move: " + " ".join((self.known.success.__doc__ or "").split())
+                        if self.known is not None and self.known.success is not None else
+                        "player 0's final reward above every other player's" if self.num_players > 1 else
                         "a final outcome of 1 (TextArena's solved game), not at the turn limit, not by an invalid move"),
             "opponent": "a uniformly random legal move (read as the agent's legal moves are), from a generator "
                         "seeded by the reset seed" if self.num_players > 1 else None,

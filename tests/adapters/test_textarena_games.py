@@ -142,6 +142,7 @@ def test_set_reads_the_three_cards_dealt_before_the_move_on_a_board_without_a_se
 
 def test_set_success_is_a_set_on_every_turn_not_a_score_of_one():
     env = TextArenaEnv("Set-v0")
+    assert "a Set found on every one of its turns" in env.adapter_info["success"]
     total, info = play(env, ["reference"])
     assert total == SET_TURNS and info["success"] is True
     # One Set and nineteen wasted turns pays 1, TextArena's solved-game mark, and is no success.
