@@ -84,7 +84,11 @@ def test_costly_failures_teach_giving_up_while_the_clean_twin_persists(seed):
     assert (flawed["outcome"] == "success").mean() < 0.2 < 0.5 < (clean["outcome"] == "success").mean()
 
 
-def _rows(*groups, entropy=float(np.log(2))):
+UNIFORM_ENTROPY = float(np.log(2))
+"""Nats of a uniform policy over two actions."""
+
+
+def _rows(*groups, entropy=UNIFORM_ENTROPY):
     return [{"learning_groups": g, "entropy": entropy} for g in groups]
 
 

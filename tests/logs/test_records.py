@@ -237,7 +237,7 @@ def test_numeric_actions_and_the_log_context():
     for bare in (to_records(_logged(None)), to_records(_logged(pd.DataFrame({"episode_id": ["a"], "step": [0]}))),
                  to_records(_logged(empty_actions))):
         with pytest.raises(NeedsEnv, match="no step actions"):
-            log_context(bare, config, config.rollout_pipeline(), "length").env
+            _ = log_context(bare, config, config.rollout_pipeline(), "length").env
 
 
 def test_a_log_without_groups_is_sampled_by_episode():
