@@ -65,8 +65,9 @@ PACKAGES = {"reasoning-gym": "reasoning_gym", "textarena": "textarena", "gem": "
 GAME_LABELS = ("reference", "legal_1", "legal_2", "stall", "illegal", "forfeit", "empty")
 """Labels played in every multi-turn env (those its catalogue has), each repeated until the episode ends."""
 GAME_ECOSYSTEMS = ("textarena", "gem")
-"""Where random catalogue play is added: games, whose moves are harmless to play in this process (a code
-env's catalogue crashes its grader on purpose, which only the scan's worker processes contain)."""
+"""Where random catalogue play is added: games, whose outcome depends on how moves are mixed over many
+turns against an opponent. The answer and tool envs of the other ecosystems are judged on each label
+alone (their adapters' catalogue checks), and a label there may run code or a search per step."""
 RANDOM_EPISODES, RANDOM_STREAM = 16, 24
 """Episodes of uniformly random catalogue actions in a game (exploration's policy), one from
 each of the reset seeds ``seed .. seed + RANDOM_EPISODES - 1``, from a generator seeded by
