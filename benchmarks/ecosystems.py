@@ -370,7 +370,10 @@ def run_ecosystem(ecosystem: str, args: argparse.Namespace) -> dict[str, Any]:
     if args.only:
         targets = [t for t in targets if t[0] in args.only]
     for name, target, env_args in targets[: args.limit]:
-        with contextlib.redirect_stdout(io.StringIO()), hang_cap(args.env_cap_s):  # some envs print as they play
+        # Some envs print as they play, and some run code that writes files where it runs (a GEM code
+        # task left its sailor_performance.csv in the repository): each plays in a scratch folder.
+        with (contextlib.redirect_stdout(io.StringIO()), tempfile.TemporaryDirectory(prefix="envaudit-eco-") as scratch,
+              contextlib.chdir(scratch), hang_cap(args.env_cap_s)):
             row = check_env(ecosystem, name, target, env_args, args.seed, args.episodes, args.max_steps,
                             tuple(args.scan))
         rows.append(asdict(row))
