@@ -261,6 +261,15 @@ def test_logic_puzzle_moves_by_hand():
                 cols[c] = base.game_board_solution[g][r][c]
     assert env.known.reference(base) == "[nowhere nobody O]"
     assert env.known.stall(base, None) == f"[{row} {first} {other[solution[row][first]]}]"
+    # A cell whose solution is O: the stall marks it X, and once it holds X the illegal move repeats X.
+    for g, rows in base.game_board.items():
+        for r, cols in rows.items():
+            for c in cols:
+                cols[c] = None
+    solution[row][first] = "O"
+    assert env.known.stall(base, None) == f"[{row} {first} X]"
+    base.game_board[grid][row][first] = "X"
+    assert env.known.illegal(base) == f"[{row} {first} X]"
     base.game_board[grid]["ice cream"] = {first: None}  # two words: the game's pattern cannot name it
     base.game_board_solution[grid]["ice cream"] = {first: "O"}
     base.game_board[grid][row]["new york"] = None
