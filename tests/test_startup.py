@@ -31,10 +31,18 @@ print("imported")
 """
 
 
+def _as_a_fresh_shell_starts_it() -> None:
+    """SIGINT at its default and unblocked in the child, as a terminal starts a command: an ignored or
+    blocked SIGINT is inherited across fork and exec, and the test process's own may not be the
+    default (a test before this one in the same worker may have left it otherwise)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def _child(argv0: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run([sys.executable, "-c", INTERRUPT_DURING_IMPORT, argv0], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, preexec_fn=_as_a_fresh_shell_starts_it)
 
 
 def test_the_command_interrupted_while_importing_exits_130_without_a_traceback():
