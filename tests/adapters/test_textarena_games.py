@@ -44,27 +44,9 @@ import pytest
 pytest.importorskip("textarena")
 
 from envaudit.adapters.textarena import TextArenaEnv  # noqa: E402
+from tests.adapters.textarena_checks import stepped_copy  # noqa: E402
 
 SET_TURNS = 20
-
-
-def _base(game):
-    while "env" in vars(game):
-        game = vars(game)["env"]
-    return game
-
-
-def stepped_copy(env: TextArenaEnv, move: str):
-    """The base game of a copy of ``env``'s game after ``move``, and whether TextArena accepted it."""
-    kept = random.getstate()
-    try:
-        twin = copy.deepcopy(env.game)
-        base = _base(twin)
-        errors, pid = base.state.error_count, base.state.current_player_id
-        twin.step(move)
-        return base, not (base.state.error_count > errors or base.state.game_info[pid]["invalid_move"])
-    finally:
-        random.setstate(kept)
 
 
 def is_set(cards) -> bool:
@@ -82,6 +64,20 @@ def play(env: TextArenaEnv, labels: list[str], seed: int = 0) -> tuple[float, di
         if terminated or truncated:
             return total, info
     raise AssertionError("the game did not end")
+
+
+def random_endings(env: TextArenaEnv, seeds: range, read) -> set:
+    """``read(reward, info)`` of the last step of one episode per seed of uniformly random catalogue
+    actions (exploration's policy), from ``random.Random(0)``."""
+    rng, out = random.Random(0), set()
+    for seed in seeds:
+        env.reset(seed=seed)
+        for _ in range(env.max_steps):
+            _, reward, terminated, truncated, info = env.step(rng.randrange(env.action_space.n))
+            if terminated or truncated:
+                out.add(read(reward, info))
+                break
+    return out
 
 
 def test_set_moves_are_every_triple_of_the_board_and_the_reference_is_a_set_the_game_scores():
@@ -262,8 +258,8 @@ def test_logic_puzzle_moves_by_hand():
     assert env.known.reference(base) == "[nowhere nobody O]"
     assert env.known.stall(base, None) == f"[{row} {first} {other[solution[row][first]]}]"
     # A cell whose solution is O: the stall marks it X, and once it holds X the illegal move repeats X.
-    for g, rows in base.game_board.items():
-        for r, cols in rows.items():
+    for rows in base.game_board.values():
+        for cols in rows.values():
             for c in cols:
                 cols[c] = None
     solution[row][first] = "O"
@@ -308,16 +304,7 @@ def test_simple_negotiation_accepts_only_a_pending_offer_it_can_meet_and_trades_
     assert "[Offer: 1 Wood -> 1 Wheat]" in legal and stepped_copy(env, "[Offer: 1 Wood -> 1 Wheat]")[1]
     assert not any(m.startswith("[Offer: 1 Ore") for m in legal)
     # Exploration's random catalogue play trades, and a trade decides the game: won, drawn and lost.
-    random_outcomes = set()
-    rng = random.Random(0)
-    for seed in range(6):
-        env.reset(seed=seed)
-        for _ in range(env.max_steps):
-            _, reward, terminated, truncated, info = env.step(rng.randrange(env.action_space.n))
-            if terminated or truncated:
-                random_outcomes.add(reward)
-                break
-    assert random_outcomes == {-1.0, 0.0, 1.0}
+    assert random_endings(env, range(6), lambda reward, info: reward) == {-1.0, 0.0, 1.0}
 
 
 def test_two_dollar_moves_are_proposals_and_answers_to_the_other_players_proposal():
@@ -366,12 +353,4 @@ def test_new_recruit_moves_are_proposals_of_eight_letters_and_answers_to_the_oth
     base.state.game_state["current_proposal"] = {"proposer_id": 0, "choices": {}}  # its own: no answer
     assert not any(m in ("[Accept]", "[Reject]") for m in env.known.legal(base, random.Random(0)))
     # A deal closes under exploration's random play: won, lost, and no deal.
-    rng, outcomes = random.Random(0), set()
-    for seed in range(8):
-        env.reset(seed=seed)
-        for _ in range(env.max_steps):
-            _, reward, terminated, truncated, info = env.step(rng.randrange(env.action_space.n))
-            if terminated or truncated:
-                outcomes.add(info["success"])
-                break
-    assert outcomes == {True, False}
+    assert random_endings(env, range(8), lambda reward, info: info["success"]) == {True, False}

@@ -28,7 +28,6 @@ the game ending by an invalid move) is TextArena's rejection.
 
 from __future__ import annotations
 
-import copy
 import random
 
 import pytest
@@ -38,24 +37,9 @@ pytest.importorskip("textarena")
 from envaudit.adapters.textarena import TextArenaEnv  # noqa: E402
 from envaudit.adapters.textarena_games import GAMES  # noqa: E402
 from envaudit.adapters.textarena_moves import MAX_TRIALS, MIN_TRIALS  # noqa: E402
+from tests.adapters.textarena_checks import game_accepts  # noqa: E402
 
 SEEDS = range(8)
-
-
-def game_accepts(env: TextArenaEnv, move: str) -> bool:
-    """TextArena's own verdict on ``move`` for the player to move, on a copy of the wrapped game."""
-    kept = random.getstate()
-    try:
-        twin = copy.deepcopy(env.game)
-        base = twin
-        while "env" in vars(base):
-            base = vars(base)["env"]
-        state = base.state
-        errors, pid = state.error_count, state.current_player_id
-        twin.step(move)
-        return not (state.error_count > errors or state.game_info[pid]["invalid_move"])
-    finally:
-        random.setstate(kept)
 
 
 def legal_moves(env: TextArenaEnv) -> set[str]:
