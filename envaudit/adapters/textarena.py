@@ -61,16 +61,10 @@ legal moves says so in its ``note``.
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
-import numbers
 import random
 import re
-import sys
-import types
 from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -90,6 +84,11 @@ from envaudit.adapters.textarena_moves import (
     trial_budget,
     try_move,
     unwrap,
+)
+from envaudit.adapters.textarena_rewards import (
+    RewardSink,
+    check_rewards,
+    watch_rewards,
 )
 from envaudit.errors import UsageError
 from envaudit.protocol import TOOL_ERROR, TOOL_OK
@@ -146,85 +145,6 @@ def held_history(game: Any) -> list[str]:
 def stateful_wrappers(game: Any) -> list[str]:
     return [f"{type(layer).__name__}.{name}" for layer in layers(game)
             for name, value in vars(layer).items() if name != "env" and isinstance(value, (dict, list, set))]
-
-
-# -- rewards that are not numbers ------------------------------------------------------------------
-class RewardTypeError(TypeError):
-    """A TextArena game set a reward that is not a number; the message names where."""
-
-
-@dataclass
-class _BadReward:
-    value: Any
-    file: str
-    line: int
-    function: str
-    frame: types.FrameType | None
-    lasti: int
-
-
-class _Sink:
-    """Where a watched state leaves its first non-numeric reward; copies of the game get an empty one."""
-
-    def __init__(self) -> None:
-        self.bad: _BadReward | None = None
-
-    def __deepcopy__(self, memo: dict) -> _Sink:
-        return _Sink()
-
-
-def _not_a_number(rewards: Any) -> tuple[Any, Any] | None:
-    """(player, value) of the first reward that is not a real number, or None."""
-    if not isinstance(rewards, Mapping):
-        return (None, rewards)
-    for pid, value in rewards.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            return (pid, value)
-    return None
-
-
-@functools.cache
-def _framework_files() -> tuple[str, ...]:
-    """TextArena's core.py and state.py, and this module: frames there are not the game's."""
-    import textarena.core
-    import textarena.state
-
-    return tuple(str(Path(m.__file__).resolve()) for m in (textarena.core, textarena.state, sys.modules[__name__]))
-
-
-def _game_frame(frame: types.FrameType | None) -> types.FrameType | None:
-    """The first frame up from ``frame`` in the game's own code (outside TextArena's state/core)."""
-    skip = _framework_files()
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()) in skip:
-        frame = frame.f_back
-    return frame
-
-
-def _record_rewards(self: Any, name: str, value: Any) -> None:
-    sink = self.__dict__.get("_envaudit_sink")
-    if name == "rewards" and value is not None and sink is not None and sink.bad is None:
-        bad = _not_a_number(value)
-        if bad is not None:
-            frame = _game_frame(sys._getframe(1))
-            code = frame.f_code if frame else None
-            sink.bad = (_BadReward(bad, code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name),
-                                   frame, frame.f_lasti) if frame else _BadReward(bad, "?", 0, "?", None, 0))
-    type(self).__mro__[1].__setattr__(self, name, value)
-
-
-_WATCHED: dict[type, type] = {}
-
-
-def watch_rewards(state: Any, sink: _Sink) -> None:
-    """Make ``state`` record where a non-numeric reward is set, into ``sink`` (an instance-level hook:
-    the state's class is swapped for a subclass of it whose ``__setattr__`` looks at ``rewards``)."""
-    cls = type(state)
-    if cls not in _WATCHED.values():
-        if cls not in _WATCHED:
-            _WATCHED[cls] = type(cls.__name__, (cls,), {"__setattr__": _record_rewards,
-                                                       "__module__": cls.__module__, "__qualname__": cls.__qualname__})
-        state.__class__ = _WATCHED[cls]
-    object.__setattr__(state, "_envaudit_sink", sink)
 
 
 # -- the game's verdict ----------------------------------------------------------------------------
@@ -375,7 +295,7 @@ class TextArenaEnv(CatalogueEnv):
                 self._played = True
             game_seed = self._seed if not deal else random.Random(f"envaudit-deal:{self._seed}:{deal}").getrandbits(31)
             self.game.reset(num_players=self.num_players, seed=game_seed)
-            self._sink = _Sink()
+            self._sink = RewardSink()
             watch_rewards(self.base.state, self._sink)
             # Never the global random; the first deal's generator is the reset seed's alone.
             self._opponent = random.Random(f"envaudit-opponent:{self._seed}" + (f":{deal}" if deal else ""))
@@ -436,7 +356,7 @@ class TextArenaEnv(CatalogueEnv):
                 info["success"] = False
             return self._obs, 0.0, False, truncated, info
         rewards, game_info = self.game.close()
-        self._check_rewards(rewards)
+        check_rewards(rewards, self._sink, self.base)
         mine = (game_info or {}).get(0, {})
         invalid = invalid or bool(mine.get("invalid_move"))
         reason = str(mine.get("reason", ""))
@@ -451,30 +371,6 @@ class TextArenaEnv(CatalogueEnv):
         # an invalid move is a failure TextArena pays by its own rule, not a tool error.
         info = {"success": success, "invalid_move": invalid, "reason": reason, "rewards": dict(rewards or {})}
         return reason, reward, not at_limit, at_limit, info
-
-    def _check_rewards(self, rewards: Any) -> None:
-        """Raise ``RewardTypeError`` when a reward the game set is not a number, naming the game's line
-        that set it (also as the exception's innermost traceback frame, so ``user_frame`` finds it)."""
-        if rewards is None:
-            return
-        bad = _not_a_number(rewards)
-        if bad is None:
-            return
-        seen = self._sink.bad
-        if seen is not None:
-            where = f"{seen.file}:{seen.line} ({seen.function})"
-        else:  # set without assigning state.rewards (mutated in place): name the game's step()
-            step = type(self.base).step
-            where = f"{inspect.getsourcefile(step)}:{inspect.getsourcelines(step)[1]} ({step.__qualname__})"
-        player, value = bad
-        whose = f"player {player}'s reward" if player is not None else "its rewards"
-        exc = RewardTypeError(
-            f"TextArena's {type(self.base).__name__} set {whose} to {value!r} ({type(value).__name__}), not a "
-            f"number, at {where}; a trainer's float(reward) fails there (most likely an argument passed in "
-            "the reward's place)")
-        if seen is not None and seen.frame is not None:
-            exc = exc.with_traceback(types.TracebackType(None, seen.frame, seen.lasti, seen.line))
-        raise exc
 
     @staticmethod
     def _tool(invalid: bool) -> dict[str, Any]:

@@ -22,7 +22,8 @@ pytest.importorskip("textarena")
 
 import textarena as ta  # noqa: E402
 
-from envaudit.adapters.textarena import RewardTypeError, TextArenaEnv  # noqa: E402
+from envaudit.adapters.textarena import TextArenaEnv  # noqa: E402
+from envaudit.adapters.textarena_rewards import RewardTypeError  # noqa: E402
 from envaudit.errors import user_frame  # noqa: E402
 from envaudit.scan import run_scan  # noqa: E402
 
