@@ -9,26 +9,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.fixtures.benchmark_scripts import load_benchmark
 
-
-def _load():
-    # benchmarks/ is scripts, not a package: load the file itself
-    spec = importlib.util.spec_from_file_location("envaudit_benchmark_ecosystems", ROOT / "benchmarks" / "ecosystems.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
-
-
-E = _load()
+E = load_benchmark("ecosystems")
 
 
 def _spin_for_ever() -> None:

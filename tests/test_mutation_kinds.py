@@ -7,25 +7,11 @@ dict key, a subscript, a keyword argument's value, a comparison's operand or a o
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.fixtures.benchmark_scripts import load_benchmark
 
-
-def _load():
-    # benchmarks/ is scripts, not a package: load the file itself
-    spec = importlib.util.spec_from_file_location("envaudit_benchmark_mutation", ROOT / "benchmarks" / "mutation.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    spec.loader.exec_module(module)
-    return module
-
-
-M = _load()
+M = load_benchmark("mutation")
 
 ORIGINAL = '''
 def x_judge__mutmut_orig(evidence, level, steps):
