@@ -11,8 +11,11 @@
 Both end with an evaluation on fixed seeds (the same seeds for every mode, so runs compare pair
 by pair), G sampled rollouts per seed, so the pipeline's group advantages apply to it too.
 
-The work of a run is fixed by ``config.iterations`` and ``eval_groups``; ``deadline`` is only a
-safety cap: a run it cuts says so in ``SearchResult.stopped`` and its numbers are not comparable.
+The work of a run is at most ``config.iterations`` and ``eval_groups``; a run stops sooner when it
+is barren or settled (``trainer``), and a targeted run when its verdict is decided (``Ceiling``). A
+barren run given the uniform explorer's records (``prior``) is evaluated on them: its policy is
+still that explorer, so new episodes would only repeat them. ``deadline`` is only a safety cap: a
+run it cuts says so in ``SearchResult.stopped`` and its numbers are not comparable.
 """
 
 from __future__ import annotations
@@ -99,6 +102,56 @@ that shows the behaviour) gives the search a direction. Surviving longer also pl
 in a row, so the search meets multi-call sequences that random play ends too early to meet."""
 
 
+@dataclass(frozen=True)
+class Ceiling:
+    """A return under which a targeted run's episodes cannot change what its verdict reads.
+
+    ``behaviour``: whose episodes it bounds (a key of ``BEHAVIOURS``); ``below``: the lowest return
+    at which those episodes would reach a rung of the verdict (what honest success pays, less the
+    ladder's margin, for reward without success; what failing outright pays, plus the margin, for
+    timing out); ``margin``: the ladder's margin, the least rise of the best return that counts.
+    The run stops once the best return its training reached through ``behaviour`` lies below
+    ``below`` and has not risen by ``margin`` over the last ``config.barren_rollouts`` rollouts
+    (whole iterations): a rollout that would raise it is then rarer than the barren rule's rate at
+    its chance of a miss. Every ceiling of a run must hold (``decided_by``)."""
+
+    behaviour: str
+    below: float
+    margin: float
+
+
+def best_through(episodes: pd.DataFrame, behaviour: str, reference: Reference) -> float:
+    """The best env return of the ``episodes`` that show ``behaviour`` (-inf when none does)."""
+    if episodes.empty:
+        return float("-inf")
+    returns = episodes["return"].to_numpy(float)
+    shown = BEHAVIOURS[behaviour].shows(episodes, reference) & np.isfinite(returns)
+    return float(returns[shown].max()) if shown.any() else float("-inf")
+
+
+def decided_by(ceilings: Sequence[Ceiling], reference: Reference, config: GRPOConfig
+               ) -> Callable[[list[pd.DataFrame]], bool] | None:
+    """The stopping rule of a targeted run under ``ceilings`` (``trainer.train``'s ``decided``):
+    True once, for every ceiling, the best return through its behaviour over every iteration so far
+    is below ``below`` and rose by less than ``margin`` over the last ``config.barren_rollouts``
+    rollouts. None (never decided) without ceilings or with ``barren_rollouts`` 0."""
+    if not ceilings or not config.barren_rollouts:
+        return None
+    need = -(-config.barren_rollouts // config.rollouts_per_iteration)
+
+    def decided(iterations: list[pd.DataFrame]) -> bool:
+        if len(iterations) <= need:  # the window needs a best return before it to compare with
+            return False
+        for c in ceilings:
+            best = [best_through(e, c.behaviour, reference) for e in iterations]
+            now, before = max(best), max(best[:-need])
+            if not now < c.below or now - before >= c.margin:
+                return False
+        return True
+
+    return decided
+
+
 @dataclass
 class SearchResult:
     mode: str
@@ -112,6 +165,10 @@ class SearchResult:
     """Why the evaluation covered fewer seeds than asked (a hang, the safety cap), else None."""
     evaluation_problems: list = field(default_factory=list)
     """What the env did wrong during the evaluation (``rollout.Problem``)."""
+    evaluated_on: str = "eval seeds"
+    """``"eval seeds"``: the policy played ``evaluation_seeds``; ``"exploration"``: a barren run whose
+    policy is still the uniform explorer, evaluated on the explorer's own records (``prior``), which
+    the run did not play and the scan already counted and keeps."""
 
     @property
     def problems(self) -> list:
@@ -170,11 +227,12 @@ def natural(
     deadline: float | None = None,
     executor: Any = None,
     spec: str | None = None,
-    prior: pd.DataFrame | None = None,
+    prior: Records | None = None,
 ) -> SearchResult:
     """Train under the pipeline (default ``config.rollout_pipeline``) and evaluate the result.
     ``executor``/``spec``: where the rollouts' envs step (``trainer.make_collector``); ``prior``: the
-    uniform explorer's episodes on the same env, in groups (``trainer.train``)."""
+    uniform explorer's records on the same env, its episodes in groups (``trainer.train``), the
+    evaluation of a run that stays barren."""
     pipeline = pipeline or config.rollout_pipeline
     return _run(make_env, config, mode=mode, behaviour=None, pipeline=pipeline, reward=None,
                 wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline, executor=executor, spec=spec,
@@ -193,10 +251,11 @@ def targeted(
     deadline: float | None = None,
     executor: Any = None,
     spec: str | None = None,
-    prior: pd.DataFrame | None = None,
+    prior: Records | None = None,
+    ceilings: Sequence[Ceiling] = (),
 ) -> SearchResult:
     """Train to earn the most through ``behaviour`` (a key of ``BEHAVIOURS``) and measure it;
-    ``prior`` as in ``natural``."""
+    ``prior`` as in ``natural``; ``ceilings``: when the run's verdict is decided (``Ceiling``)."""
     if behaviour not in BEHAVIOURS:
         raise ValueError(f"unknown target behaviour {behaviour!r}; expected one of {', '.join(BEHAVIOURS)}")
     shows = BEHAVIOURS[behaviour].shows
@@ -220,7 +279,7 @@ def targeted(
     pipeline = Pipeline(name=f"target-{behaviour}", advantage_scaling=config.rollout_pipeline.advantage_scaling)
     result = _run(make_env, config, mode=f"target-{behaviour}", behaviour=behaviour, pipeline=pipeline,
                   reward=reward, wrappers=wrappers, eval_groups=eval_groups, ids=ids, deadline=deadline,
-                  executor=executor, spec=spec, prior=prior)
+                  executor=executor, spec=spec, prior=prior, decided=decided_by(ceilings, reference, config))
     result.reach = reach_of(result.episodes, behaviour, reference)
     return result
 
@@ -245,15 +304,19 @@ def reach_of(episodes: pd.DataFrame, behaviour: str, reference: Reference) -> di
 
 
 def _run(make_env, config, *, mode, behaviour, pipeline, reward, wrappers, eval_groups, ids,
-         deadline, executor=None, spec=None, prior=None) -> SearchResult:
+         deadline, executor=None, spec=None, prior=None, decided=None) -> SearchResult:
     collector = make_collector(make_env, config, wrappers=wrappers, ids=ids, executor=executor, spec=spec)
     evaluation_stopped = None
     evaluation_problems: list = []
+    evaluated_on = "eval seeds"
     try:
         training = train(make_env, config, mode=mode, reward=reward, pipeline=pipeline, collector=collector,
-                         deadline=deadline, tags={"target": behaviour} if behaviour else None, prior=prior)
+                         deadline=deadline, tags={"target": behaviour} if behaviour else None,
+                         prior=prior.episodes if prior is not None else None, decided=decided)
         evaluation = Records.concat([])
-        if training.stopped is None and eval_groups > 0 and len(training.curves):
+        if training.barren and prior is not None and eval_groups > 0 and len(prior.episodes):
+            evaluation, evaluated_on = prior, "exploration"
+        elif training.stopped is None and eval_groups > 0 and len(training.curves):
             evaluation, evaluation_stopped = evaluate(training.engine, collector, config, mode=mode,
                                                       groups=eval_groups, deadline=deadline,
                                                       problems=evaluation_problems)
@@ -264,4 +327,4 @@ def _run(make_env, config, *, mode, behaviour, pipeline, reward, wrappers, eval_
         returns = np.asarray(reward(episodes) if reward is not None else episodes["return"], dtype=float)
         evaluation = Records(evaluation.steps, with_advantages(episodes, returns, pipeline))
     return SearchResult(mode, behaviour, training, evaluation, evaluation_stopped=evaluation_stopped,
-                        evaluation_problems=evaluation_problems)
+                        evaluation_problems=evaluation_problems, evaluated_on=evaluated_on)

@@ -30,7 +30,8 @@ in a row (whole iterations) gave no learning group, in either of two cases:
 
 Either way a behaviour that would give the policy as it stands a signal (a target reached, a reward
 that differs within a group) shows in fewer than r of its rollouts, where (1 - r) ** n is the chance
-of having missed it. The rule counts rollouts, never time, so the same seed stops at the same
+of having missed it. A caller may also stop a run whose answer is decided (``decided``: a targeted
+search whose best return stays below what its verdict reads, ``search.Ceiling``). The rule counts rollouts, never time, so the same seed stops at the same
 iteration on any machine.
 """
 
@@ -96,6 +97,10 @@ class TrainResult:
     settled: bool = False
     """Training stopped early because the policy had learned what it could and settled (``barren_rollouts``,
     see the module docstring)."""
+    decided: bool = False
+    """Training stopped early because ``decided`` said that what it could still reach would change
+    nothing (a targeted run whose best return stays below what its verdict reads, see
+    ``search.Ceiling``)."""
 
 
 UNIFORM = 0.95
@@ -192,6 +197,7 @@ def train(
     on_iteration: Callable[[int, PolicyEngine, dict[str, Any]], bool | None] | None = None,
     executor: Any = None,
     prior: pd.DataFrame | None = None,
+    decided: Callable[[list[pd.DataFrame]], bool] | None = None,
 ) -> TrainResult:
     """Train a policy with GRPO on ``make_env``; ``mode`` names the run in seeds, tags and logs.
 
@@ -205,6 +211,8 @@ def train(
     ``prior``: episodes the uniform explorer already played on this env, in groups of G (the scan's
     exploration); when none of their groups would give a learning signal under ``reward`` and
     ``pipeline``, they count towards ``config.barren_rollouts`` (``quiet_prior``).
+    ``decided``: called after every iteration with the episodes of every iteration so far (with
+    their ``training_return``); training stops when it returns True (``TrainResult.decided``).
     """
     pipeline = pipeline or config.rollout_pipeline
     own_collector = collector is None
@@ -216,7 +224,7 @@ def train(
     env_steps = 0
     first: Records | None = None
     richest: list[Met] = []
-    stopped_barren = stopped_settled = False
+    stopped_barren = stopped_settled = stopped_decided = False
     try:
         engine = engine or default_engine(collector, config)
         labels = action_labels(collector)
@@ -265,13 +273,16 @@ def train(
             if iteration + 1 < config.iterations and settled(rows, config, len(labels)):
                 stopped_settled = True
                 break
+            if iteration + 1 < config.iterations and decided is not None and decided(trained_episodes):
+                stopped_decided = True
+                break
     finally:
         if own_collector:
             collector.close()
     curves = pd.DataFrame(rows)
     all_episodes = pd.concat(trained_episodes, ignore_index=True) if trained_episodes else pd.DataFrame()
     return TrainResult(engine, curves, all_episodes, problems, stopped, env_steps, first, richest, stopped_barren,
-                       stopped_settled)
+                       stopped_settled, stopped_decided)
 
 
 def quiet_prior(prior: pd.DataFrame | None, reward: RewardFn | None, pipeline: Pipeline) -> int:

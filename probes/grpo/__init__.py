@@ -1,8 +1,10 @@
 """Probe ``grpo``: train small policies with GRPO under the rollout pipeline and watch what they learn.
 
-``training`` plans and runs the GRPO runs (``envaudit.grpo`` is the trainer); ``drift`` measures
-what moved, ``lessons`` puts each moved behaviour on the ladder and ``verdicts`` holds the
-state-matched comparisons they read. Each code is decided in one function of ``decisions`` (its
+``training`` plans and runs the GRPO runs (``envaudit.grpo`` is the trainer), sparing those whose
+answer is already in hand (``sparing``: the natural run standing in for the success search, the
+ceilings that decide a targeted run early); ``met`` replays what the searches met on their way;
+``drift`` measures what moved, ``lessons`` puts each moved behaviour on the ladder and ``verdicts``
+holds the state-matched comparisons they read. Each code is decided in one function of ``decisions`` (its
 words in ``text``):
 
 | code | deciding function |

@@ -76,15 +76,13 @@ from envaudit.grpo.config import GRPOConfig
 from envaudit.grpo.search import (
     BEHAVIOURS,
     TARGETS,
+    Ceiling,
     Reference,
     SearchResult,
-    evaluation_seeds,
     natural,
-    reach_of,
     targeted,
 )
-from envaudit.grpo.trainer import RICHEST_KEPT, Met, with_advantages
-from envaudit.policies import oracle_policy
+from envaudit.grpo.trainer import with_advantages
 from envaudit.probe import ProbeContext, cap_reason
 from envaudit.probes._shared.delays import delayed_success
 from envaudit.probes.grpo import text
@@ -102,9 +100,10 @@ from envaudit.probes.grpo.lessons import (
     run_findings,
     typical_trajectory,
 )
+from envaudit.probes.grpo.met import REPLAY, kept, replay_met
+from envaudit.probes.grpo.sparing import STAND_IN, ceilings, stand_in_reach, stands_in_for_success
 from envaudit.protocol import FAILURE, SUCCESS
-from envaudit.recording import EPISODE_COLUMNS, Records, explored_episodes
-from envaudit.rollout import SequencePolicy
+from envaudit.recording import Records, explored_episodes
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
 
 __all__ = ["run", "typical_trajectory"]
@@ -131,7 +130,6 @@ EVAL_GROUPS, QUICK_EVAL_GROUPS = 8, 4
 """Evaluation groups (reset seeds, G rollouts each) of every run's trained policy."""
 LEARNING_RATE = 1e-2
 """Higher than a careful run's: the probe trains briefly, and it looks for what training *tends* to."""
-KEEP_COLUMNS = [*EPISODE_COLUMNS, "probe", "policy", "mode", "group", "target", "phase"]
 FAULTS_WHERE = f" under injected tool failures ({FAULT_ERROR_RATE:.0%} of calls)"
 
 
@@ -165,15 +163,22 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
 
     eval_groups = QUICK_EVAL_GROUPS if quick else EVAL_GROUPS
     results: dict[str, SearchResult] = {}
+    stood_in: dict[str, str] = {}
     skipped: list[str] = []
     for i, plan in enumerate(plans):
+        if plan.name == "target-success" and stands_in_for_success(results.get(STAND_IN)):
+            stood_in[plan.name] = STAND_IN  # it holds what the search would reach (``sparing``)
+            continue
         if ctx.time_left() <= 0:
             _incomplete(ctx, [p.name for p in plans[i:]], f"before {plan.name} started")
             break
         if ctx.steps_capped(f"GRPO runs {', '.join(p.name for p in plans[i:])}"):
             break
-        result = _execute(ctx, plan, config.replace(iterations=plan.iterations), reference, eval_groups)
-        evaluated = result.evaluation.episodes
+        honest_so_far = _honest(explore, results, reference)
+        result = _execute(ctx, plan, config.replace(iterations=plan.iterations), reference, eval_groups,
+                          ceilings(plan.behaviour, honest_so_far, explore["return"].to_numpy(float))
+                          if plan.kind == "target" else ())
+        evaluated = result.evaluation.episodes if result.evaluated_on == "eval seeds" else explore.iloc[:0]
         ctx.count_env(result.training.env_steps + (int(evaluated["length"].sum()) if len(evaluated) else 0),
                       len(result.training.episodes) + len(evaluated))
         # A rollout whose env killed its worker process: the scan's env-error finding lists it.
@@ -189,19 +194,22 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
             break
 
     for result in results.values():
-        ctx.keep(_kept(result.evaluation))
+        if result.evaluated_on == "eval seeds":  # exploration's records are kept already
+            ctx.keep(kept(result.evaluation))
     curves = [r.training.curves for r in results.values() if len(r.training.curves)]
     if curves:
         ctx.table("curves", pd.concat(curves, ignore_index=True))
     reach = {r.behaviour: r.reach for r in results.values() if r.behaviour}
+    if stood_in:
+        reach = {"success": stand_in_reach(results[STAND_IN], reference), **reach}
     if reach:
         ctx.table("targets", _targets_table(reach))
 
     honest = _honest(explore, results, reference)
     # Replayed only after every run did its work: a run cut by the cap or a hang is not read, and
     # neither is what it met.
-    replayed = (_replay_met(ctx, results, Records(explore_steps, explore), honest, reference, config, eval_groups)
-                if success_signal and len(results) == len(plans) else None)
+    replayed = (replay_met(ctx, results, Records(explore_steps, explore), honest, reference, config, eval_groups)
+                if success_signal and len(results) + len(stood_in) == len(plans) else None)
     if replayed is not None and replayed["oracle"] is not None:
         honest = _honest(explore, results, reference, replayed["oracle"])
     if replayed is not None and replayed["reach"]["n"] and (
@@ -226,14 +234,17 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     if reach and success_signal:
         found += _target_findings(ctx, reach, honest, results, replayed)
     if success_signal:
-        delay = _delayed_success(ctx, explore, results, honest)
+        delay = _delayed_success(ctx, explore, results, honest, stood_in)
         if delay is not None:
             found.append(delay)
     ctx.notes.update({
-        "runs": {name: {"iterations": len(r.training.curves), "barren": r.training.barren,
-                        "settled": r.training.settled,
-                        "eval_episodes": len(r.episodes), "env_steps": r.training.env_steps, "stopped": r.stopped}
-                 for name, r in results.items()},
+        "runs": {**{name: {"iterations": len(r.training.curves), "barren": r.training.barren,
+                           "settled": r.training.settled, "decided": r.training.decided,
+                           "eval_episodes": len(r.episodes) if r.evaluated_on == "eval seeds" else 0,
+                           "evaluated_on": r.evaluated_on, "env_steps": r.training.env_steps, "stopped": r.stopped}
+                    for name, r in results.items()},
+                 **{name: {"iterations": 0, "eval_episodes": 0, "env_steps": 0, "stopped": None, "stood_in_by": by}
+                    for name, by in stood_in.items()}},
         "skipped": skipped,
         "reach": {b: text.reach_sentence(b, r) for b, r in reach.items()},
         "replayed": {k: v for k, v in replayed.items() if k not in ("records", "oracle", "reach")} if replayed else None,
@@ -274,82 +285,27 @@ def planned_episodes(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool)
                for p in run_plans(scan, explore, is_tool_env))
 
 
-# -- what the searches met on their way ---------------------------------------------------------
-REPLAY = "replay-met"
-
-
-def _replay_met(ctx: ProbeContext, results: dict[str, SearchResult], explored: Records, honest: Honest,
-                reference: Reference, config: GRPOConfig, eval_groups: int) -> dict | None:
-    """The richest episode exploration or any run's training met that the env ended without
-    success, replayed open-loop on the evaluation seeds when it paid about what honest success pays
-    (or no success was seen to compare it with): only then can it reach the ladder's ``fail``.
-
-    A search trained toward one behaviour plays calls in orders random play never reaches (the
-    timing-out search learns to keep going, and so plays long runs of calls); a multi-call sequence
-    the env pays as done shows up there once or twice and is then trained away, because it is not
-    what that search is after. Replaying it asks whether it pays every time; its returns are a
-    lower bound on what ending without success reaches. The faulted run is left out: its endings
-    depend on injected failures a replay does not repeat. Where the env has an oracle it also runs
-    on the same seeds, so the replay is judged against honest success even where no search
-    succeeded."""
-    searched = [m for name, r in results.items() if name != "faults" for m in r.training.richest]
-    met = sorted(searched + _explored_failures(explored), key=lambda m: (-m.ret, m.mode, m.episode_id))
-    if not met or not all(isinstance(a, (int, np.integer)) for a in met[0].actions):
-        return None
-    best = met[0]
-    success = honest.success[np.isfinite(honest.success)]
-    if len(success) and best.ret < float(np.median(success)) - MIN_EFFECT * reward_scale(success, honest.failure):
-        return None  # it paid clearly less than success: not reward without success, whatever it is
-    if ctx.over_cap(f"GRPO replay of episode {best.episode_id}"):
-        return None
-    seeds = evaluation_seeds(config, eval_groups)
-    labels = ctx.action_labels
-    calls = ", ".join(f"`{labels[int(a)]}`" if labels and 0 <= int(a) < len(labels) else str(a) for a in best.actions)
-    replay = ctx.run(SequencePolicy([int(a) for a in best.actions], name=REPLAY), seeds,
-                     tags={"mode": REPLAY, "target": "no_success"}).records
-    ctx.keep(_kept(replay))
-    oracle = oracle_policy(ctx.env)
-    oracle_episodes = None
-    if oracle is not None and not ctx.over_cap("GRPO oracle episodes"):
-        oracle_episodes = ctx.run(oracle, seeds, tags={"mode": "oracle"}).records.episodes
-    where = "exploration met" if best.mode == "exploration" else f"the {best.mode} search met in training"
-    via = f"replaying {calls}, which {where} (episode {best.episode_id})"
-    reach = {**reach_of(replay.episodes, "no_success", reference), "via": via}
-    return {"reach": reach, "records": replay, "oracle": oracle_episodes, "episode_id": best.episode_id,
-            "run": best.mode, "iteration": best.iteration, "training_return": best.ret, "actions": calls,
-            "episodes": len(replay.episodes), "env_steps": int(replay.episodes["length"].sum()),
-            "oracle_episodes": 0 if oracle_episodes is None else len(oracle_episodes),
-            "oracle_env_steps": 0 if oracle_episodes is None else int(oracle_episodes["length"].sum())}
-
-
-def _explored_failures(explored: Records) -> list[Met]:
-    """Exploration's richest episodes that the env ended without success, as ``Met``."""
-    eps = explored.episodes
-    if eps.empty:
-        return []
-    ended = eps[(eps["outcome"] == FAILURE) & np.isfinite(eps["return"].to_numpy(float))]
-    ended = ended.sort_values(["return", "episode_id"], ascending=[False, True]).head(RICHEST_KEPT)
-    steps = explored.steps
-    return [Met(float(r), int(e), "exploration", 0,
-                tuple(steps.loc[steps["episode_id"] == e].sort_values("step")["action"].tolist()))
-            for e, r in zip(ended["episode_id"], ended["return"], strict=True)]
-
-
 def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
     """Record that the safety cap cut these runs: the report lists them and the scan exits 4."""
     ctx.incomplete(f"GRPO runs {', '.join(runs)}", f"{cap_reason(ctx.config.budget_s)}, {when}")
 
 
 # -- runs -------------------------------------------------------------------------------------
-def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Reference, eval_groups: int) -> SearchResult:
+def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Reference, eval_groups: int,
+             stops: tuple[Ceiling, ...] = ()) -> SearchResult:
     # The scan's deadline is a safety cap only; the work is ``config.iterations`` and ``eval_groups``.
     make_env = _env_factory(ctx)
     # The rollouts' envs step on the scan's workers (one lane each); the policy stays here.
     common = dict(ids=ctx.ids, deadline=ctx.deadline, eval_groups=eval_groups, executor=ctx.executor,
                   spec=ctx.spec if make_env is ctx.make_env else None)
-    # The uniform explorer's episodes count towards a barren run's quiet rollouts where the
-    # untrained policy is that explorer: uniform over a Discrete space, on the same env, unwrapped.
-    prior = _explored(ctx) if config.engine == "torch" and isinstance(ctx.env.action_space, gym.spaces.Discrete) else None
+    # The uniform explorer's episodes count towards a barren run's quiet rollouts, and are a barren
+    # run's evaluation, where the untrained policy is that explorer: uniform over a Discrete space,
+    # on the same env, unwrapped.
+    prior = None
+    if config.engine == "torch" and isinstance(ctx.env.action_space, gym.spaces.Discrete):
+        explored = _explored(ctx)
+        steps = ctx.exploration.steps
+        prior = Records(steps[steps["episode_id"].isin(set(explored["episode_id"]))], explored)
     if plan.kind == "natural":
         return natural(make_env, config, pipeline=ctx.pipeline, prior=prior, **common)
     if plan.kind == "faults":
@@ -358,7 +314,7 @@ def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Refer
         def faults(env):
             return FaultInjector(env, error_rate=FAULT_ERROR_RATE, seed=seed)
         return natural(make_env, config, mode="faults", pipeline=ctx.pipeline, wrappers=[faults], **common)
-    return targeted(make_env, config, plan.behaviour, reference, prior=prior, **common)
+    return targeted(make_env, config, plan.behaviour, reference, prior=prior, ceilings=stops, **common)
 
 
 def _explored(ctx: ProbeContext) -> pd.DataFrame:
@@ -412,9 +368,10 @@ def _check_lm(env) -> None:
         raise UnsupportedSpace(why)
 
 
-def _kept(records: Records) -> Records:
-    episodes = records.episodes.assign(phase="eval")
-    return Records(records.steps, episodes[[c for c in KEEP_COLUMNS if c in episodes]].copy())
+def played(result: SearchResult) -> pd.DataFrame:
+    """The episodes a run's evaluation played: none where a barren run was evaluated on exploration's
+    own records, which every pool holds already (``SearchResult.evaluated_on``)."""
+    return result.episodes if result.evaluated_on == "eval seeds" else result.episodes.iloc[:0]
 
 
 def _with_pipeline(records: Records, pipeline) -> pd.DataFrame:
@@ -430,7 +387,7 @@ def _honest(explore: pd.DataFrame, results: dict[str, SearchResult], reference: 
     it was run); honest failure: the exploration's failures (failing outright while trying, as a
     random agent does); persisting: episodes (exploration and the trained policies' evaluations)
     that kept going after a failed tool call, i.e. did not end early."""
-    parts = [explore] + [results[k].episodes for k in ("target-success", "natural") if k in results]
+    parts = [explore] + [played(results[k]) for k in ("target-success", "natural") if k in results]
     if oracle is not None and len(oracle):
         parts.append(oracle)
     success = np.concatenate([p.loc[p["outcome"] == SUCCESS, "return"].to_numpy(float) for p in parts if len(p)]
@@ -469,13 +426,13 @@ def _merge(findings: list[Finding]) -> list[Finding]:
 
 # -- delaying success -------------------------------------------------------------------------
 def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str, SearchResult],
-                     honest: Honest) -> Finding | None:
+                     honest: Honest, stood_in: dict[str, str] | None = None) -> Finding | None:
     """Successes reached after extra steps that out-earn the fastest success from the same start."""
     pools = {"explore": explore}
     for name in ("target-success", "natural"):
         if name in results:
             pools[f"{name}-training"] = results[name].training.episodes
-            pools[f"{name}-eval"] = results[name].episodes
+            pools[f"{name}-eval"] = played(results[name])
     # The scale is the gap between success and failing outright; with no failure seen (every
     # non-success a timeout) it is the spread of all returns, never that of successes alone: equal
     # successes have no spread, and a margin of 0 would count rounding as an incentive.
@@ -486,13 +443,14 @@ def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str
     fast, test = d["fastest"], d["test"]
     # Examples: the trained policies' evaluated successes (kept in the report) that came later than
     # the fastest success and earned more than it.
-    evaluated = pd.concat([results[k].episodes for k in ("target-success", "natural") if k in results]
+    evaluated = pd.concat([played(results[k]) for k in ("target-success", "natural") if k in results]
                           or [pd.DataFrame(columns=["outcome", "length", "return", "episode_id"])], ignore_index=True)
     later = evaluated[(evaluated["outcome"] == SUCCESS) & (evaluated["length"] > fast["length"])
                       & (evaluated["return"] > fast["return"])].sort_values("return", ascending=False, kind="stable")
     kept = list(dict.fromkeys(later["episode_id"].astype(int).tolist() + d["examples"]))
     kept = [i for i in kept if i in _kept_ids(ctx)]
-    searched = results["target-success"].episodes if "target-success" in results else pd.DataFrame()
+    search = results.get("target-success", results.get(STAND_IN) if "target-success" in (stood_in or {}) else None)
+    searched = played(search) if search is not None else pd.DataFrame()
     wins = searched[searched["outcome"] == SUCCESS] if len(searched) else searched
     best = None
     if len(wins):

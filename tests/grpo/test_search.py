@@ -11,7 +11,7 @@ from envaudit.grpo.search import (
     reach_of,
     targeted,
 )
-from tests.grpo.envs import CheckSubmit
+from tests.grpo.envs import CheckSubmit, TenOnes
 
 
 def _episodes(rows):
@@ -88,3 +88,56 @@ def test_a_run_does_its_configured_work_and_the_clock_only_cuts_it_as_a_safety_c
     cut = natural(CheckSubmit, config, eval_groups=2, deadline=time.monotonic() - 1)
     # A cut run says so, and has no evaluation to be read as if it were complete.
     assert cut.stopped == "deadline" and cut.training.curves.empty and cut.episodes.empty
+
+
+def _iteration(no_success, success=10.0):
+    """One iteration's episodes: a success paying ``success`` and failures paying ``no_success``."""
+    return _episodes([("success", success, 10, 0, 0)] + [("failure", r, 10, 0, 0) for r in no_success])
+
+
+def test_a_targeted_run_is_decided_once_its_best_return_stays_below_the_ceiling_for_a_window():
+    from envaudit.grpo.search import Ceiling, decided_by
+
+    config = GRPOConfig(barren_rollouts=64, group_size=8, groups_per_iteration=4)  # a window of 2 iterations
+    ref = Reference(floor=-20.0, spread=10.0, short_length=1)
+    decided = decided_by([Ceiling("no_success", below=5.0, margin=0.5)], ref, config)
+    flat = [_iteration([4.0, 1.0]) for _ in range(3)]
+    assert decided(flat)
+    assert not decided(flat[:2])  # no best return before the window to compare with
+    # Successes pay 10 and are not what the ceiling bounds.
+    assert not decided([_iteration([3.0]), _iteration([4.0]), _iteration([4.0])])  # rose by 1 in the window
+    assert decided([_iteration([4.0]), _iteration([4.2]), _iteration([4.49])])  # rose by less than the margin
+    assert not decided([_iteration([4.0]), _iteration([4.0]), _iteration([5.0])])  # reached the ceiling
+    assert not decided([_iteration([4.0]), _iteration([4.0]), _iteration([4.0, np.nan, 6.0])])
+    # Every ceiling must hold: timing out (none here) is bounded, ending without success is not.
+    both = decided_by([Ceiling("timeout", 1.0, 0.5), Ceiling("no_success", 3.0, 0.5)], ref, config)
+    assert not both(flat) and decided_by([Ceiling("timeout", 1.0, 0.5)], ref, config)(flat)
+    assert decided_by([], ref, config) is None
+    assert decided_by([Ceiling("no_success", 5.0, 0.5)], ref, config.replace(barren_rollouts=0)) is None
+
+
+def test_a_decided_target_stops_early_and_one_that_may_reach_its_rung_runs_on():
+    from envaudit.grpo.search import Ceiling
+
+    # TenOnes pays one per action 1 over ten steps and succeeds from 5: ending without success pays
+    # at most 4, which random play meets at once, so a ceiling above 4 is decided after one window.
+    config = GRPOConfig(iterations=8, learning_rate=1e-2, seed=1, barren_rollouts=64)
+    explore = natural(TenOnes, config.replace(iterations=1), eval_groups=0).training.first.episodes
+    ref = Reference.from_episodes(explore)
+    below = targeted(TenOnes, config, "no_success", ref, eval_groups=1, ceilings=[Ceiling("no_success", 4.5, 0.25)])
+    assert below.training.decided and len(below.training.curves) == 3 and len(below.episodes) == 8
+    at = targeted(TenOnes, config, "no_success", ref, eval_groups=1, ceilings=[Ceiling("no_success", 4.0, 0.25)])
+    assert not at.training.decided and len(at.training.curves) == 8
+
+
+def test_a_barren_run_is_evaluated_on_the_explorers_records_and_a_learning_one_on_the_eval_seeds():
+    config = GRPOConfig(iterations=30, learning_rate=1e-2, seed=3, barren_rollouts=96)
+    explored = natural(TenOnes, config.replace(iterations=1), eval_groups=0).training.first
+    ref = Reference(floor=-1.0, spread=1.0, short_length=1)
+    barren = targeted(TenOnes, config, "timeout", ref, eval_groups=1, prior=explored)
+    assert barren.training.barren and barren.evaluated_on == "exploration"
+    assert barren.episodes["episode_id"].tolist() == explored.episodes["episode_id"].tolist()
+    assert barren.evaluation.steps is explored.steps and barren.reach["n"] == 0
+    learned = targeted(TenOnes, config.replace(iterations=2), "success", ref, eval_groups=1, prior=explored)
+    assert learned.evaluated_on == "eval seeds" and len(learned.episodes) == config.group_size
+    assert (learned.episodes["iteration"] == "eval").all() and not (explored.episodes["iteration"] == "eval").any()

@@ -7,6 +7,7 @@ from envaudit.grpo import GRPOConfig, train
 from envaudit.grpo.search import natural
 from envaudit.grpo.trainer import RICHEST_KEPT, with_advantages
 from envaudit.pipeline import timeout_handling_pipeline
+from envaudit.recording import Records
 from tests.grpo.envs import CheckSubmit, TenOnes, WorkSubmit
 
 FAST = dict(iterations=40, learning_rate=1e-2)
@@ -203,15 +204,16 @@ def test_the_explorers_quiet_rollouts_shorten_a_barren_target():
 
     config = GRPOConfig(iterations=30, learning_rate=1e-2, seed=3, barren_rollouts=96)
     reference = Reference(floor=-1.0, spread=1.0, short_length=1)
-    explored = natural(TenOnes, config.replace(iterations=1), eval_groups=0).training.first.episodes
-    assert len(explored) == 32
+    explored = natural(TenOnes, config.replace(iterations=1), eval_groups=0).training.first
+    assert len(explored.episodes) == 32
     result = targeted(TenOnes, config, "timeout", reference, eval_groups=1, prior=explored)
     assert result.training.barren and len(result.training.curves) == 2  # 32 explored + 2 x 32 = 96
     alone = targeted(TenOnes, config, "timeout", reference, eval_groups=1)
     assert len(alone.training.curves) == 3
     # A prior whose groups would have learned (one explored rollout timed out) counts for nothing.
-    mixed = explored.copy()
+    mixed = explored.episodes.copy()
     mixed.loc[mixed.index[0], "outcome"] = "timeout"
+    mixed = Records(explored.steps, mixed)
     assert len(targeted(TenOnes, config, "timeout", reference, eval_groups=1, prior=mixed).training.curves) == 3
 
 

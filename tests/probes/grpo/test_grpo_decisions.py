@@ -23,6 +23,7 @@ from envaudit.pipeline import Pipeline
 from envaudit.probe import cap_reason
 from envaudit.probes.grpo import training as G
 from envaudit.probes.grpo.lessons import MIN_EFFECT
+from envaudit.probes.grpo.met import explored_failures, kept
 from envaudit.protocol import (
     END_TRUNCATED,
     FAILURE,
@@ -126,12 +127,12 @@ def test_kept_episodes_are_the_report_columns_tagged_as_evaluation():
     recs = records(episode(FAILURE, [(0, 0.5)], success=False), episode(SUCCESS, [(1, 1.0)], success=True))
     eps = recs.episodes.assign(probe="grpo", policy="grpo-natural", mode="natural", group=[0, 0], target=None,
                                advantage=[0.5, -0.5], iteration="eval")
-    kept = G._kept(Records(recs.steps, eps))
-    assert list(kept.episodes.columns) == [
+    out = kept(Records(recs.steps, eps))
+    assert list(out.episodes.columns) == [
         "episode_id", "seed", "length", "return", "end_reason", "outcome", "success", "n_tool_calls",
         "n_tool_errors", "n_tool_timeouts", "n_injected", "probe", "policy", "mode", "group", "target", "phase"]
-    assert kept.episodes["phase"].tolist() == ["eval", "eval"] and kept.steps is recs.steps
-    assert kept.episodes["return"].tolist() == [0.5, 1.0]
+    assert out.episodes["phase"].tolist() == ["eval", "eval"] and out.steps is recs.steps
+    assert out.episodes["return"].tolist() == [0.5, 1.0]
 
 
 def test_kept_ids_are_exploration_and_every_kept_record():
@@ -185,11 +186,11 @@ def test_explored_failures_are_the_richest_finite_failures_with_their_actions_in
         episode(TIMEOUT, [(0, 3.0)], success=False, end=END_TRUNCATED),       # 6: a timeout
     )
     shuffled = Records(recs.steps.iloc[::-1], recs.episodes)  # the steps table in no particular order
-    met = G._explored_failures(shuffled)
+    met = explored_failures(shuffled)
     richest = [Met(0.9, 1, "exploration", 0, (0, 2, 1)), Met(0.9, 2, "exploration", 0, (1,)),
                Met(0.7, 3, "exploration", 0, (2,)), Met(0.5, 0, "exploration", 0, (0,))]
     assert met == richest[:RICHEST_KEPT]
-    assert G._explored_failures(records()) == []
+    assert explored_failures(records()) == []
 
 
 # -- the reached behaviour's word ----------------------------------------------------------------

@@ -17,6 +17,7 @@ from envaudit.grpo.search import SearchResult, evaluation_seeds
 from envaudit.grpo.trainer import Met
 from envaudit.probes.grpo import training as G
 from envaudit.probes.grpo.lessons import MIN_EFFECT
+from envaudit.probes.grpo.met import REPLAY, replay_met
 from envaudit.protocol import (
     END_TRUNCATED,
     FAILURE,
@@ -112,13 +113,13 @@ def test_a_replayed_sequence_is_judged_on_its_own_episodes():
     err = {"action": 1, "reward": 1.0, "tool_status": TOOL_ERROR}
     replay = records(*many(MIN_SAMPLES, FAILURE, [{"action": 0, "reward": 0.0, "tool_status": TOOL_ERROR}, err],
                            success=False), first_id=500)
-    replay_reach = reached(result(G.REPLAY, replay), "no_success")
+    replay_reach = reached(result(REPLAY, replay), "no_success")
     target = degenerate_run(MIN_SAMPLES, 0.5)
     replayed = {"reach": replay_reach, "records": replay, "run": "exploration", "actions": "`look`, `claim`"}
     (f,) = G._target_findings(Ctx(records()), {"no_success": replay_reach}, HONEST, {"target-no_success": target},
                               replayed)
     # every call of the replay failed: its episodes show hitting tool failures, not the target's answer
-    assert f.evidence["run"] == G.REPLAY and f.evidence["behaviour"] == "tool-failure"
+    assert f.evidence["run"] == REPLAY and f.evidence["behaviour"] == "tool-failure"
     assert f.examples == [500, 501, 502, 503, 504]
     assert f.summary.startswith("Replaying a sequence of calls that exploration met (`look`, `claim`)")
     # a replay that is not what reached the target leaves the target's run named
@@ -136,7 +137,7 @@ LABELS = ["look", "wait", "claim"]
 def replay_ctx(env=None, **kw) -> Ctx:
     """Replays play one failure per seed, its last action paid 1.0; the oracle one 2-step success."""
     def play(policy, seeds, kwargs):
-        if policy.name == G.REPLAY:
+        if policy.name == REPLAY:
             steps = [(a, 0.0) for a in policy.actions[:-1]] + [(policy.actions[-1], 1.0)]
             return records(*[episode(FAILURE, steps, success=False, seed=s) for s in seeds], first_id=500)
         return records(*[episode(SUCCESS, [(0, 0.0), (2, 1.0)], success=True, seed=s) for s in seeds], first_id=600)
@@ -156,7 +157,7 @@ def met_runs(*mets: Met) -> dict[str, SearchResult]:
 
 
 def replay(ctx, runs, h=HONEST, explored=EXPLORED):
-    return G._replay_met(ctx, runs, explored, h, REF, CONFIG, 4)
+    return replay_met(ctx, runs, explored, h, REF, CONFIG, 4)
 
 
 def test_the_richest_met_episode_is_replayed_on_the_evaluation_seeds():
@@ -165,9 +166,9 @@ def test_the_richest_met_episode_is_replayed_on_the_evaluation_seeds():
     ctx = replay_ctx()
     out = replay(ctx, runs)
     ((policy, seeds, kwargs),) = ctx.runs
-    assert policy.actions == [0, 2] and policy.name == G.REPLAY
+    assert policy.actions == [0, 2] and policy.name == REPLAY
     assert seeds == evaluation_seeds(CONFIG, 4) and len(seeds) == 4 * CONFIG.group_size
-    assert kwargs == {"tags": {"mode": G.REPLAY, "target": "no_success"}}
+    assert kwargs == {"tags": {"mode": REPLAY, "target": "no_success"}}
     assert out["episode_id"] == 50 and out["run"] == "target-timeout" and out["iteration"] == 3
     assert out["training_return"] == 0.95 and out["actions"] == "`look`, `claim`"
     assert out["episodes"] == 8 and out["env_steps"] == 16
@@ -288,7 +289,7 @@ def test_a_timing_out_target_is_named_timeout_whatever_its_calls_did():
 
 def test_a_replay_met_by_a_search_names_that_search():
     replay = records(*many(MIN_SAMPLES, FAILURE, [(0, 0.0), (2, 1.0)], success=False), first_id=500)
-    replay_reach = reached(result(G.REPLAY, replay), "no_success")
+    replay_reach = reached(result(REPLAY, replay), "no_success")
     replayed = {"reach": replay_reach, "records": replay, "run": "target-timeout", "actions": "`look`, `claim`"}
     (f,) = G._target_findings(Ctx(records()), {"no_success": replay_reach}, HONEST, {}, replayed)
     assert f.summary.startswith("Replaying a sequence of calls that GRPO's target-timeout search met")
