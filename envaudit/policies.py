@@ -476,6 +476,33 @@ class CallablePolicy(Policy):
         return doc or f"the env's oracle ({getattr(self.fn, '__name__', type(self.fn).__name__)})"
 
 
+class BySeed(Policy):
+    """Each episode plays the policy given for its reset seed (``Policy.for_seed``): replays of many
+    recorded episodes, each with its own actions, as one run that fans out over the scan's workers
+    instead of one run per episode or one ordered run. ``policies`` maps each seed of the run to its
+    policy; a seed the run plays that has none is a ``KeyError`` naming it."""
+
+    def __init__(self, policies: Mapping[int, Policy], name: str | None = None) -> None:
+        if not policies:
+            raise ValueError("BySeed needs at least one seed's policy")
+        self.policies = {int(s): p for s, p in policies.items()}
+        first = next(iter(self.policies.values()))
+        self.name = name or first.name
+        self._describe = first.describe()
+
+    def for_seed(self, seed: int) -> Policy:
+        try:
+            return self.policies[int(seed)]
+        except KeyError:
+            raise KeyError(f"BySeed has no policy for reset seed {seed} (it has {len(self.policies)} seeds)") from None
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        raise RuntimeError("BySeed plays no episode itself: the runner asks for_seed(seed) for the episode's policy")
+
+    def describe(self) -> str:
+        return self._describe
+
+
 def oracle_policy(env: gym.Env) -> Policy | None:
     """The env's own solution policy, from ``env.unwrapped.oracle()``, when it has one.
 
@@ -502,7 +529,7 @@ def oracle_policy(env: gym.Env) -> Policy | None:
 
 
 __all__ = [
-    "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan", "StallPolicy",
+    "BySeed", "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan", "StallPolicy",
     "action_stats", "derive_policies", "describe_call", "oracle_policy", "persist_policy", "success_return",
     "tool_status",
 ]

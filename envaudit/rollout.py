@@ -68,6 +68,12 @@ class Policy:
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
         raise NotImplementedError
 
+    def for_seed(self, seed: int) -> Policy:
+        """The policy that plays the episode from ``reset(seed=seed)``: this one. A run whose
+        episodes each play their own policy (``policies.BySeed``) picks it here, so the run still
+        fans out over the workers."""
+        return self
+
     def __call__(self, obs: Any, info: Mapping[str, Any]) -> Any:
         action = self.act(obs, info)
         self.t += 1
@@ -283,7 +289,7 @@ def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, EpisodeCapture]
                                             location=user_frame(exc)), stop=True)
         slot.state["env"], slot.state["cap"] = env, cap
         slot.at_end(lambda: slot.guard(env.close, T, "close"))
-    env, cap, policy = slot.state["env"], slot.state["cap"], slot.state["policy"]
+    env, cap, policy = slot.state["env"], slot.state["cap"], slot.state["policy"].for_seed(seed)
     capture = playing["capture"] = EpisodeCapture(episode_id)
     env.recorder = capture
     env.set_tags(**run.tags, **(episode_tags or {}))

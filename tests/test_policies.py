@@ -227,3 +227,19 @@ def test_an_oracle_may_be_a_function_or_a_list_of_actions():
     with pytest.raises(TypeError, match="expected an envaudit.Policy, a function"):
         oracle_policy(BadOracle())
     assert oracle_policy(gym.make("CartPole-v1")) is None
+
+
+def test_by_seed_hands_each_seed_its_policy_and_names_a_missing_one():
+    from envaudit.policies import BySeed
+    from envaudit.rollout import SequencePolicy
+
+    a, b = SequencePolicy([1], name="a"), SequencePolicy([2], name="b")
+    by = BySeed({3: a, np.int64(4): b})
+    assert by.for_seed(3) is a and by.for_seed(np.int64(4)) is b and a.for_seed(9) is a
+    assert by.name == "a" and by.describe() == a.describe() and BySeed({3: a}, name="x").name == "x"
+    with pytest.raises(KeyError, match="no policy for reset seed 5 \\(it has 2 seeds\\)"):
+        by.for_seed(5)
+    with pytest.raises(RuntimeError, match="for_seed"):
+        by.act(None, {})
+    with pytest.raises(ValueError, match="at least one"):
+        BySeed({})

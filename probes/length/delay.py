@@ -20,7 +20,7 @@ reward per step of a long episode (which also counts the progress made on the wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,10 +28,10 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding
-from envaudit.policies import action_stats, oracle_policy
+from envaudit.policies import BySeed, action_stats, oracle_policy
 from envaudit.probe import ProbeContext
 from envaudit.probes.length.decisions import decide_length_bias
-from envaudit.probes.length.search import MISSES, find_successes
+from envaudit.probes.length.search import MISSES, SearchState, find_successes
 from envaudit.protocol import SUCCESS
 from envaudit.rollout import Policy, SequencePolicy, step_limit
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
@@ -167,18 +167,19 @@ def _sequences(records, source: str, oracle: bool = False) -> list[Success]:
 def searched_successes(ctx: ProbeContext, n: int) -> list[Success]:
     """Up to ``n`` successes found by ``search.find_successes`` (an env with no oracle whose random play
     rarely succeeds), each played again through ``ctx.run`` so that only recorded successes count.
-    One search per probe run: the delay check and the brevity ladder share it."""
-    cache = ctx.__dict__.setdefault("_searched_successes", {})
+    One search per probe run, shared by the delay check and the brevity ladder: asked for more, it
+    goes on from where it stopped (``search.SearchState``), and plays again only what it found since."""
     if n <= 0:
         return []
-    if cache.get("n", 0) < n:
-        seeds = ctx.seeds(n + MISSES, "length", "search")
-        found: list[Success] = []
-        for seed, actions in find_successes(ctx, n, seeds):
-            records = ctx.run(SequencePolicy(list(actions), name="searched success"), [seed],
-                              tags={"arm": "success-search"}).records
-            found += _sequences(records, "search")
-        cache.update(n=n, found=found)
+    cache = ctx.__dict__.setdefault("_searched_successes", {"state": SearchState(), "found": []})
+    state = cache["state"]
+    before = len(state.found)
+    if before < n:
+        new = find_successes(ctx, n, ctx.seeds(n + MISSES, "length", "search"), state)[before:]
+        if new:  # played again in one run: each seed its own sequence
+            replays = BySeed({seed: SequencePolicy(list(actions), name="searched success") for seed, actions in new})
+            records = ctx.run(replays, [seed for seed, _ in new], tags={"arm": "success-search"}).records
+            cache["found"] += _sequences(records, "search")
     return cache["found"][:n]
 
 
@@ -219,49 +220,35 @@ def _delay_actions(ctx: ProbeContext, others: Sequence[int]) -> list[int]:
     return best_paying(ctx, others)[:DELAY_CANDIDATES]
 
 
-class _InTurn(Policy):
-    """Plays ``policies[i]`` in episode ``i`` of one ordered run (one run per arm, not per success:
-    a run's setup costs more than a short episode)."""
-
-    ordered = True
-
-    def __init__(self, policies: Sequence[Policy]) -> None:
-        self.policies, self.i = list(policies), -1
-        self.name = policies[0].name if policies else "delay"
-
-    def reset(self, env, rng) -> None:
-        super().reset(env, rng)
-        self.i += 1
-        self.policies[min(self.i, len(self.policies) - 1)].reset(env, rng)
-
-    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
-        return self.policies[min(self.i, len(self.policies) - 1)](obs, info)
-
-    def describe(self) -> str:
-        return self.policies[0].describe() if self.policies else self.name
-
-
 def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int, at: str,
-            tag: str, want: int | None = None) -> tuple[pd.DataFrame, list]:
+            tag: str, want: int | None = None,
+            more: Callable[[int], Sequence[Success]] | None = None) -> tuple[pd.DataFrame, list]:
     """Each success replayed with ``k`` x ``action`` inserted at ``at``; paired rows (original vs
     delayed). ``matched``: the delayed episode went on past the inserted steps and still succeeded
     (an inserted answer that ends the episode with success is a lucky guess, not a delay), outside
     the inserted steps hit as many failed tool calls as the original (the same honest work, so the
     pair differs by the delay), and no inserted call failed (a failed call that pays is
     failure-rewarded, another probe's finding).
-    With ``want``, replays ``want`` successes at a time and stops once that many pairs matched."""
+    With ``want``, replays ``want`` successes at a time and stops once that many pairs matched;
+    ``more(n)``, where given, is asked for the list grown to ``n`` successes (the same ones first)
+    when the next chunk would run past its end, so successes that must be searched for are found
+    only when needed."""
     label = ctx.describe_action(action)
     rows, kept = [], []
-    chunk = want or len(sequences)
-    for start in range(0, len(sequences), max(1, chunk)):
-        if want is not None and sum(r["matched"] for r in rows) >= want:
+    chunk = max(1, want or len(sequences))
+    start = 0
+    while not (want is not None and sum(r["matched"] for r in rows) >= want):
+        if start + chunk > len(sequences) and more is not None:
+            sequences = more(start + chunk)
+        first, start = start, start + chunk
+        part = sequences[first:start]
+        if not part:
             break
-        part = sequences[start:start + chunk]
         policies = [DelayPolicy(s.actions, action, k, label, at=at,
                                 follow=oracle_policy(ctx.env) if s.oracle and at == "start" else None) for s in part]
-        result = ctx.run(_InTurn(policies), [s.seed for s in part], ordered=True,
+        result = ctx.run(BySeed({s.seed: p for s, p in zip(part, policies, strict=True)}), [s.seed for s in part],
                          tags={"arm": f"delay-{tag}", "delay_action": label, "delay_at": at},
-                         rng_name=f"delay-{tag}-{at}-{action}-{start}")
+                         rng_name=f"delay-{tag}-{at}-{action}-{first}")
         eps, steps = result.records.episodes, result.records.steps
         if eps.empty:
             continue
@@ -310,17 +297,28 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
     n_screen = max(MIN_SAMPLES, ctx.config.scaled(DELAY_SCREEN))
     n_confirm = max(MIN_SAMPLES, ctx.config.scaled(DELAY_CONFIRM))
     # The inserted steps shift the env's random stream, so some delayed replays meet other tool
-    # failures than their original and do not pair; the oracle (or the search) supplies spares.
-    sequences = success_sequences(ctx, n_oracle=n_screen + CONFIRM_POOL * n_confirm,
-                                  n_search=n_screen + CONFIRM_POOL * n_confirm)
+    # failures than their original and do not pair; the oracle (or the search) supplies spares, up
+    # to ``pool``. The oracle's are cheap (one run fanned out) and played at once; those the search
+    # must find one seed after another are found for the screen and one confirming chunk, and more
+    # only when that chunk does not pair (``_replay``'s ``more``).
+    pool = n_screen + CONFIRM_POOL * n_confirm
     limit = step_limit(ctx.env) or ctx.config.max_steps
-    sequences = [s for s in sequences if len(s.actions) + 1 < limit]
+
+    def fitting(n_search: int, room: int = 1) -> list[Success]:
+        found = success_sequences(ctx, n_oracle=pool, n_search=n_search)
+        return [s for s in found if len(s.actions) + room < limit][:pool]
+
+    sequences = fitting(n_screen + n_confirm)
     if len(sequences) < n_screen + MIN_SAMPLES:
         ctx.notes["delay_success"] = (f"{len(sequences)} distinct successful episodes to replay; need "
                                       f"{n_screen + MIN_SAMPLES} (an oracle() on the env supplies them)")
         return None
-    screen, confirm = sequences[:n_screen], sequences[n_screen:n_screen + CONFIRM_POOL * n_confirm]
+    screen, confirm = sequences[:n_screen], sequences[n_screen:]
     k = max(1, min(DELAY_STEPS, limit - 1 - max(len(s.actions) for s in screen + confirm)))
+
+    def more(n: int) -> list[Success]:
+        """The confirming successes grown to ``n`` (within the pool), each with room for the delay."""
+        return fitting(min(pool, n_screen + n), room=k)[n_screen:] if len(confirm) < pool - n_screen else confirm
     gains, evidence = {}, {}
     for a in _delay_actions(ctx, others if candidates is None else candidates):
         for at in POSITIONS:
@@ -334,7 +332,7 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
         ctx.notes["delay_success"] = "no delayed replay still succeeded"
         return None
     best, at = min(evidence, key=lambda key: (-evidence[key], POSITIONS.index(key[1]), key[0]))
-    table, kept = _replay(ctx, confirm, best, k, at, "confirm", want=n_confirm)
+    table, kept = _replay(ctx, confirm, best, k, at, "confirm", want=n_confirm, more=more)
     ctx.table("delay", table)
     won = table[table["matched"]] if len(table) else table
     diffs = paired_gain(table)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -158,38 +159,57 @@ def skeleton_of(actions: Sequence[Any], statuses: Sequence[Any]) -> list[Any]:
     return [a for a, s in zip(actions[:-1], statuses[:-1], strict=True) if s not in TOOL_FAILED]
 
 
-def find_successes(ctx: ProbeContext, n: int, seeds: Sequence[int]) -> list[tuple[int, tuple]]:
-    """Up to ``n`` (seed, actions) successes over ``seeds`` in order; stops after ``MISSES`` misses in a row."""
+@dataclass
+class SearchState:
+    """Where a search over a list of seeds stands, so that it can go on for more successes later
+    (``find_successes(..., state=)``) instead of starting again: the successes found, the skeleton
+    of the first, the seeds tried and the misses in a row."""
+
+    found: list[tuple[int, tuple]] = field(default_factory=list)
+    skeleton: list[Any] | None = None
+    tried: int = 0
+    misses: int = 0
+    stopped: str | None = None
+    """Why the search can go no further (the env raised), else None."""
+
+
+def find_successes(ctx: ProbeContext, n: int, seeds: Sequence[int],
+                   state: SearchState | None = None) -> list[tuple[int, tuple]]:
+    """Up to ``n`` (seed, actions) successes over ``seeds`` in order; stops after ``MISSES`` misses in
+    a row. With ``state`` it goes on from where that search stopped (``seeds`` must start with the
+    seeds it tried) and updates it; the successes are the same as one search for ``n`` would find."""
+    state = state if state is not None else SearchState()
     space = ctx.env.action_space
-    if not isinstance(space, gym.spaces.Discrete) or ctx.hangs:
-        return []
+    if not isinstance(space, gym.spaces.Discrete) or ctx.hangs or state.stopped:
+        return list(state.found)
+    if len(state.found) >= n or state.misses >= MISSES or state.tried >= len(seeds):
+        return list(state.found)
     actions = [int(space.start) + i for i in range(int(space.n))]
     env = ctx.counted(ctx.make_env())
-    found: list[tuple[int, tuple]] = []
-    skeleton: list[Any] | None = None
-    misses = 0
     try:
-        for seed in seeds:
-            if len(found) >= n or misses >= MISSES or ctx.over_cap("the search for successes"):
+        for seed in seeds[state.tried:]:
+            if len(state.found) >= n or state.misses >= MISSES or ctx.over_cap("the search for successes"):
                 break
+            state.tried += 1
             try:
-                seq = follow(env, seed, skeleton, actions, SEARCH_STEPS) if skeleton is not None else None
+                seq = follow(env, seed, state.skeleton, actions, SEARCH_STEPS) if state.skeleton is not None else None
                 if seq is None:
                     seq = bfs(env, seed, actions, SEARCH_STEPS)
-                if seq is not None and skeleton is None:
-                    skeleton = _replayed_skeleton(env, seed, seq)
+                if seq is not None and state.skeleton is None:
+                    state.skeleton = _replayed_skeleton(env, seed, seq)
             except Exception as exc:  # the env's own error is the api probe's finding, not this probe's crash
-                ctx.notes["success_search"] = (f"stopped at seed {seed}: the env raised {type(exc).__name__}: {exc}"
-                                               f" ({len(found)} successes found before)")
+                state.stopped = ctx.notes["success_search"] = (
+                    f"stopped at seed {seed}: the env raised {type(exc).__name__}: {exc}"
+                    f" ({len(state.found)} successes found before)")
                 break
             if seq is None:
-                misses += 1
+                state.misses += 1
                 continue
-            misses = 0
-            found.append((int(seed), tuple(int(a) for a in seq)))
+            state.misses = 0
+            state.found.append((int(seed), tuple(int(a) for a in seq)))
     finally:
         env.close()
-    return found
+    return list(state.found)
 
 
 def _replayed_skeleton(env: gym.Env, seed: int, seq: Sequence[Any]) -> list[Any]:
@@ -198,4 +218,4 @@ def _replayed_skeleton(env: gym.Env, seed: int, seq: Sequence[Any]) -> list[Any]
     return skeleton_of(list(seq), statuses)
 
 
-__all__ = ["SEARCH_STEPS", "bfs", "clock_mask", "find_successes", "follow", "skeleton_of"]
+__all__ = ["SEARCH_STEPS", "SearchState", "bfs", "clock_mask", "find_successes", "follow", "skeleton_of"]

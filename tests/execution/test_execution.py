@@ -178,3 +178,25 @@ def test_workers_resolve_a_relative_file_spec_from_the_scanning_process_cwd(tmp_
     report = run_scan("my_walk.py:make_env", episodes=8, group_size=4, probes=(),
                       execution=ExecutionConfig("processes", workers=2))
     assert report.broken is None and report.exploration["episodes"] == 8
+
+
+def test_a_run_of_one_policy_per_seed_fans_out_and_plays_each_seed_its_own():
+    from envaudit.policies import BySeed
+    from envaudit.rollout import SequencePolicy
+
+    plans = {s: [s % 3] * 4 + [2] for s in range(9)}  # each seed its own actions
+    outs = []
+    for executor in (InlineExecutor(), ThreadExecutor(3), ProcessExecutor(3)):
+        policy = BySeed({s: SequencePolicy(a, name=f"seq {s}") for s, a in plans.items()})
+        try:
+            result = Runner(CleanWalk, ids=iter(range(100, 200)), executor=executor).run(
+                policy, list(reversed(plans)), rng=np.random.default_rng(5), tags={"probe": "t"})
+        finally:
+            executor.close()
+        steps = result.records.steps
+        for episode_id, seed in zip(result.records.episodes["episode_id"], result.records.episodes["seed"], strict=True):
+            mine = steps[steps["episode_id"] == episode_id].sort_values("step")["action"].tolist()
+            assert mine[:5] == plans[int(seed)] and set(mine[5:]) <= {2}  # the last action repeats
+        outs.append(result.records)
+    for other in outs[1:]:
+        assert outs[0].episodes.equals(other.episodes) and outs[0].steps.equals(other.steps)

@@ -107,12 +107,16 @@ def test_a_targeted_run_is_decided_once_its_best_return_stays_below_the_ceiling_
     # Successes pay 10 and are not what the ceiling bounds.
     assert not decided([_iteration([3.0]), _iteration([4.0]), _iteration([4.0])])  # rose by 1 in the window
     assert decided([_iteration([4.0]), _iteration([4.2]), _iteration([4.49])])  # rose by less than the margin
+    assert not decided([_iteration([4.0]), _iteration([4.0]), _iteration([4.5])])  # by the margin exactly
     assert not decided([_iteration([4.0]), _iteration([4.0]), _iteration([5.0])])  # reached the ceiling
     assert not decided([_iteration([4.0]), _iteration([4.0]), _iteration([4.0, np.nan, 6.0])])
     # Every ceiling must hold: timing out (none here) is bounded, ending without success is not.
     both = decided_by([Ceiling("timeout", 1.0, 0.5), Ceiling("no_success", 3.0, 0.5)], ref, config)
     assert not both(flat) and decided_by([Ceiling("timeout", 1.0, 0.5)], ref, config)(flat)
     assert decided_by([], ref, config) is None
+    # Finishing in few steps reads the reference's short length: episodes of 10 steps are not short.
+    short = decided_by([Ceiling("short", 5.0, 0.5)], ref, config)
+    assert short(flat) and not short([_iteration([4.0])] * 2 + [_episodes([("failure", 6.0, 1, 0, 0)])])
     assert decided_by([Ceiling("no_success", 5.0, 0.5)], ref, config.replace(barren_rollouts=0)) is None
 
 
@@ -141,3 +145,12 @@ def test_a_barren_run_is_evaluated_on_the_explorers_records_and_a_learning_one_o
     learned = targeted(TenOnes, config.replace(iterations=2), "success", ref, eval_groups=1, prior=explored)
     assert learned.evaluated_on == "eval seeds" and len(learned.episodes) == config.group_size
     assert (learned.episodes["iteration"] == "eval").all() and not (explored.episodes["iteration"] == "eval").any()
+
+
+def test_best_through_is_minus_infinity_where_nothing_shows_the_behaviour():
+    from envaudit.grpo.search import best_through
+
+    ref = Reference(floor=-20.0, spread=10.0, short_length=1)
+    assert best_through(_episodes([]), "no_success", ref) == float("-inf")
+    assert best_through(_iteration([]), "no_success", ref) == float("-inf")  # only a success
+    assert best_through(_iteration([2.0, np.inf, 1.0]), "no_success", ref) == 2.0

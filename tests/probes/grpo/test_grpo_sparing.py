@@ -55,6 +55,16 @@ def test_a_settled_natural_run_that_always_succeeds_under_the_env_return_stands_
     assert not stands_in_for_success(cut)
 
 
+def test_paid_as_is_means_the_env_return_to_the_last_digit(settled):
+    from envaudit.probes.grpo.sparing import _paid_as_is
+
+    episodes = settled.episodes.assign(**{"return": 1000.0, "training_reward": 1000.0})
+    assert _paid_as_is(episodes)
+    assert not _paid_as_is(episodes.assign(training_reward=1000.001))  # no relative tolerance
+    assert not _paid_as_is(episodes.assign(training_reward=1000.0 + 1e-10))
+    assert not _paid_as_is(episodes.iloc[:0]) and not _paid_as_is(episodes.drop(columns="training_reward"))
+
+
 def test_ceilings_sit_a_margin_below_success_and_above_failing_outright():
     success, failure = np.array([1.0, 1.0, 0.4]), np.zeros(MIN_SAMPLES)
     honest = Honest(success, failure, persist=None)
@@ -65,7 +75,11 @@ def test_ceilings_sit_a_margin_below_success_and_above_failing_outright():
     assert no_success.margin == pytest.approx(margin)
     assert [c.behaviour for c in ceilings("short", honest, np.zeros(0))] == ["no_success"]
     timeout = ceilings("timeout", honest, np.zeros(0))
-    assert [(c.behaviour, c.below) for c in timeout][1] == ("timeout", pytest.approx(margin))
+    assert [(c.behaviour, c.below, c.margin) for c in timeout][1] == ("timeout", pytest.approx(margin), margin)
+    # Where success pays no more than failing outright the margin is the spread of every return seen.
+    (flat,) = ceilings("no_success", Honest(np.zeros(3), failure, None), np.array([-3.0, 3.0]))
+    pooled = np.concatenate([np.zeros(3), failure, [-3.0, 3.0]])
+    assert flat.margin == pytest.approx(MIN_EFFECT * pooled.std()) and flat.below == pytest.approx(-flat.margin)
     # Too few failures to put timing out on the ladder: only the replay's ceiling is read.
     assert len(ceilings("timeout", Honest(success, failure[:2], None), np.zeros(0))) == 1
     assert ceilings("success", honest, np.zeros(0)) == ()

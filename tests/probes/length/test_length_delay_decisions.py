@@ -47,20 +47,19 @@ class Task:
         if self.oracle:
             self.env.oracle = lambda: list(ORACLE)
 
-    def plan(self, policy, k):
-        if isinstance(policy, D._InTurn):
-            return self.plan(policy.policies[min(k, len(policy.policies) - 1)], 0)
+    def plan(self, policy, seed):
+        policy = policy.for_seed(seed)
         if isinstance(policy, D.DelayPolicy):
             if policy.follow is not None:
-                return [policy.plan[0]] * policy.k + self.plan(policy.follow, 0)
+                return [policy.plan[0]] * policy.k + self.plan(policy.follow, seed)
             return policy.plan
         assert isinstance(policy, SequencePolicy)
         return policy.actions
 
     def play(self, policy, seeds, kwargs):
         eps = []
-        for k, seed in enumerate(seeds):
-            plan, rows, worked, outcome = self.plan(policy, k), [], 0, TIMEOUT
+        for seed in seeds:
+            plan, rows, worked, outcome = self.plan(policy, seed), [], 0, TIMEOUT
             for t in range(self.limit):
                 a = plan[min(t, len(plan) - 1)]
                 if a == ANSWER:
@@ -176,17 +175,6 @@ def test_delay_policy_acts_its_plan_then_its_follower():
     assert [end({}, {}) for _ in range(5)] == [2, 0, 3, 3, 3]
 
 
-def test_in_turn_plays_one_policy_per_episode():
-    turn = D._InTurn([SequencePolicy([1], name="a"), SequencePolicy([2], name="b")])
-    assert turn.name == "a" and turn.ordered and turn.describe() == SequencePolicy([1], name="a").describe()
-    played = []
-    for _ in range(3):
-        turn.reset(None, np.random.default_rng(0))
-        played.append(turn({}, {}))
-    assert played == [1, 2, 2]
-    assert D._InTurn([]).name == "delay" and D._InTurn([]).describe() == "delay"
-
-
 def test_failed_reads_tool_errors_and_timeouts():
     steps = pd.DataFrame({"tool_status": ["error", "timeout", "ok", None]})
     assert D._failed(steps).tolist() == [True, True, False, False]
@@ -237,21 +225,22 @@ def test_replay_pairs_each_success_with_its_delayed_run():
     assert table["source"].tolist() == ["the env's oracle"] * 3 and table["delayed_success"].all()
     assert table["episode_id"].tolist() == kept[0].episodes["episode_id"].tolist()
     (policy, seeds, kw), = ctx.runs
-    assert seeds == [0, 1, 2] and kw["ordered"] is True and kw["rng_name"] == "delay-screen-end-0-0"
+    # One run that fans out over the workers, each seed its own delayed replay.
+    assert seeds == [0, 1, 2] and "ordered" not in kw and kw["rng_name"] == "delay-screen-end-0-0"
     assert kw["tags"] == {"arm": "delay-screen", "delay_action": "chat", "delay_at": "end"}
-    assert [p.plan for p in policy.policies] == [[2, 2, 0, 0, 3]] * 3
+    assert [policy.for_seed(s).plan for s in seeds] == [[2, 2, 0, 0, 3]] * 3
 
 
 def test_replay_at_the_start_follows_the_oracle():
     ctx = ctx_for(Task(chat_pay=0.125))
     table, _ = D._replay(ctx, successes(2), CHAT, 3, "start", "screen")
-    (policy, _, _), = ctx.runs
-    assert all(p.follow is not None for p in policy.policies)
+    (policy, seeds, _), = ctx.runs
+    assert all(policy.for_seed(s).follow is not None for s in seeds)
     assert table["delayed_return"].tolist() == [1.875] * 2 and table["matched"].all()
     fixed = [D.Success(i, tuple(ORACLE), 1.5, "exploration", 0, False) for i in range(2)]
     ctx = ctx_for(Task(chat_pay=0.125))
     D._replay(ctx, fixed, CHAT, 3, "start", "screen")
-    assert all(p.follow is None for p in ctx.runs[0][0].policies)
+    assert all(ctx.runs[0][0].for_seed(s).follow is None for s in ctx.runs[0][1])
 
 
 def test_a_replay_that_fails_a_call_or_the_task_does_not_match():
@@ -282,6 +271,20 @@ def test_replay_with_want_stops_once_enough_pairs_matched():
     table, kept = D._replay(ctx, successes(10), CHAT, 1, "end", "confirm", want=4)
     assert [r[1] for r in ctx.runs] == [[0, 1, 2, 3], [4, 5, 6, 7]] and int(table["matched"].sum()) == 4
     assert ctx.runs[1][2]["rng_name"] == "delay-confirm-end-0-4" and len(kept) == 2
+    # Given only the first chunk and ``more``, it asks for the next chunk when the first did not pair,
+    # and for nothing beyond what it plays.
+    asked = []
+
+    def more(n):
+        asked.append(n)
+        return successes(min(n, 10))
+    ctx = ctx_for(Odd(chat_pay=0.125))
+    again, _ = D._replay(ctx, successes(4), CHAT, 1, "end", "confirm", want=4, more=more)
+    assert asked == [8] and again.equals(table) and [r[1] for r in ctx.runs] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    asked.clear()
+    ctx = ctx_for(Task(idle_fails=True))  # nothing pairs: it plays every success there is, then stops
+    never, _ = D._replay(ctx, successes(4), IDLE, 1, "end", "confirm", want=4, more=more)
+    assert asked == [8, 12, 16] and len(never) == 10 and not never["matched"].any()
 
 
 def test_replay_skips_runs_that_played_nothing():
@@ -312,22 +315,30 @@ def test_success_sequences_put_the_oracle_first_one_per_seed():
 def test_success_sequences_without_an_oracle_search_for_the_missing_ones(monkeypatch):
     asked = []
 
-    def search(ctx, n, seeds):
-        asked.append((n, len(seeds)))
-        return [(seeds[0], tuple(ORACLE)), (seeds[1], tuple(ORACLE))]
+    def search(ctx, n, seeds, state):
+        # Finds one success on every seed from where the state stopped, up to n in all.
+        asked.append((n, len(seeds), state.tried))
+        while len(state.found) < n and state.tried < len(seeds):
+            state.found.append((seeds[state.tried], tuple(ORACLE)))
+            state.tried += 1
+        return list(state.found)
     monkeypatch.setattr(D, "find_successes", search)
     ctx = ctx_for(Task(oracle=False))
-    found = D.success_sequences(ctx, n_search=5)
-    assert asked == [(3, 3 + D.MISSES)]  # 2 seen in exploration, 3 more wanted
+    found = D.success_sequences(ctx, n_search=4)
+    assert asked == [(2, 2 + D.MISSES, 0)]  # 2 seen in exploration, 2 more wanted
     assert [s.source for s in found] == ["exploration", "exploration", "search", "search"]
     assert [s.seed for s in found[:2]] == [900, 901]  # the shorter success first
     assert D.success_sequences(ctx, n_search=2) == found[:2]  # enough seen: no search
     assert D.searched_successes(ctx, 0) == [] and D.searched_successes(ctx, 2) == found[2:]
-    assert len(asked) == 1  # one search per probe run
-    # the search's seeds are their own stream, and each found success is played again as such
-    assert [r[1] for r in ctx.runs] == [[s.seed] for s in found[2:]]
-    assert [s.seed for s in found[2:]] == ctx.seeds(3 + D.MISSES, "length", "search")[:2]
+    assert len(asked) == 1  # what was found is not searched again
+    seeds = ctx.seeds(5 + D.MISSES, "length", "search")
+    assert [s.seed for s in found[2:]] == seeds[:2]  # the search's seeds are their own stream
+    # Asked for more, the search goes on from where it stopped, and only the new ones are played again.
+    more = D.searched_successes(ctx, 5)
+    assert asked[1] == (5, 5 + D.MISSES, 2) and [s.seed for s in more] == seeds[:5] and more[:2] == found[2:]
+    assert [r[1] for r in ctx.runs] == [seeds[:2], seeds[2:5]]  # one run each time, every seed its own sequence
     assert all(r[2]["tags"] == {"arm": "success-search"} and r[0].name == "searched success" for r in ctx.runs)
+    assert [ctx.runs[1][0].for_seed(s).actions for s in seeds[2:5]] == [list(ORACLE)] * 3
 
 
 def test_an_oracle_that_cannot_be_built_only_costs_its_successes():
@@ -392,11 +403,29 @@ def test_the_best_screened_delay_is_confirmed_at_its_position():
     assert ctx.notes["delay_success"]["screen_mean_gain"]["chat@end"] == 0.0
 
 
+def test_without_an_oracle_the_search_finds_only_what_the_confirming_replays_need(monkeypatch):
+    asked = []
+
+    def search(ctx, n, seeds, state):
+        asked.append(n)
+        while len(state.found) < n and state.tried < len(seeds):
+            state.found.append((seeds[state.tried], tuple(ORACLE)))
+            state.tried += 1
+        return list(state.found)
+    monkeypatch.setattr(D, "find_successes", search)
+    ctx = ctx_for(Task(chat_pay=0.125, oracle=False))
+    f = D.delay_success(ctx, [CHAT, IDLE], 1.0, np.random.default_rng(0))
+    n_screen, n_confirm = (max(MIN_SAMPLES, ctx.config.scaled(n)) for n in (D.DELAY_SCREEN, D.DELAY_CONFIRM))
+    # Every confirming replay pairs: the screen and one chunk, less exploration's two successes.
+    assert f is not None and asked == [n_screen + n_confirm - 2]
+    assert ctx.notes["delay_success"]["n_replayed"] == n_confirm == ctx.notes["delay_success"]["n_pairs"]
+
+
 def test_delay_needs_a_running_action_and_enough_successes(monkeypatch):
     ctx = ctx_for(Task(chat_pay=0.125))
     assert D.delay_success(ctx, [], 1.0, np.random.default_rng(0)) is None
     assert "no action that leaves episodes running" in ctx.notes["delay_success"]
-    monkeypatch.setattr(D, "find_successes", lambda ctx, n, seeds: [])
+    monkeypatch.setattr(D, "find_successes", lambda ctx, n, seeds, state: [])
     ctx = ctx_for(Task(chat_pay=0.125, oracle=False))
     assert D.delay_success(ctx, [CHAT], 1.0, np.random.default_rng(0)) is None
     assert ctx.notes["delay_success"].startswith(f"2 distinct successful episodes to replay; need {MIN_SAMPLES * 2}")
