@@ -330,6 +330,7 @@ def test_success_sequences_without_an_oracle_search_for_the_missing_ones(monkeyp
     assert [s.seed for s in found[:2]] == [900, 901]  # the shorter success first
     assert D.success_sequences(ctx, n_search=2) == found[:2]  # enough seen: no search
     assert D.searched_successes(ctx, 0) == [] and D.searched_successes(ctx, 2) == found[2:]
+    assert D.searched_successes(ctx, 1) == found[2:3]
     assert len(asked) == 1  # what was found is not searched again
     seeds = ctx.seeds(5 + D.MISSES, "length", "search")
     assert [s.seed for s in found[2:]] == seeds[:2]  # the search's seeds are their own stream

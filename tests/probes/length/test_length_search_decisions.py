@@ -261,3 +261,25 @@ def test_every_found_success_replays(seed):
     env = Lock(flaky={3})
     seq = L.bfs(env, seed, ACTIONS, budget=10_000)
     assert replays(seq, Lock(flaky={3}), seed)
+
+
+def test_a_search_asked_for_more_goes_on_from_where_it_stopped():
+    # The same successes as one search for three; the second call searches no seed twice and
+    # follows the skeleton the first call learned (14 steps a seed), not searching afresh (72).
+    state = L.SearchState()
+    ctx = search_ctx(Lock(jammed={1}))
+    assert L.find_successes(ctx, 1, [0, 1, 2, 3, 4], state) == [(0, (1, 2, 3))]
+    assert (state.tried, state.misses, state.skeleton) == (1, 0, [1, 2])
+    first = ctx.made[0].steps
+    assert L.find_successes(ctx, 3, [0, 1, 2, 3, 4], state) == [(0, (1, 2, 3)), (2, (1, 2, 3)), (3, (1, 2, 3))]
+    assert (state.tried, state.misses) == (4, 0)
+    alone = search_ctx(Lock(jammed={1}))
+    assert L.find_successes(alone, 3, [0, 1, 2, 3, 4]) == state.found
+    # Seed 0's search and skeleton are paid once: the two calls together cost what one search does.
+    assert first + ctx.made[1].steps == alone.made[0].steps
+    # Nothing left to do: no env is made.
+    assert L.find_successes(ctx, 3, [0, 1, 2, 3, 4], state) == state.found and len(ctx.made) == 2
+    done = L.SearchState(tried=5)
+    assert L.find_successes(ctx, 9, [0, 1, 2, 3, 4], done) == [] and len(ctx.made) == 2
+    out = L.SearchState(misses=L.MISSES)
+    assert L.find_successes(ctx, 9, [0, 1, 2, 3, 4], out) == [] and len(ctx.made) == 2
