@@ -12,7 +12,10 @@ least 0.8 x N on the sleeping env).
     python benchmarks/scan_cost.py --latencies 0.005 --modes quick --workers 1 8 --executors threads
     python benchmarks/scan_cost.py --latencies 0.005 --probes grpo --baseline-pythonpath /tmp/envaudit-before
 
-``--probes`` scans only those probes (the GRPO probe's own cost, say); ``--baseline-pythonpath``
+``--env helpdesk`` scans the bundled Helpdesk (a ``ToolEnv``, so the failures probe injects faults
+into it) with every step sleeping L instead of SleepWalk; ``--probe-column NAME`` puts that probe's
+seconds in the table instead of the GRPO probe's. ``--probes`` scans only those probes (the GRPO
+probe's own cost, say); ``--baseline-pythonpath``
 runs every case a second time with another envaudit importable from that folder (an older
 checkout), for a before/after table (executors the baseline does not have are skipped there).
 """
@@ -82,14 +85,41 @@ class SleepWalk(gym.Env):
         return self._obs(), -0.01, False, truncated, {"success": False} if truncated else {}
 
 
-SPEC = f"{Path(__file__).resolve()}:SleepWalk"
+def _slow_helpdesk():
+    """The bundled Helpdesk (a ``ToolEnv``: the failures probe injects faults into its tools) whose
+    every step sleeps ``$ENVAUDIT_BENCH_LATENCY_S`` and is counted like SleepWalk's."""
+    from envaudit.envs.helpdesk import Helpdesk
+
+    class SlowHelpdesk(Helpdesk):
+        def reset(self, *, seed=None, options=None):
+            _count(".resets")
+            return super().reset(seed=seed, options=options)
+
+        def step(self, action):
+            _count(".steps")
+            latency = float(os.environ.get(LATENCY_VAR, "0"))
+            if latency:
+                time.sleep(latency)
+            return super().step(action)
+
+    return SlowHelpdesk
+
+
+def make_slow_helpdesk():
+    """A ``SlowHelpdesk`` (the scan target ``benchmarks/scan_cost.py:make_slow_helpdesk``)."""
+    return _slow_helpdesk()()
+
+
+SPECS = {"walk": f"{Path(__file__).resolve()}:SleepWalk",
+         "helpdesk": f"{Path(__file__).resolve()}:make_slow_helpdesk"}
+SPEC = SPECS["walk"]
 
 
 def scan(latency: float, quick: bool, executor: str, workers: int, probes: list[str] | None,
-         pythonpath: str | None, timeout_s: float) -> dict:
+         pythonpath: str | None, timeout_s: float, spec: str = SPEC) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         counter = os.path.join(tmp, "calls")
-        cmd = [sys.executable, "-m", "envaudit.cli", "scan", SPEC, "--out", os.path.join(tmp, "report"),
+        cmd = [sys.executable, "-m", "envaudit.cli", "scan", spec, "--out", os.path.join(tmp, "report"),
                "--fail-on", "never", "--no-progress", "--executor", executor, "--workers", str(workers)]
         cmd += ["--quick"] if quick else []
         cmd += ["--probes", ",".join(probes)] if probes else []
@@ -125,13 +155,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-only", action="store_true", help="Scan only with --baseline-pythonpath's envaudit.")
     parser.add_argument("--timeout", type=float, default=3600.0, help="Seconds a scan may take before it is cut.")
     parser.add_argument("--json", help="Also write the rows here.")
+    parser.add_argument("--env", choices=sorted(SPECS), default="walk",
+                        help="walk: SleepWalk (a plain env); helpdesk: the bundled Helpdesk ToolEnv, every step sleeping L.")
+    parser.add_argument("--probe-column", default="grpo", help="The probe whose seconds get a column (default grpo).")
     args = parser.parse_args(argv)
     probes = args.probes.split(",") if args.probes else None
     sources = [("after", None)] + ([("before", args.baseline_pythonpath)] if args.baseline_pythonpath else [])
     if args.baseline_only:
         sources = sources[1:]
     rows = []
-    print("| source | L (ms) | mode | executor | workers | wall s | grpo s | env steps | resets | speed-up | x N |")
+    print(f"| source | L (ms) | mode | executor | workers | wall s | {args.probe_column} s | env steps | resets | speed-up | x N |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for latency in args.latencies:
         for mode in args.modes:
@@ -141,10 +174,10 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     first = None
                     for n in args.workers:
-                        r = scan(latency, mode == "quick", executor, n, probes, path, args.timeout)
+                        r = scan(latency, mode == "quick", executor, n, probes, path, args.timeout, SPECS[args.env])
                         first = first if first is not None else r["wall_s"]
                         speedup = first / r["wall_s"]
-                        grpo = r["probe_s"].get("grpo")
+                        grpo = r["probe_s"].get(args.probe_column)
                         row = {"source": source, "latency_s": latency, "mode": mode, "executor": executor, "workers": n,
                                **r, "speedup": speedup}
                         rows.append(row)

@@ -224,15 +224,22 @@ class Replay:
     actions: tuple[int, ...]
 
 
+REPLAY_TAG = "replay_index"
+"""The episode tag that says which replay of a ``ReplayPlan`` an episode played."""
+
+
 class ReplayPlan:
     """Replays run as one batch: episode ``k`` plays ``replays[k]`` and is cut right after its last
     action, on which ``fault`` (``"error"`` / ``"timeout"``, a ``ToolEnv`` only) is forced when given.
     ``fault_at=-2`` forces it on the action before the last instead, so the last action is what the
     agent does right after the fault (``tail_steps`` reads both).
 
-    Run it as ``ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers())``, then read each
-    replay's last step with ``plan.last_steps(records)``; a replay that diverged from its actions
-    (a non-replayable env, an early ending) is left out.
+    Run it as ``plan.run(ctx, tags=...)``: one run that fans out over the scan's workers like any
+    other (each episode's policy picked by its index, ``Policy.for_episode``; the cut and the fault
+    kept by a wrapper on that episode's own env instance), then read each replay's last step with
+    ``plan.last_steps(records)``; a replay that diverged from its actions (a non-replayable env, an
+    early ending) is left out. ``episode_replay`` maps the recorded episode ids to replay indices
+    (from the episodes' ``replay_index`` tag).
     """
 
     def __init__(self, replays: Sequence[Replay], fault: str | None = None, *, name: str = "replay",
@@ -243,29 +250,28 @@ class ReplayPlan:
         self.fault = fault
         self.fault_at = fault_at
         self.name = name
-        self.k = -1
         self.episode_replay: dict[int, int] = {}
 
     @property
     def seeds(self) -> list[int]:
         return [r.seed for r in self.replays]
 
-    @property
-    def current(self) -> Replay:
-        return self.replays[self.k]
-
-    def schedule(self, tool: str, call_index: int) -> str | None:
-        # Every step of a ToolEnv is one tool call, so the call index is the step index.
-        return self.fault if call_index == len(self.current.actions) + self.fault_at else None
-
     def wrappers(self) -> tuple:
-        cut = functools.partial(_CutAfterReplay, plan=self)
-        if self.fault is None:
-            return (cut,)
-        return (functools.partial(FaultInjector, schedule=self.schedule), cut)
+        return (functools.partial(_ReplayCut, fault=self.fault, fault_at=self.fault_at),)
 
     def policy(self) -> Policy:
         return _ReplayPolicy(self)
+
+    def run(self, ctx: Any, *, tags: Mapping[str, Any] | None = None) -> Any:
+        """Play every replay through ``ctx.run`` (a ``ProbeContext``) and record which episode played
+        which (``episode_replay``); the run's result."""
+        result = ctx.run(self.policy(), self.seeds, wrappers=self.wrappers(), tags=tags,
+                         episode_tags=[{REPLAY_TAG: k} for k in range(len(self.replays))])
+        episodes = result.records.episodes
+        if REPLAY_TAG in episodes:
+            self.episode_replay.update((int(e), int(k)) for e, k in zip(episodes["episode_id"], episodes[REPLAY_TAG],
+                                                                      strict=True))
+        return result
 
     def last_steps(self, records: Records) -> dict[int, tuple[float, str | None, bool]]:
         """Per replay index: its last step's (reward, tool status, injected), when the replay held."""
@@ -304,47 +310,77 @@ class ReplayPlan:
         return out
 
 
-class _CutAfterReplay(gym.Wrapper):
-    """Advance the plan on every reset and truncate the episode after the replay's last action."""
 
-    def __init__(self, env: gym.Env, plan: ReplayPlan) -> None:
-        super().__init__(env)
-        self.plan = plan
+
+class _ReplayCut(gym.Wrapper):
+    """Cut an episode right after its replay's last action and force the plan's fault on the call
+    it falls on: one per env instance, told each episode's actions by the episode's policy
+    (``_ReplayEpisode.reset``), so no state is shared between the workers that play a plan."""
+
+    def __init__(self, env: gym.Env, fault: str | None = None, fault_at: int = -1) -> None:
+        self.fault, self.fault_at = fault, fault_at
+        self.actions: tuple = ()
         self.t = 0
+        super().__init__(FaultInjector(env, schedule=self.schedule) if fault is not None else env)
+
+    def schedule(self, tool: str, call_index: int) -> str | None:
+        # Every step of a ToolEnv is one tool call, so the call index is the step index.
+        return self.fault if call_index == len(self.actions) + self.fault_at else None
+
+    def play(self, actions: Sequence[Any]) -> None:
+        self.actions = tuple(actions)
 
     def reset(self, **kwargs: Any):
-        self.plan.k += 1
-        self.t = 0
+        self.t, self.actions = 0, ()
         return self.env.reset(**kwargs)
 
     def step(self, action: Any):
+        if not self.actions:
+            raise RuntimeError("a ReplayPlan episode stepped before its policy named its actions: run the plan "
+                               "with plan.run(ctx) (its policy and wrappers together)")
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.t += 1
-        if self.t >= len(self.plan.current.actions) and not terminated:
+        if self.t >= len(self.actions) and not terminated:
             truncated = True
         return obs, reward, terminated, truncated, info
 
 
 class _ReplayPolicy(Policy):
-    ordered = True  # the plan counts resets and maps episode ids to replays in this process
+    """The plan's policy: each episode's own is ``for_episode`` (its index is the replay's)."""
 
     def __init__(self, plan: ReplayPlan) -> None:
         self.plan = plan
         self.name = plan.name
 
-    def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
-        super().reset(env, rng)
-        # The recording wrapper's episode id ties the recorded episode to the replay it played.
-        self.plan.episode_replay[int(env.episode_id)] = self.plan.k
+    def for_episode(self, index: int, seed: int) -> Policy:
+        return _ReplayEpisode(self.plan.replays[index].actions, self.name)
 
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
-        actions = self.plan.current.actions
-        return actions[min(self.t, len(actions) - 1)]
+        raise RuntimeError("a ReplayPlan's policy plays no episode itself: each episode plays for_episode(index, seed)")
 
     def describe(self) -> str:
         which = "last call" if self.plan.fault_at == -1 else "call before the last"
         forced = f", forcing a tool {self.plan.fault} on the {which}" if self.plan.fault else ""
         return f"replay {len(self.plan.replays)} recorded action sequences{forced}"
+
+
+class _ReplayEpisode(Policy):
+    """One replay's actions, in order; at reset it tells the episode's ``_ReplayCut`` what they are."""
+
+    def __init__(self, actions: Sequence[Any], name: str) -> None:
+        self.actions, self.name = list(actions), name
+
+    def reset(self, env: gym.Env, rng: np.random.Generator) -> None:
+        super().reset(env, rng)
+        layer = env
+        while layer is not None and not isinstance(layer, _ReplayCut):
+            layer = getattr(layer, "env", None)
+        if layer is None:
+            raise RuntimeError("a ReplayPlan episode runs without the plan's wrapper: run the plan with plan.run(ctx)")
+        layer.play(self.actions)
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        return self.actions[min(self.t, len(self.actions) - 1)]
 
 
 def _pct(x: float) -> str:
@@ -477,7 +513,7 @@ class CallablePolicy(Policy):
 
 
 class BySeed(Policy):
-    """Each episode plays the policy given for its reset seed (``Policy.for_seed``): replays of many
+    """Each episode plays the policy given for its reset seed (``Policy.for_episode``): replays of many
     recorded episodes, each with its own actions, as one run that fans out over the scan's workers
     instead of one run per episode or one ordered run. ``policies`` maps each seed of the run to its
     policy; a seed the run plays that has none is a ``KeyError`` naming it."""
@@ -490,14 +526,15 @@ class BySeed(Policy):
         self.name = name or first.name
         self._describe = first.describe()
 
-    def for_seed(self, seed: int) -> Policy:
+    def for_episode(self, index: int, seed: int) -> Policy:
         try:
             return self.policies[int(seed)]
         except KeyError:
             raise KeyError(f"BySeed has no policy for reset seed {seed} (it has {len(self.policies)} seeds)") from None
 
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
-        raise RuntimeError("BySeed plays no episode itself: the runner asks for_seed(seed) for the episode's policy")
+        raise RuntimeError("BySeed plays no episode itself: the runner asks for_episode(index, seed) for the "
+                           "episode's policy")
 
     def describe(self) -> str:
         return self._describe

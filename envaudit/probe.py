@@ -347,10 +347,12 @@ class ProbeContext:
         rng_name: str | None = None,
         make_env: EnvFactory | None = None,
         ordered: bool | None = None,
+        episode_tags: Sequence[Mapping[str, Any]] | None = None,
     ) -> RunResult:
         """Run ``policy`` once per seed (hang-protected, recorded); episodes the safety cap cuts
         are recorded as incomplete. ``ordered=True`` plays the seeds in order on one instance in
-        this process (for wrappers or policies that report back through shared state)."""
+        this process (for wrappers or policies that report back through shared state).
+        ``episode_tags[i]`` adds tags to episode ``i`` only."""
         if self.env_hung(f"policy {policy.name!r}'s episodes"):
             return RunResult(Recorder().records(), [], stopped_early=True)
         seeds = list(seeds)
@@ -358,10 +360,10 @@ class ProbeContext:
             return RunResult(Recorder().records(), [], stopped_early=True)
         rng = self.rng("policy", rng_name or policy.name)
         tags = {"probe": self.name, "policy": policy.name, **(tags or {})}
-        result = self._remote_run(make_env, policy, seeds, rng, wrappers, tags, ordered)
+        result = self._remote_run(make_env, policy, seeds, rng, wrappers, tags, ordered, episode_tags)
         if result is None:
             result = self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
-                                               deadline=self.deadline, ordered=ordered)
+                                               deadline=self.deadline, ordered=ordered, episode_tags=episode_tags)
         self.hangs.extend(p for p in result.problems if p.kind == "hang")
         self.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
         if self.tally is not None:
@@ -376,7 +378,7 @@ class ProbeContext:
 
     def _remote_run(self, make_env: EnvFactory | None, policy: Policy, seeds: list[int], rng: np.random.Generator,
                     wrappers: Sequence[Callable[[gym.Env], gym.Env]], tags: dict[str, Any],
-                    ordered: bool | None) -> RunResult | None:
+                    ordered: bool | None, episode_tags: Sequence[Mapping[str, Any]] | None = None) -> RunResult | None:
         """In a probe run in a worker process (``envaudit.probe_host``): the run played on the scan's
         episode pool, or None when it stays here (in order on one instance, or not picklable)."""
         if getattr(self.executor, "kind", None) != "remote":
@@ -384,9 +386,10 @@ class ProbeContext:
         ids = [next(self.ids) for _ in seeds]  # what the runner would draw, in the same order
         if ordered or (ordered is None and getattr(policy, "ordered", False)):
             return self.runner(make_env, ids=iter(ids)).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
-                                                            deadline=self.deadline, ordered=True)
+                                                            deadline=self.deadline, ordered=True,
+                                                            episode_tags=episode_tags)
         kwargs = dict(config=self.config, policy=policy, seeds=seeds, ids=ids, rng=rng, wrappers=tuple(wrappers),
-                      tags=tags, deadline=self.deadline)
+                      tags=tags, deadline=self.deadline, episode_tags=episode_tags)
         try:
             request = cloudpickle.dumps((make_env, kwargs))
         except Exception as exc:
@@ -395,7 +398,8 @@ class ProbeContext:
                           "factory, policy and wrappers picklable, or scan a spec string", RuntimeWarning,
                           stacklevel=3)
             return self.runner(make_env, ids=iter(ids)).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
-                                                            deadline=self.deadline, ordered=True)
+                                                            deadline=self.deadline, ordered=True,
+                                                            episode_tags=episode_tags)
         return self.executor.run(request)
 
     # -- what goes into the report -------------------------------------------------------------

@@ -68,10 +68,10 @@ class Policy:
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
         raise NotImplementedError
 
-    def for_seed(self, seed: int) -> Policy:
-        """The policy that plays the episode from ``reset(seed=seed)``: this one. A run whose
-        episodes each play their own policy (``policies.BySeed``) picks it here, so the run still
-        fans out over the workers."""
+    def for_episode(self, index: int, seed: int) -> Policy:
+        """The policy that plays episode ``index`` of a run (from ``reset(seed=seed)``): this one.
+        A run whose episodes each play their own policy (``policies.BySeed``, ``ReplayPlan``) picks
+        it here, in whatever worker plays the episode, so the run still fans out over the workers."""
         return self
 
     def __call__(self, obs: Any, info: Mapping[str, Any]) -> Any:
@@ -277,7 +277,7 @@ def play(slot: Slot, run: _Run, item: tuple) -> _Episode:
 
 
 def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, EpisodeCapture]) -> _Episode:
-    _index, episode_id, seed, rng_seed, episode_tags = item
+    index, episode_id, seed, rng_seed, episode_tags = item
     T = run.step_timeout_s
     if "policy" not in slot.state:
         slot.state["policy"] = copy.deepcopy(run.policy) if slot.shares_objects else run.policy
@@ -289,7 +289,7 @@ def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, EpisodeCapture]
                                             location=user_frame(exc)), stop=True)
         slot.state["env"], slot.state["cap"] = env, cap
         slot.at_end(lambda: slot.guard(env.close, T, "close"))
-    env, cap, policy = slot.state["env"], slot.state["cap"], slot.state["policy"].for_seed(seed)
+    env, cap, policy = slot.state["env"], slot.state["cap"], slot.state["policy"].for_episode(index, seed)
     capture = playing["capture"] = EpisodeCapture(episode_id)
     env.recorder = capture
     env.set_tags(**run.tags, **(episode_tags or {}))

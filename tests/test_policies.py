@@ -163,6 +163,17 @@ def test_describe_call_and_success_return(claim_ctx):
     assert success_return(eps.iloc[0:0]) == (None, 0)
 
 
+class _Runs:
+    """What ``ReplayPlan.run`` asks of a ``ProbeContext``: its runner, on one executor."""
+
+    def __init__(self, make, executor=None):
+        self.runner = Runner(make, executor=executor)
+
+    def run(self, policy, seeds, *, wrappers, tags, episode_tags):
+        return self.runner.run(policy, seeds, rng=np.random.default_rng(0), wrappers=wrappers, tags=tags,
+                               episode_tags=episode_tags)
+
+
 def test_replay_plan_forces_a_fault_on_the_last_call_only():
     fetch, submit, status = 0, 1, 3  # RetryTask's catalogue order
     replays = [Replay(5, (fetch, fetch, submit)), Replay(6, (status,)), Replay(7, (fetch, status))]
@@ -170,9 +181,9 @@ def test_replay_plan_forces_a_fault_on_the_last_call_only():
     results = {}
     for fault in (None, "error", "timeout"):
         plan = ReplayPlan(replays, fault)
-        records = Runner(make).run(plan.policy(), plan.seeds, rng=np.random.default_rng(0),
-                                   wrappers=plan.wrappers()).records
+        records = plan.run(_Runs(make), tags={"fault": fault or "none"}).records
         assert list(records.episodes["length"]) == [3, 1, 2]  # each cut right after its last action
+        assert plan.episode_replay == dict(zip(records.episodes["episode_id"], range(3), strict=True))
         results[fault] = plan.last_steps(records)
     # Without a fault: two fetches then a successful submit pays 1; check_status pays 0.
     assert results[None] == {0: (1.0, "ok", False), 1: (0.0, "ok", False), 2: (0.0, "ok", False)}
@@ -181,13 +192,42 @@ def test_replay_plan_forces_a_fault_on_the_last_call_only():
         assert results[fault] == {k: (0.3, fault, True) for k in range(3)}
 
 
+def test_a_replay_plan_fans_out_over_the_workers_and_reads_the_same():
+    from envaudit.execution import ProcessExecutor, ThreadExecutor
+
+    fetch, submit, status = 0, 1, 3
+    # The same seed in several replays, each its own actions: only the episode's index tells them apart.
+    replays = [Replay(5, (fetch, fetch, submit)), Replay(5, (status,)), Replay(5, (fetch, status)),
+               Replay(6, (fetch, submit)), Replay(6, (fetch, fetch, fetch, submit))] * 2
+    seen = []
+    for executor in (None, ThreadExecutor(3), ProcessExecutor(2)):
+        plan = ReplayPlan(replays, "error")
+        try:
+            records = plan.run(_Runs(lambda: RetryTask(need=2, error_credit=0.3), executor), tags={}).records
+        finally:
+            if executor is not None:
+                executor.close()
+        assert list(records.episodes["length"]) == [len(r.actions) for r in replays]
+        seen.append((plan.last_steps(records), plan.tail_steps(records)))
+    assert seen[0][0] == {k: (0.3, "error", True) for k in range(len(replays))}
+    assert all(other == seen[0] for other in seen[1:])
+
+
 def test_replay_plan_leaves_out_replays_that_diverge():
     submit = 1
     plan = ReplayPlan([Replay(1, (submit, submit))])  # submit ends the episode: the replay cannot hold
-    records = Runner(lambda: RetryTask()).run(plan.policy(), plan.seeds, rng=np.random.default_rng(0),
-                                              wrappers=plan.wrappers()).records
+    records = plan.run(_Runs(lambda: RetryTask()), tags={}).records
     assert len(records.episodes) == 1 and plan.last_steps(records) == {}
     assert "replay 1 recorded action sequences" == plan.policy().describe()
+    with pytest.raises(RuntimeError, match="for_episode"):
+        plan.policy().act(None, {})
+    # Its policy without its wrapper (or the wrapper without the policy) cannot play a replay.
+    with pytest.raises(RuntimeError, match="plan.run"):
+        Runner(lambda: RetryTask()).run(plan.policy(), plan.seeds, rng=np.random.default_rng(0))
+    cut = plan.wrappers()[0](RetryTask())
+    cut.reset(seed=1)
+    with pytest.raises(RuntimeError, match="plan.run"):
+        cut.step(submit)
 
 
 def test_an_oracle_may_be_a_function_or_a_list_of_actions():
@@ -235,11 +275,11 @@ def test_by_seed_hands_each_seed_its_policy_and_names_a_missing_one():
 
     a, b = SequencePolicy([1], name="a"), SequencePolicy([2], name="b")
     by = BySeed({3: a, np.int64(4): b})
-    assert by.for_seed(3) is a and by.for_seed(np.int64(4)) is b and a.for_seed(9) is a
+    assert by.for_episode(0, 3) is a and by.for_episode(0, np.int64(4)) is b and a.for_episode(7, 9) is a
     assert by.name == "a" and by.describe() == a.describe() and BySeed({3: a}, name="x").name == "x"
     with pytest.raises(KeyError, match="no policy for reset seed 5 \\(it has 2 seeds\\)"):
-        by.for_seed(5)
-    with pytest.raises(RuntimeError, match="for_seed"):
+        by.for_episode(1, 5)
+    with pytest.raises(RuntimeError, match="for_episode"):
         by.act(None, {})
     with pytest.raises(ValueError, match="at least one"):
         BySeed({})

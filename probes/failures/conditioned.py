@@ -157,8 +157,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> dict[tuple, 
         if ctx.over_cap(f"failure-conditioned replays ({fault or 'ok'} arm)"):
             return {}
         plan = ReplayPlan(replays, fault, name=f"conditioned-{fault or 'ok'}", fault_at=-2)
-        result = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(),
-                         tags={"fault": fault or "none", "fault_on": "call before the last"})
+        result = plan.run(ctx, tags={"fault": fault or "none", "fault_on": "call before the last"})
         arms[fault] = (plan, result.records)
     base = arms[None][0].tail_steps(arms[None][1])
     catalogue = ctx.env.unwrapped.catalogue
@@ -272,8 +271,7 @@ def _targeted_arms(ctx: ProbeContext, a: int, enders: list[int]) -> tuple[pd.Dat
             break
         replays = [Replay(s, (a, enders[(start + i) % len(enders)])) for i, s in enumerate(seeds[start:start + batch])]
         plan = ReplayPlan(replays, None, name=f"conditioned-targeted-{a}", fault_at=-2)
-        records = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(),
-                          tags={"fault": "none", "targeted": "call then end"}).records
+        records = plan.run(ctx, tags={"fault": "none", "targeted": "call then end"}).records
         kept.append(records)
         for k, step in plan.tail_steps(records).items():
             rows.append({**step, "next": replays[k].actions[-1], "seed": replays[k].seed})

@@ -105,7 +105,7 @@ def injection_tests(ctx: ProbeContext, rng: np.random.Generator) -> tuple[dict[t
         if ctx.over_cap(f"fault injection arm {fault or 'ok'!r}"):
             return {}, {}, {}
         plan = ReplayPlan(items, fault, name=f"replay-{fault or 'ok'}")
-        result = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(), tags={"fault": fault or "none"})
+        result = plan.run(ctx, tags={"fault": fault or "none"})
         arms[fault] = (plan, result.records)
     base = arms[None][0].last_steps(arms[None][1])
 

@@ -158,8 +158,7 @@ def _top_up(ctx: ProbeContext, action: int, statuses: list[str]) -> tuple[Record
         n = min(math.ceil(want), len(seeds) - used)
         replays = [Replay(s, live[i % len(live)] + (action,)) for i, s in enumerate(seeds[used:used + n])]
         plan = ReplayPlan(replays, None, name=f"topup-{action}")
-        records = ctx.run(plan.policy(), plan.seeds, wrappers=plan.wrappers(),
-                          tags={"fault": "none", "targeted": "repeat the call"}).records
+        records = plan.run(ctx, tags={"fault": "none", "targeted": "repeat the call"}).records
         kept.append(records)
         for replay in replays:
             tries[replay.actions[:-1]]["played"] += 1

@@ -21,7 +21,6 @@ import pytest
 from scipy import stats as st
 
 from envaudit.config import ScanConfig
-from envaudit.faults import FaultInjector
 from envaudit.findings import Severity
 from envaudit.probes.failures import conditioned as FC
 from envaudit.probes.failures import text as FT
@@ -615,14 +614,12 @@ def test_injection_skips_replays_that_did_not_hold_and_keys_by_the_last_two_acti
     assert first.seed == 0 and first.actions[:2] == (3, SEARCH)
     t = tests[("conditioned", SEARCH, TOOL_ERROR, HANDOFF)]
     assert t["n_pairs"] == 11 and t["p_value"] == pytest.approx(2.0 ** -11) and 0 not in t["path_seeds"]
-    # the fault goes on the call before the last, through the plan's own wrappers
+    # the fault goes on the call before the last, through the plan's own wrapper, and every episode
+    # is tagged with the replay it plays
     for p, _, kw in ctx.runs:
-        inject = [w for w in kw["wrappers"] if getattr(w, "func", None) is FaultInjector]
-        if p.plan.fault is None:
-            assert inject == []
-        else:
-            (w,) = inject
-            assert w.keywords["schedule"] == p.plan.schedule and p.plan.fault_at == -2
+        (w,) = kw["wrappers"]
+        assert w.keywords == {"fault": p.plan.fault, "fault_at": -2}
+        assert kw["episode_tags"] == [{"replay_index": k} for k in range(len(p.plan.replays))]
 
 
 def test_exploration_labels_ends_and_noise():
@@ -694,7 +691,7 @@ def test_targeted_rounds_stop_at_exactly_min_pairs_of_each(handoff_fails, quit_o
     FC._targeted_arms(ctx, SEARCH, [HANDOFF, QUIT])
     assert len(ctx.runs) == rounds
     p, _, kw = ctx.runs[0]
-    assert p.name == "conditioned-targeted-0" and [w.func.__name__ for w in kw["wrappers"]] == ["_CutAfterReplay"]
+    assert p.name == "conditioned-targeted-0" and [w.func.__name__ for w in kw["wrappers"]] == ["_ReplayCut"]
 
 
 def test_targeted_rounds_wait_for_the_working_side_when_most_calls_fail():

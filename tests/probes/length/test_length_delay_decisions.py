@@ -48,7 +48,7 @@ class Task:
             self.env.oracle = lambda: list(ORACLE)
 
     def plan(self, policy, seed):
-        policy = policy.for_seed(seed)
+        policy = policy.for_episode(0, seed)
         if isinstance(policy, D.DelayPolicy):
             if policy.follow is not None:
                 return [policy.plan[0]] * policy.k + self.plan(policy.follow, seed)
@@ -228,19 +228,19 @@ def test_replay_pairs_each_success_with_its_delayed_run():
     # One run that fans out over the workers, each seed its own delayed replay.
     assert seeds == [0, 1, 2] and "ordered" not in kw and kw["rng_name"] == "delay-screen-end-0-0"
     assert kw["tags"] == {"arm": "delay-screen", "delay_action": "chat", "delay_at": "end"}
-    assert [policy.for_seed(s).plan for s in seeds] == [[2, 2, 0, 0, 3]] * 3
+    assert [policy.for_episode(0, s).plan for s in seeds] == [[2, 2, 0, 0, 3]] * 3
 
 
 def test_replay_at_the_start_follows_the_oracle():
     ctx = ctx_for(Task(chat_pay=0.125))
     table, _ = D._replay(ctx, successes(2), CHAT, 3, "start", "screen")
     (policy, seeds, _), = ctx.runs
-    assert all(policy.for_seed(s).follow is not None for s in seeds)
+    assert all(policy.for_episode(0, s).follow is not None for s in seeds)
     assert table["delayed_return"].tolist() == [1.875] * 2 and table["matched"].all()
     fixed = [D.Success(i, tuple(ORACLE), 1.5, "exploration", 0, False) for i in range(2)]
     ctx = ctx_for(Task(chat_pay=0.125))
     D._replay(ctx, fixed, CHAT, 3, "start", "screen")
-    assert all(ctx.runs[0][0].for_seed(s).follow is None for s in ctx.runs[0][1])
+    assert all(ctx.runs[0][0].for_episode(0, s).follow is None for s in ctx.runs[0][1])
 
 
 def test_a_replay_that_fails_a_call_or_the_task_does_not_match():
@@ -339,7 +339,7 @@ def test_success_sequences_without_an_oracle_search_for_the_missing_ones(monkeyp
     assert asked[1] == (5, 5 + D.MISSES, 2) and [s.seed for s in more] == seeds[:5] and more[:2] == found[2:]
     assert [r[1] for r in ctx.runs] == [seeds[:2], seeds[2:5]]  # one run each time, every seed its own sequence
     assert all(r[2]["tags"] == {"arm": "success-search"} and r[0].name == "searched success" for r in ctx.runs)
-    assert [ctx.runs[1][0].for_seed(s).actions for s in seeds[2:5]] == [list(ORACLE)] * 3
+    assert [ctx.runs[1][0].for_episode(0, s).actions for s in seeds[2:5]] == [list(ORACLE)] * 3
 
 
 def test_an_oracle_that_cannot_be_built_only_costs_its_successes():
