@@ -310,8 +310,6 @@ class ReplayPlan:
         return out
 
 
-
-
 class _ReplayCut(gym.Wrapper):
     """Cut an episode right after its replay's last action and force the plan's fault on the call
     it falls on: one per env instance, told each episode's actions by the episode's policy

@@ -307,6 +307,9 @@ def test_success_sequences_put_the_oracle_first_one_per_seed():
     assert all(s.oracle and s.actions == tuple(ORACLE) for s in found[:20])
     assert found[-1] == D.Success(901, (2, 0, 2, 3), 1.5, "exploration", 0, False)
     assert ctx.runs[0][2]["tags"] == {"arm": "delay-oracle"}
+    # asked again (the confirmation wanting more), the oracle is not played again; asked for more, it is
+    assert D.success_sequences(ctx, n_oracle=20) == found and len(ctx.runs) == 1
+    assert len(D.success_sequences(ctx, n_oracle=24)) == 24 + 2 and len(ctx.runs) == 2
     # the quick scan's own floor: a quarter of ORACLE_EPISODES when fewer are asked for
     assert len(D.success_sequences(ctx_for(Task()), n_oracle=0)) == ScanConfig(seed=0, quick=True).scaled(
         D.ORACLE_EPISODES) + 2
