@@ -26,6 +26,8 @@ fresh seeds.
   folded into that finding (one reward path, one finding).
 - Negative effect: quitting at once with each episode-ending action; ``fail`` only when quitting
   earns as much as succeeding (a brevity bonus), else ``info`` (a step cost, fine if intended).
+  Where the slope hides it, the endings whose own pay fades with the step they are taken at
+  (``envaudit.probes.length.fading``) are quit with at once the same way.
 - Every step pays the same reward: the return is a multiple of length, ``info`` ("return equals
   length; if that is intended, ignore").
 
@@ -64,6 +66,7 @@ from envaudit.probes.length.delay import (
     marginal_stall,
     searched_successes,
 )
+from envaudit.probes.length.fading import fading_enders
 from envaudit.protocol import ERROR, FAILURE, SUCCESS, TIMEOUT
 from envaudit.rollout import Policy
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, ols_bootstrap, reward_scale
@@ -233,26 +236,6 @@ def _brevity(ctx: ProbeContext, fit: dict, success, failure, rng, *, slope: bool
     return found[0] if found else None
 
 
-def _fading_enders(ctx: ProbeContext, rng: np.random.Generator) -> list:
-    """Ending actions whose pay on the ending step falls significantly with the step they are
-    taken at, across exploration's failures that ended with them."""
-    eps, steps = ctx.exploration.episodes, ctx.exploration.steps
-    enders, _, _ = split_enders(steps)
-    failed = set(eps.loc[eps["outcome"] == FAILURE, "episode_id"])
-    last = steps[steps["episode_id"].isin(failed)].groupby("episode_id").tail(1)
-    fading = []
-    for action in enders:
-        ended = last[last["action"] == action]
-        if len(ended) < MIN_SAMPLES or ended["step"].nunique() < 2:
-            continue
-        fit = ols_bootstrap(ended["reward"].to_numpy(float), {"step": ended["step"].to_numpy(float)}, rng,
-                            n_boot=500)
-        coef = fit["coef"].get("step")
-        if coef is not None and coef["p_value"] < ctx.config.alpha and coef["ci"][1] < 0:
-            fading.append(action)
-    return fading
-
-
 def _failures_not_ending_with(ctx: ProbeContext, action, failure: np.ndarray) -> np.ndarray:
     """Exploration's failure returns without the episodes whose last action was ``action``
     (all of ``failure`` when fewer than ``MIN_SAMPLES`` are left)."""
@@ -310,10 +293,10 @@ def _run(ctx: ProbeContext, looped: list) -> list[Finding]:
         return found + [_brevity(ctx, fit, success, failure, rng)]
     # A brevity bonus hangs on one ending action and fades with the step it is taken at; among all
     # the other ways random play ends episodes it need not tilt the overall slope. So each ending
-    # action whose own pay falls with the step it is taken at is tried at once (one step an
-    # episode); only the ladder's top rung (as much as success) makes a finding here. An ending
-    # that pays the same whenever it is taken is no length effect (reward without success, if any).
-    fading = _fading_enders(ctx, rng)
+    # action whose own pay falls with the step it is taken at (``fading``) is tried at once (one
+    # step an episode); only the ladder's top rung (as much as success) makes a finding here. An
+    # ending that pays the same whenever it is taken is no length effect (reward without success, if any).
+    fading = fading_enders(ctx, rng, success, failure, margin_share=MIN_EFFECT)
     brevity = _brevity(ctx, fit, success, failure, rng, slope=False, enders=fading) if fading else None
     found += [brevity] if brevity is not None else []
     return found

@@ -142,8 +142,9 @@ def test_a_brevity_bonus_hidden_in_the_overall_slope_is_caught():
     """Generated brevity-bonus envs: 'give_up' at step t pays amount * (1 - (t - 1) / max_steps),
     with amount above success's pay, so quitting at once out-earns succeeding; mixed with the other
     endings of random play the overall length slope is not significant. Recall over the first 8
-    instances (6 of 8 at this seed: the misses see too few honest successes or no significant fading
-    in 64 random episodes), and their clean twins (the same spec with no flaw) give no warn/fail."""
+    instances: all 8 (6 before the paired replays of ``fading``: in 64 random episodes, where partial
+    credit rides on the later quits, instance 3's fading did not show), and their clean twins (the
+    same spec with no flaw) give no warn/fail."""
     from dataclasses import replace
 
     from envaudit.families.envs import make_env
@@ -164,7 +165,9 @@ def test_a_brevity_bonus_hidden_in_the_overall_slope_is_caught():
         assert f.evidence["mean_strategy"] == pytest.approx(spec.flaw.amount - spec.step_cost)
         assert f.evidence["mean_strategy"] > f.evidence["mean_success"]
         caught += 1
-    assert caught >= 6
+        if index == 3:  # exploration alone does not show this one's bonus fading: the replays do
+            assert ctx.notes["fading"]["give_up"]["fades"]
+    assert caught == 8
 
 
 def test_an_ending_that_pays_the_same_whenever_taken_is_no_brevity_bonus():

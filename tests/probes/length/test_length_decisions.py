@@ -14,6 +14,7 @@ import pytest
 from envaudit.findings import Finding, Severity
 from envaudit.probes.length import CODE, decide_length_bias
 from envaudit.probes.length import bias as L
+from envaudit.probes.length.fading import exploration_fading
 from envaudit.protocol import END_TRUNCATED, FAILURE, SUCCESS, TIMEOUT, TOOL_ERROR
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
@@ -201,13 +202,13 @@ def test_fading_enders_are_endings_whose_pay_falls_with_the_step():
     eps = [episode(FAILURE, [(WORK, 0.0)] * k + [(SUBMIT, 1.0 - 0.1 * k + 0.001 * (i % 2))], success=False)
            for i, k in enumerate(list(range(6)) * 2)]
     ctx = FakeContext(records(*eps))
-    assert L._fading_enders(ctx, np.random.default_rng(0)) == [SUBMIT]
+    assert exploration_fading(ctx, np.random.default_rng(0)) == [SUBMIT]
     flat = [episode(FAILURE, [(WORK, 0.0)] * k + [(SUBMIT, 0.5 + 0.001 * (i % 2))], success=False)
             for i, k in enumerate(list(range(6)) * 2)]
-    assert L._fading_enders(FakeContext(records(*flat)), np.random.default_rng(0)) == []
-    assert L._fading_enders(FakeContext(records(*eps[:MIN_SAMPLES - 1])), np.random.default_rng(0)) == []
+    assert exploration_fading(FakeContext(records(*flat)), np.random.default_rng(0)) == []
+    assert exploration_fading(FakeContext(records(*eps[:MIN_SAMPLES - 1])), np.random.default_rng(0)) == []
     same_step = [episode(FAILURE, [(WORK, 0.0), (SUBMIT, 1.0 - 0.1 * i)], success=False) for i in range(12)]
-    assert L._fading_enders(FakeContext(records(*same_step)), np.random.default_rng(0)) == []
+    assert exploration_fading(FakeContext(records(*same_step)), np.random.default_rng(0)) == []
 
 
 def finding(sev, **evidence):

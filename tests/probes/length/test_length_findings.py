@@ -18,6 +18,7 @@ from envaudit.findings import Finding, Severity
 from envaudit.probes._shared.endings import fmt
 from envaudit.probes.length import CODE, decide_length_bias
 from envaudit.probes.length import bias as L
+from envaudit.probes.length.fading import exploration_fading
 from envaudit.protocol import END_TRUNCATED, ERROR, FAILURE, SUCCESS, TIMEOUT, TOOL_TIMEOUT
 from envaudit.stats import MIN_SAMPLES
 from tests.fixtures.frames import FakeContext, episode, many, records
@@ -372,7 +373,7 @@ def test_constant_step_reward_of_one_step():
     assert L.constant_step_reward(records(episode(FAILURE, [(0, 0.25)])).steps) == 0.25
 
 
-# -- _fading_enders: the boundaries of "enough to fit" --------------------------------------------------
+# -- exploration_fading: the boundaries of "enough to fit" --------------------------------------------------
 
 def endings(action, pays_by_step, copies: int, first: int = 0):
     return [episode(FAILURE, [(WORK, 0.0)] * k + [(action, pay + 0.001 * (i % 2))], success=False)
@@ -383,10 +384,10 @@ def test_fading_enders_at_their_boundaries():
     rng = np.random.default_rng(0)
     # exactly MIN_SAMPLES endings, at exactly two steps: enough
     two_steps = endings(SUBMIT, [1.0, 0.5], MIN_SAMPLES // 2)
-    assert L._fading_enders(FakeContext(records(*two_steps)), rng) == [SUBMIT]
+    assert exploration_fading(FakeContext(records(*two_steps)), rng) == [SUBMIT]
     # a pay that rises with the step is no brevity bonus, however significant
     rising = endings(SUBMIT, [0.1 * k for k in range(6)], 2)
-    assert L._fading_enders(FakeContext(records(*rising)), rng) == []
+    assert exploration_fading(FakeContext(records(*rising)), rng) == []
     # an ending with too few samples does not stop the next one from being checked
     mixed = endings(SUBMIT, [1.0], 3) + endings(GIVE_UP, [1.0 - 0.1 * k for k in range(6)], 2)
-    assert L._fading_enders(FakeContext(records(*mixed)), rng) == [GIVE_UP]
+    assert exploration_fading(FakeContext(records(*mixed)), rng) == [GIVE_UP]
