@@ -93,6 +93,10 @@ def test_paying_at_once_reads_the_first_step_endings_of_each_action():
     assert _paying_at_once(ctx, ones, np.zeros(4), 0.1) == [GIVE_UP]
     assert _paying_at_once(ctx, ones, np.zeros(4), 0.01) == []
     assert _paying_at_once(ctx, np.array([1.0, np.nan, 1.0, 1.0]), np.zeros(4), 0.1) == [GIVE_UP]
+    assert _paying_at_once(ctx, ones, np.zeros(4), 0.05) == [GIVE_UP]  # at the bar exactly: 1 - 0.05
+    # The margin is a share of the reward scale (success 1.0 above failing at -1.0: a scale of 2).
+    assert _paying_at_once(ctx, ones, np.full(4, -1.0), 0.03) == [GIVE_UP]
+    assert _paying_at_once(ctx, ones, np.full(4, -1.0), 0.02) == []
 
 
 def test_ending_pay_keeps_only_whole_terminated_episodes_of_the_length():
@@ -112,3 +116,10 @@ def test_no_room_or_no_running_action_is_said_so():
                                                           "reason": "no room for a later ending"}
     ctx = explore(Quit, probe="length", episodes=16, quick=True)
     assert fades_when_delayed(ctx, GIVE_UP, [])["reason"] == "no action that leaves episodes running"
+
+    class Four(Quit):  # room for one more step: the late ending at step 3, the early one at step 2
+        spec = gym.envs.registration.EnvSpec("Four-v0", max_episode_steps=4)
+
+    one_more = fades_when_delayed(explore(Four, probe="length", episodes=16, quick=True), GIVE_UP, [WORK])
+    assert one_more["after"] == 1 and one_more["fades"]
+    assert one_more["idlers"]["work"]["mean_difference"] == pytest.approx(-0.12)
