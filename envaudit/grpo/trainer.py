@@ -31,8 +31,8 @@ in a row (whole iterations) gave no learning group, in either of two cases:
 Either way a behaviour that would give the policy as it stands a signal (a target reached, a reward
 that differs within a group) shows in fewer than r of its rollouts, where (1 - r) ** n is the chance
 of having missed it. A caller may also stop a run whose answer is decided (``decided``: a targeted
-search whose best return stays below what its verdict reads, ``search.Ceiling``). The rule counts rollouts, never time, so the same seed stops at the same
-iteration on any machine.
+search whose best return stays below what its verdict reads, ``search.Ceiling``). The rules count
+rollouts, never time, so the same seed stops at the same iteration on any machine.
 """
 
 from __future__ import annotations
