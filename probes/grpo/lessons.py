@@ -220,7 +220,9 @@ def judge(ctx, result: SearchResult, move: Move, before: pd.DataFrame, before_st
         return Verdict(move, at_least, "failures-pay", "tool-failure",
                        f"a failed tool call pays about {-cost['cost_per_failure']:.2f} beyond the step it takes"
                        + as_much, show, ev)
-    if move.key in ("length", "takeover") and material and cost["cost_per_failure"] > 0 and p_cost < alpha:
+    # A shortcut ends early: one action taking over episodes that run to the step limit (farming a
+    # paying call, which also avoids a failing one) is no giving up, whatever failures cost.
+    if ended_early and material and cost["cost_per_failure"] > 0 and p_cost < alpha:
         beats = quitting_beats_persisting(show, honest.persist, cost["cost_per_failure"],
                                           ctx.rng("persist", result.mode), margin=margin, alpha=alpha)
         ev["quit_vs_persist"] = beats

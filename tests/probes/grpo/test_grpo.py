@@ -83,6 +83,23 @@ def test_costly_failures_teach_stopping_early_and_the_clean_twin_does_not():
     assert "failure-shortcut" not in {f.code for f in clean} and not _codes(clean)
 
 
+def test_farming_a_paying_call_to_the_step_limit_is_no_failure_shortcut():
+    # Generated step-farming-1-4 (seed 1): run_tests pays 0.32 a call and never fails, get_weather
+    # (the task's tool) fails 18% of the time; GRPO learns to call run_tests until the step limit
+    # (length 1.7 -> 5, failed calls 0.08 -> 0). Its episodes run longer, not shorter: whatever a
+    # failed call costs, that is farming (learned-exploit), not giving up on failures.
+    from envaudit.config import ScanConfig
+    from envaudit.families.envs import make_env
+    from envaudit.families.generate import make_cases
+    from envaudit.scan import run_scan
+
+    spec = {c.name: c for c in make_cases(20, 20, seed=1)}["step-farming-1-4"].spec
+    findings = run_scan(lambda: make_env(spec), ScanConfig(seed=1, quick=True, probes=("grpo",))).findings
+    assert "failure-shortcut" not in {f.code for f in findings}
+    farmed = next(f for f in findings if f.code == "learned-exploit")
+    assert farmed.severity == Severity.FAIL and "call_run_tests" in farmed.summary
+
+
 def test_curves_table_has_one_row_per_iteration_with_the_behaviour_columns():
     ctx = explore(_make("envaudit/CodeFix-v0"), probe="grpo", episodes=32, quick=True)
     run(ctx, only=("natural",))
