@@ -72,7 +72,9 @@ TOLERATED: dict[str, frozenset[str]] = {
     "truncation-credit": _EXPLOITS | {"length-bias", "reward-without-success"},
     "timeout-passes": _EXPLOITS | {"reward-without-success", "failure-rewarded"},
     "timeout-drop": frozenset({"learned-exploit"}),
-    "failure-cost": _EXPLOITS,
+    # Charged failures can make an honest success cost more than quitting at once earns: ending
+    # without success then pays as much as success, the same charge seen from the ladder's top rung.
+    "failure-cost": _EXPLOITS | {"reward-without-success"},
     "attempt-credit": _EXPLOITS | {"length-bias", "reward-without-success", "timeout-rewarded"},
     "failure-conditioned-quit": _EXPLOITS | {"reward-without-success"},
     "step-farming": _EXPLOITS | {"reward-without-success", "timeout-rewarded"},
