@@ -43,7 +43,7 @@ def fading_enders(ctx: ProbeContext, rng: np.random.Generator, success: np.ndarr
     shows, else from paired replays for the endings that pay about what success pays at once
     (within ``margin_share`` of the reward scale). What was tried is in ``ctx.notes["fading"]``."""
     found = exploration_fading(ctx, rng)
-    enders, others, _ = split_enders(ctx.exploration.steps)
+    _, others, _ = split_enders(ctx.exploration.steps)
     candidates = [a for a in _paying_at_once(ctx, success, failure, margin_share) if a not in found]
     tried = {}
     for action in candidates:
