@@ -30,7 +30,13 @@ import pandas as pd
 
 from envaudit.grpo.config import GRPOConfig
 from envaudit.grpo.engine import PolicyEngine
-from envaudit.grpo.trainer import TrainResult, make_collector, train, with_advantages
+from envaudit.grpo.trainer import (
+    TrainResult,
+    make_collector,
+    quiet_iterations,
+    train,
+    with_advantages,
+)
 from envaudit.pipeline import Pipeline
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
 from envaudit.recording import Records
@@ -137,7 +143,7 @@ def decided_by(ceilings: Sequence[Ceiling], reference: Reference, config: GRPOCo
     rollouts. None (never decided) without ceilings or with ``barren_rollouts`` 0."""
     if not ceilings or not config.barren_rollouts:
         return None
-    need = -(-config.barren_rollouts // config.rollouts_per_iteration)
+    need = quiet_iterations(config)
 
     def decided(iterations: list[pd.DataFrame]) -> bool:
         if len(iterations) <= need:  # the window needs a best return before it to compare with
@@ -179,6 +185,12 @@ class SearchResult:
     @property
     def episodes(self) -> pd.DataFrame:
         return self.evaluation.episodes
+
+    @property
+    def played(self) -> pd.DataFrame:
+        """The evaluation's episodes this run played: none where it was evaluated on exploration's
+        own records (``evaluated_on``), which every pool and the scan's cost hold already."""
+        return self.episodes if self.evaluated_on == "eval seeds" else self.episodes.iloc[:0]
 
     @property
     def stopped(self) -> str | None:

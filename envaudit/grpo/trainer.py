@@ -135,13 +135,19 @@ def barren(curves: list[dict[str, Any]], config: GRPOConfig, n_actions: int, pri
     return rollouts >= config.barren_rollouts
 
 
+def quiet_iterations(config: GRPOConfig) -> int:
+    """The whole iterations that hold ``config.barren_rollouts`` rollouts: the window of ``settled``
+    (and of a targeted run's ``decided``, ``search.decided_by``)."""
+    return -(-config.barren_rollouts // config.rollouts_per_iteration)
+
+
 def settled(curves: list[dict[str, Any]], config: GRPOConfig, n_actions: int) -> bool:
     """Whether the last ``config.barren_rollouts`` rollouts (whole iterations) gave no learning group
     while the policy's mean entropy rose by at most ``SETTLED_RISE`` of log(``n_actions``) over them
     (see the module docstring); an iteration that trained nothing (entropy NaN) ends the window."""
     if not config.barren_rollouts or n_actions < 2 or config.engine != "torch":
         return False
-    need = -(-config.barren_rollouts // config.rollouts_per_iteration)
+    need = quiet_iterations(config)
     window = curves[-need:]
     if len(window) < need or any(row["learning_groups"] or not np.isfinite(row["entropy"]) for row in window):
         return False

@@ -178,7 +178,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
         result = _execute(ctx, plan, config.replace(iterations=plan.iterations), reference, eval_groups,
                           ceilings(plan.behaviour, honest_so_far, explore["return"].to_numpy(float))
                           if plan.kind == "target" else ())
-        evaluated = result.evaluation.episodes if result.evaluated_on == "eval seeds" else explore.iloc[:0]
+        evaluated = result.played
         ctx.count_env(result.training.env_steps + (int(evaluated["length"].sum()) if len(evaluated) else 0),
                       len(result.training.episodes) + len(evaluated))
         # A rollout whose env killed its worker process: the scan's env-error finding lists it.
@@ -240,7 +240,7 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     ctx.notes.update({
         "runs": {**{name: {"iterations": len(r.training.curves), "barren": r.training.barren,
                            "settled": r.training.settled, "decided": r.training.decided,
-                           "eval_episodes": len(r.episodes) if r.evaluated_on == "eval seeds" else 0,
+                           "eval_episodes": len(r.played),
                            "evaluated_on": r.evaluated_on, "env_steps": r.training.env_steps, "stopped": r.stopped}
                     for name, r in results.items()},
                  **{name: {"iterations": 0, "eval_episodes": 0, "env_steps": 0, "stopped": None, "stood_in_by": by}
@@ -368,12 +368,6 @@ def _check_lm(env) -> None:
         raise UnsupportedSpace(why)
 
 
-def played(result: SearchResult) -> pd.DataFrame:
-    """The episodes a run's evaluation played: none where a barren run was evaluated on exploration's
-    own records, which every pool holds already (``SearchResult.evaluated_on``)."""
-    return result.episodes if result.evaluated_on == "eval seeds" else result.episodes.iloc[:0]
-
-
 def _with_pipeline(records: Records, pipeline) -> pd.DataFrame:
     episodes = records.episodes
     if episodes.empty or "group" not in episodes:
@@ -387,7 +381,7 @@ def _honest(explore: pd.DataFrame, results: dict[str, SearchResult], reference: 
     it was run); honest failure: the exploration's failures (failing outright while trying, as a
     random agent does); persisting: episodes (exploration and the trained policies' evaluations)
     that kept going after a failed tool call, i.e. did not end early."""
-    parts = [explore] + [played(results[k]) for k in ("target-success", "natural") if k in results]
+    parts = [explore] + [results[k].played for k in ("target-success", "natural") if k in results]
     if oracle is not None and len(oracle):
         parts.append(oracle)
     success = np.concatenate([p.loc[p["outcome"] == SUCCESS, "return"].to_numpy(float) for p in parts if len(p)]
@@ -432,7 +426,7 @@ def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str
     for name in ("target-success", "natural"):
         if name in results:
             pools[f"{name}-training"] = results[name].training.episodes
-            pools[f"{name}-eval"] = played(results[name])
+            pools[f"{name}-eval"] = results[name].played
     # The scale is the gap between success and failing outright; with no failure seen (every
     # non-success a timeout) it is the spread of all returns, never that of successes alone: equal
     # successes have no spread, and a margin of 0 would count rounding as an incentive.
@@ -443,14 +437,14 @@ def _delayed_success(ctx: ProbeContext, explore: pd.DataFrame, results: dict[str
     fast, test = d["fastest"], d["test"]
     # Examples: the trained policies' evaluated successes (kept in the report) that came later than
     # the fastest success and earned more than it.
-    evaluated = pd.concat([played(results[k]) for k in ("target-success", "natural") if k in results]
+    evaluated = pd.concat([results[k].played for k in ("target-success", "natural") if k in results]
                           or [pd.DataFrame(columns=["outcome", "length", "return", "episode_id"])], ignore_index=True)
     later = evaluated[(evaluated["outcome"] == SUCCESS) & (evaluated["length"] > fast["length"])
                       & (evaluated["return"] > fast["return"])].sort_values("return", ascending=False, kind="stable")
     kept = list(dict.fromkeys(later["episode_id"].astype(int).tolist() + d["examples"]))
     kept = [i for i in kept if i in _kept_ids(ctx)]
     search = results.get("target-success", results.get(STAND_IN) if "target-success" in (stood_in or {}) else None)
-    searched = played(search) if search is not None else pd.DataFrame()
+    searched = search.played if search is not None else pd.DataFrame()
     wins = searched[searched["outcome"] == SUCCESS] if len(searched) else searched
     best = None
     if len(wins):
