@@ -43,11 +43,11 @@ def fading_enders(ctx: ProbeContext, rng: np.random.Generator, success: np.ndarr
     shows, else from paired replays for the endings that pay about what success pays at once
     (within ``margin_share`` of the reward scale). What was tried is in ``ctx.notes["fading"]``."""
     found = exploration_fading(ctx, rng)
-    _, others, _ = split_enders(ctx.exploration.steps)
     candidates = [a for a in _paying_at_once(ctx, success, failure, margin_share) if a not in found]
+    idlers = _idlers(ctx, split_enders(ctx.exploration.steps)[1]) if candidates else []
     tried = {}
     for action in candidates:
-        result = fades_when_delayed(ctx, action, _idlers(ctx, others))
+        result = fades_when_delayed(ctx, action, idlers)
         tried[ctx.describe_action(action)] = result
         if result["fades"]:
             found.append(action)
