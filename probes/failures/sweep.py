@@ -63,7 +63,7 @@ from envaudit.policies import (
 from envaudit.probe import ProbeContext
 from envaudit.probes._shared.endings import step_reference
 from envaudit.probes.failures import charge
-from envaudit.probes.failures.confirm import second_look
+from envaudit.probes.failures.confirm import DECISIVE_SHARE, second_look
 from envaudit.probes.failures.decisions import decide_failure_shortcut
 from envaudit.probes.failures.plain import natural_failure_rate, shortcut_exploration
 from envaudit.probes.failures.rewarded import (
@@ -212,12 +212,12 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
     flawless = float(clean["return"].mean()) if len(clean) >= 3 else success_return(natural_persist)[0]
     alpha = ctx.config.alpha
 
-    def wins(c: dict, p: float) -> bool:
+    def wins(c: dict, p: float, level: float = alpha) -> bool:
         # Only the charges make it pay: with failures costing just their step, persisting would earn
         # more. (A short strategy that earns as much even then is an exploit whatever the tools do,
         # exploit-policy / reward-without-success, or giving up beating failing slowly: no flaw.)
         caused = c["diff_if_failures_cost_a_step"] is not None and c["diff_if_failures_cost_a_step"] < 0
-        return (c["diff"] or 0) > 0 and not c["underpowered"] and p <= alpha and c["diff_ci"][0] > 0 and caused
+        return (c["diff"] or 0) > 0 and not c["underpowered"] and p <= level and c["diff_ci"][0] > 0 and caused
 
     results = {rate: at(rate) for rate in per_rate}
     crossover = next((r for r in sorted(results) if wins(results[r]["short"], results[r]["short"]["p_bonferroni"])), None)
@@ -258,12 +258,17 @@ def shortcut_sweep(ctx: ProbeContext, runs: _Runs, fee: dict) -> list[Finding]:
                                          "than ending at once, so it is no honest yardstick")
         return []
     short_records = per_rate[0.0][zero["best"].name]
-    if not wins(zero["short"], zero["short"]["p_bonferroni"]):
+    # A first look that is not decided well inside alpha is close: the scan's Holm correction over
+    # the other probes' tests may still demote it. A second, larger look on fresh seeds settles it,
+    # and the smaller of the two p-values stands (``confirm`` states the error rate of the pair).
+    first_p = zero["short"]["p_bonferroni"]
+    if not wins(zero["short"], first_p, alpha * DECISIVE_SHARE):
         look = second_look(ctx, persist, zero["best"], short_records, per_rate[0.0][persist.name], ref)
         if look is not None:
             evidence["second_look"] = {k: look["short"][k] for k in ("second_look", "diff", "p_value", "mean_short",
                                                                      "mean_persist")}
-            if wins(look["short"], look["short"]["p_bonferroni"]):
+            evidence["second_look"]["first_look_p"] = first_p
+            if wins(look["short"], look["short"]["p_bonferroni"]) and look["short"]["p_bonferroni"] < first_p:
                 zero = {**zero, "short": look["short"]}
                 short_records = look["records"]
                 evidence.update(persist_mean_return=look["short"]["mean_persist"],

@@ -160,6 +160,7 @@ def test_giving_up_beats_persisting_at_the_envs_own_rate():
     e = f.evidence
     assert f.code == "failure-shortcut" and f.severity == Severity.FAIL
     assert e["p_raw"] == pytest.approx(t_p(d)) and e["p_value"] == pytest.approx(min(1.0, 2 * t_p(d)))  # 2 shorts
+    assert e["p_value"] <= 0.05 * P.DECISIVE_SHARE and "second_look" not in e  # decided: no second look
     assert e["diff"] == pytest.approx(d.mean()) and e["diff_ci"][0] > 0
     assert e["short_mean_return"] == pytest.approx(GIVE) and e["persist_mean_return"] == pytest.approx(persist.mean())
     n_fail = int(sum(s % 2 == 0 for s in natural))
@@ -204,8 +205,11 @@ def test_the_sweep_runs_each_policy_once_per_rate_on_its_seeds():
     P.shortcut_sweep(ctx, runs, FEE)
     names = [kw["rng_name"] for _, _, kw in ctx.runs]
     shorts = ["short:answer", "short:giveup"]  # exploration: answering pays 1 on average, giving up 0.6
-    assert names == [f"{n}@{r:g}" for r in P.SWEEP_RATES for n in ("oracle", "quit-on-failure", *shorts)]
-    for _, seeds, kw in ctx.runs:
+    # giving up (0.6) against persisting (-1 or 1) wins at p = 0.035 on 16 seeds: not decided well inside
+    # alpha, so a second look on fresh seeds follows the sweep
+    assert names == [f"{n}@{r:g}" for r in P.SWEEP_RATES for n in ("oracle", "quit-on-failure", *shorts)] + [
+        "short:giveup@second-look", "oracle@second-look"]
+    for _, seeds, kw in ctx.runs[:-2]:
         rate = kw["tags"]["fault_rate"]
         assert kw["tags"] == {"fault_rate": rate}
         assert seeds == (runs.natural_seeds if rate == 0 else runs.sweep_seeds)
@@ -219,6 +223,50 @@ def test_the_sweep_runs_each_policy_once_per_rate_on_its_seeds():
     assert len(table) == 4 * len(P.SWEEP_RATES) and table["policy"].tolist()[:4] == ["oracle", "quit-on-failure", *shorts]
     first = len(ctx.runs)
     assert runs.get(ctx.runs[0][0], 0.0) is runs.cache[("oracle", 0.0)] and len(ctx.runs) == first  # cached
+
+
+# -- a close first look: a second, larger look on fresh seeds --------------------------------------
+def third_fail(s, rate):
+    return 1 if s % 3 == 0 else 0
+
+
+def test_a_first_look_that_wins_but_not_well_inside_alpha_gets_a_second_look():
+    """Giving up pays 0.9; a third of the seeds meet one failure (persisting earns 1 - 2 = -1 there).
+    On the 16 first-look seeds that wins at p = 0.044 (Bonferroni over the two short strategies):
+    below alpha, but the scan's Holm over its other findings could demote it. The second look runs
+    on seeds of its own, sized by the power formula, and the smaller p-value (doubled) stands."""
+    ctx = desk(third_fail, 0.9)
+    runs = P._Runs(ctx)
+    (f,) = P.shortcut_sweep(ctx, runs, FEE)
+    natural = runs.natural_seeds
+    first = min(1.0, 2 * t_p(0.9 - returns_of("persist", natural, third_fail, 0.0, 0.9)))
+    assert 0.05 * P.DECISIVE_SHARE < first <= 0.05
+    e = f.evidence
+    look = e["second_look"]
+    n = look["second_look"]["n_pairs"]
+    fresh = ctx.seeds(n, "sweep", "second-look")
+    assert [kw["rng_name"] for _, _, kw in ctx.runs[-2:]] == ["short:giveup@second-look", "oracle@second-look"]
+    assert [seeds for _, seeds, _ in ctx.runs[-2:]] == [fresh, fresh] and not set(fresh) & set(natural)
+    persist2 = returns_of("persist", fresh, third_fail, 0.0, 0.9)
+    d2 = 0.9 - persist2
+    assert look["first_look_p"] == pytest.approx(first) and look["p_value"] == pytest.approx(t_p(d2))
+    assert e["p_value"] == pytest.approx(2 * t_p(d2)) and e["p_value"] < first and f.severity == Severity.FAIL
+    assert e["persist_mean_return"] == pytest.approx(persist2.mean()) and e["short_mean_return"] == pytest.approx(0.9)
+    assert "a second, larger look" in e["test"]
+
+
+def test_a_second_look_that_says_less_leaves_the_first_standing():
+    """The same first look; on the fresh seeds no search fails, so giving up (0.9) loses to
+    persisting (1) on every pair: the first look's p-value stands, the second is in the evidence."""
+    ctx = desk(lambda s, rate: 0, 0.9)
+    natural = P._Runs(ctx).natural_seeds
+    ctx = desk(lambda s, rate, first=set(natural): third_fail(s, rate) if s in first else 0, 0.9)
+    (f,) = P.shortcut_sweep(ctx, P._Runs(ctx), FEE)
+    first = min(1.0, 2 * t_p(0.9 - returns_of("persist", natural, third_fail, 0.0, 0.9)))
+    e = f.evidence
+    assert e["p_value"] == pytest.approx(first) and f.severity == Severity.FAIL
+    assert e["second_look"]["mean_short"] < e["second_look"]["mean_persist"] and e["second_look"]["p_value"] > 0.5
+    assert e["test"].endswith("Bonferroni over the 2 short strategies")
 
 
 # -- warn: only quitting after a failure beats persisting -----------------------------------------
