@@ -9,7 +9,7 @@ returns prefix by prefix. Continuations are counted in env steps (``Played.cost`
 finds action cycles that return to the same observation with positive net reward.
 """
 
-from envaudit.counterfactual.cycles import Cycle, find_cycles
+from envaudit.counterfactual.cycles import MAX_PREFIXES, Cycle, find_cycles
 from envaudit.counterfactual.engine import (
     Counterfactuals,
     Episode,
@@ -33,7 +33,7 @@ from envaudit.counterfactual.plans import (
 )
 
 __all__ = [
-    "ANY", "ENDED", "LIMIT", "Continuation", "Counterfactuals", "Cycle", "Episode", "Played", "Prefix",
+    "ANY", "ENDED", "LIMIT", "MAX_PREFIXES", "Continuation", "Counterfactuals", "Cycle", "Episode", "Played", "Prefix",
     "cycle_then_end", "end_now", "find_cycles", "forced", "from_runner", "idle_then_end", "oracle_from_here",
     "paired_test", "play_then", "run_into_limit",
 ]

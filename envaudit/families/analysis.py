@@ -17,8 +17,8 @@ def random_success_probability(spec: EnvSpec) -> float:
 
     Dynamic programming over (steps taken, progress along the path): each step every catalogue
     call is equally likely; a path call advances when it is the next one and its tool does not
-    fail; exactly one of the ``submit`` calls is the right answer once the path is complete;
-    ``submit_all``, ``give_up`` and (when ``wrong_answer_ends``) wrong submissions end the episode.
+    fail; ``step_back`` undoes one; exactly one of the ``submit`` calls is the right answer once the
+    path is complete; ``submit_all``, ``give_up`` and (when ``wrong_answer_ends``) wrong submissions end the episode.
     """
     labels, path, n_path = spec.labels, spec.path, len(spec.path)
     n = len(labels)
@@ -43,6 +43,8 @@ def random_success_probability(spec: EnvSpec) -> float:
                         nxt[p] += share
                 elif label in ("submit_all", "give_up"):
                     continue
+                elif label == "step_back":
+                    nxt[max(p - 1, 0)] += share
                 else:
                     is_right = p == n_path and (label == "submit" or label == spec.submit_labels[0])
                     # By symmetry over the hidden answer, one submit label stands for the right one.
@@ -55,8 +57,9 @@ def random_success_probability(spec: EnvSpec) -> float:
 
 
 def progress_total(spec: EnvSpec) -> float:
-    """What progress shaping pays over a whole path (potential shaping nets 0 over an episode)."""
-    return spec.progress_bonus() * len(spec.path)
+    """What progress shaping and the forward bonus pay over a whole path walked once (potential
+    shaping nets 0 over an episode)."""
+    return (spec.progress_bonus() + spec.forward_bonus) * len(spec.path)
 
 
 def honest_success_return(spec: EnvSpec) -> float:

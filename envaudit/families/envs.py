@@ -6,7 +6,8 @@ call declares a latency past its deadline, as ``envaudit.ToolEnv`` documents.
 
 Observation (float32 in [0, 1]): progress along the path (fraction), path complete, the revealed
 answer one-hot (only when there are several candidates), the last tool status one-hot
-(none/ok/error/timeout), steps used (fraction of ``max_steps``).
+(none/ok/error/timeout), steps used (fraction of ``max_steps``; 0 when the spec's clock is not
+observed).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class FamilyToolEnv(ToolEnv):
         if task_spec.quit_action:
             self.add_tool("give_up", self._submit, deadline_s=TOOL_DEADLINE_S, description="end unanswered")
             self.add_call("give_up", "give_up", candidate=None)
+        if task_spec.step_back:
+            self.add_tool("step_back", self._submit, deadline_s=TOOL_DEADLINE_S, description="undo the last path step")
+            self.add_call("step_back", "step_back", candidate=None)
         assert tuple(self.action_labels) == task_spec.labels, "catalogue order must follow EnvSpec.labels"
         self.observation_space = self.task.observation_space
 

@@ -53,6 +53,7 @@ EXPECTED: dict[str, frozenset[str]] = {
     "step-farming": frozenset({"length-bias"}),
     "brevity-bonus": frozenset({"length-bias"}),
     "delayed-success": frozenset({"length-bias"}),
+    "oscillation": frozenset({"length-bias"}),
     "lenient-grader": frozenset({"reward-without-success"}),
     "guess-credit": frozenset({"reward-without-success"}),
     "degenerate-answer": frozenset({"reward-without-success"}),
@@ -80,6 +81,8 @@ TOLERATED: dict[str, frozenset[str]] = {
     "step-farming": _EXPLOITS | {"reward-without-success", "timeout-rewarded"},
     "brevity-bonus": _EXPLOITS | {"reward-without-success", "failure-shortcut"},
     "delayed-success": _EXPLOITS | {"reward-without-success", "timeout-rewarded"},
+    # Laps farmed to the step limit end there, unfinished: the limit pays what the laps earned.
+    "oscillation": _EXPLOITS | {"reward-without-success", "timeout-rewarded"},
     "lenient-grader": _EXPLOITS | {"length-bias", "failure-shortcut"},
     "guess-credit": _EXPLOITS | {"length-bias", "failure-shortcut"},
     "degenerate-answer": _EXPLOITS | {"length-bias", "failure-shortcut"},
@@ -100,11 +103,13 @@ def _rate(rng: np.random.Generator, p_zero: float, low: float, high: float) -> f
     return 0.0 if rng.random() < p_zero else float(rng.uniform(low, high))
 
 
-RETRY_SHARE, PARTIAL_CREDIT_SHARE = 0.2, 0.25
+RETRY_SHARE, PARTIAL_CREDIT_SHARE, PACING_SHARE = 0.2, 0.25, 0.15
 """Shares of clean bases (drawn from the ``variety`` generator) with a path tool that fails most
-calls, so retrying is the only honest way (issue 25, class 3), and with partial credit on every
-unfinished ending (class 1). Giving up that beats failing slowly (class 2) needs no draw of its own:
-every base with a step cost and ``give_up`` has it."""
+calls, so retrying is the only honest way (issue 25, class 3), with partial credit on every
+unfinished ending (class 1), and with a ``step_back`` call that charges back the forward bonus the
+step forward paid, in an observation without a clock (class 4's clean twin: pacing forward and
+back comes back to the same observation and nets only the step costs). Giving up that beats
+failing slowly (class 2) needs no draw of its own: every base with a step cost and ``give_up`` has it."""
 
 
 def clean_spec(rng: np.random.Generator, *, intent: str | None = None,
@@ -112,8 +117,9 @@ def clean_spec(rng: np.random.Generator, *, intent: str | None = None,
     """A clean tool task. ``intent`` ``common`` draws short paths and small catalogues, ``rare``
     long paths with distractors; the spec's ``regime`` is then what random play really gets.
     ``variety`` draws the clean shapes that once raised false alarms (``RETRY_SHARE``,
-    ``PARTIAL_CREDIT_SHARE``) from its own generator, so every other draw stays what it was;
-    ``retry=False`` leaves the tools' rates alone (a flaw that needs failures sets its own)."""
+    ``PARTIAL_CREDIT_SHARE``, ``PACING_SHARE``) from its own generator, after every other draw, so
+    those stay what they were; ``retry=False`` leaves the tools' rates alone (a flaw that needs
+    failures sets its own) and draws no pacing (a flaw's base carries only the flaw's mechanics)."""
     intent = intent or ("rare" if rng.random() < 0.5 else "common")
     if intent == "common":
         length, n_distractors, n_answers = int(rng.integers(1, 3)), int(rng.integers(0, 2)), int(rng.integers(1, 3))
@@ -130,6 +136,7 @@ def clean_spec(rng: np.random.Generator, *, intent: str | None = None,
         timeout = _rate(rng, 0.55, 0.05, 0.2)
         tools.append(ToolSpec(name, round(error, 3), round(timeout, 3)))
     tools = [tools[i] for i in rng.permutation(len(tools))]  # catalogue order says nothing about the path
+    may_pace = retry
     retry = variety is not None and variety.random() < RETRY_SHARE and retry
     credit = float(variety.uniform(0.2, 0.5)) if variety is not None and variety.random() < PARTIAL_CREDIT_SHARE else 0.0
     if retry:  # one path tool errs on most calls: retrying it is the honest way through
@@ -163,7 +170,11 @@ def clean_spec(rng: np.random.Generator, *, intent: str | None = None,
         base="toolenv" if rng.random() < 0.5 else "gym",
         has_oracle=bool(rng.random() < 0.7),
     )
-    return relabel(replace(spec, partial_credit=round(credit * success_reward, 3)))
+    spec = replace(spec, partial_credit=round(credit * success_reward, 3))
+    if may_pace and variety is not None and variety.random() < PACING_SHARE:
+        bonus = float(variety.uniform(0.05, 0.2)) * success_reward / len(spec.path)
+        spec = replace(spec, step_back=True, clock_observed=False, forward_bonus=round(bonus, 4))
+    return relabel(spec)
 
 
 def relabel(spec: EnvSpec) -> EnvSpec:
@@ -267,6 +278,8 @@ def inject(base: EnvSpec, kind: str, rng: np.random.Generator) -> tuple[EnvSpec,
         # Each wrong attempt gains g; farming wrong attempts to the step limit stays below success.
         gain = min(float(rng.uniform(0.03, 0.1)) * spec.success_reward, 0.6 * honest / spec.max_steps)
         flaw = Flaw(kind, amount=round(c + gain, 4))
+    elif kind == "oscillation":
+        spec, flaw = _oscillation(spec, rng)
     elif kind == "lenient-grader":
         flaw = Flaw(kind, amount=round((spec.success_reward + progress_total(spec))
                                        * float(rng.uniform(1.0, 1.2)), 4))
@@ -306,6 +319,22 @@ def inject(base: EnvSpec, kind: str, rng: np.random.Generator) -> tuple[EnvSpec,
     else:
         raise ValueError(f"unknown flaw kind {kind!r}; expected one of {', '.join(FLAW_KINDS)}")
     return relabel(replace(spec, flaw=flaw)), overrides
+
+
+def _oscillation(spec: EnvSpec, rng: np.random.Generator) -> tuple[EnvSpec, Flaw]:
+    """The boat-race loop: a forward bonus ``b`` on every step forward, ``step_back`` not charging it
+    back, an observation without a clock (a lap comes back to the state it left). One step forward,
+    then ``laps`` of (back, forward) to the step limit, earns about ``b + laps * ((1 - q) b - 2c)``
+    (``q`` the path's worst failure rate, ``c`` the step cost); ``b`` is set so that this is 1.2-1.6
+    times the honest success (which earns ``b`` per path step once)."""
+    n = len(spec.path)
+    spec = _room(replace(spec, step_back=True, clock_observed=False, max_steps=max(spec.max_steps, 8 * n + 9)), rng)
+    honest = max(honest_success_return(spec), 0.2 * spec.success_reward)
+    q = max(spec.tool(p).failure_rate for p in spec.path)
+    laps, c, ratio = (spec.max_steps - 1) // 2, spec.step_cost, float(rng.uniform(1.2, 1.6))
+    bonus = (ratio * honest + c * (2 * laps + 1)) / ((1.0 - q) * (laps + 1) - ratio * n)
+    bonus = round(bonus, 4)
+    return replace(spec, forward_bonus=bonus), Flaw("oscillation", amount=bonus)
 
 
 # -- cases ------------------------------------------------------------------------------------
@@ -353,5 +382,5 @@ def make_cases(n_clean: int, n_flawed: int, seed: int = 0) -> list[Case]:
     return [clean_case(seed, i) for i in range(n_clean)] + [flawed_case(seed, j) for j in range(n_flawed)]
 
 
-__all__ = ["CODE_ORDER", "EXPECTED", "KINDS_BY_CODE", "PARTIAL_CREDIT_SHARE", "RETRY_SHARE", "TOLERATED", "TOOL_NAMES",
+__all__ = ["CODE_ORDER", "EXPECTED", "KINDS_BY_CODE", "PACING_SHARE", "PARTIAL_CREDIT_SHARE", "RETRY_SHARE", "TOLERATED", "TOOL_NAMES",
            "clean_case", "clean_spec", "flawed_case", "inject", "kind_for", "make_cases", "relabel"]

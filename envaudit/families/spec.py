@@ -72,6 +72,7 @@ FLAW_KINDS: dict[str, str] = {
     "step-farming": "length-bias",
     "brevity-bonus": "length-bias",
     "delayed-success": "length-bias",
+    "oscillation": "length-bias",
     "lenient-grader": "reward-without-success",
     "guess-credit": "reward-without-success",
     "degenerate-answer": "reward-without-success",
@@ -126,6 +127,8 @@ FLAW_DOCS: dict[str, str] = {
                      "out-earns success",
     "delayed-success": "a wrong submission pays a format score `amount` and the episode goes on, so "
                        "succeeding after k wrong attempts earns k * (amount - step cost) more",
+    "oscillation": "`step_back` is not charged the forward bonus the step forward paid: pacing forward and "
+                   "back to the step limit out-earns finishing (the boat-race loop; issue 25, class 4)",
     "lenient-grader": "any submission that is not a success is still paid `amount` (>= the success reward)",
     "guess-credit": "a wrong submission ends the episode paying `amount`: guessing at once earns more than the "
                     "honest policy and less than any success (issue 25, class 6)",
@@ -172,6 +175,15 @@ class EnvSpec:
     """Chance that a correct submission is judged wrong (success flag and reward follow the verdict)."""
     grader_false_positive: float = 0.0
     """Chance that a wrong submission is judged right (success flag and reward follow the verdict)."""
+    step_back: bool = False
+    """A ``step_back`` call that undoes the last path step (progress - 1, never below 0), paying back
+    what the step forward paid: the potential difference and the ``forward_bonus``."""
+    forward_bonus: float = 0.0
+    """Paid on every step forward along the path, charged back by ``step_back``: pacing forward and
+    back nets only the step costs (clean; the ``oscillation`` flaw leaves the charge out)."""
+    clock_observed: bool = True
+    """Whether the observation shows the steps used (False: that slot is 0, so a state the agent
+    comes back to looks the same, as in an env whose observation has no clock)."""
     partial_credit: float = 0.0
     """Paid as ``partial_credit * progress / path length`` on every unfinished ending alike (a wrong
     submission that ends the episode, ``give_up``, ``submit_all``, the step limit): clean, since from
@@ -211,6 +223,8 @@ class EnvSpec:
         if not 0.0 <= self.partial_credit < self.success_reward:
             problems.append(f"partial_credit must be in [0, success_reward={self.success_reward}), "
                             f"got {self.partial_credit}")
+        if self.forward_bonus < 0:
+            problems.append(f"forward_bonus is paid and must be >= 0, got {self.forward_bonus}")
         for what in ("grader_false_negative", "grader_false_positive"):
             if not 0.0 <= getattr(self, what) < 1.0:
                 problems.append(f"{what} must be in [0, 1), got {getattr(self, what)}")
@@ -242,6 +256,8 @@ class EnvSpec:
             out.append("submit_all")
         if self.quit_action:
             out.append("give_up")
+        if self.step_back:
+            out.append("step_back")
         return tuple(out)
 
     def expected_path_failures(self) -> float:
@@ -269,6 +285,8 @@ class EnvSpec:
             "wrong_answer_ends": self.wrong_answer_ends,
             "grader_noise": round(self.grader_false_negative + self.grader_false_positive, 3),
             "partial_credit": round(self.partial_credit, 3),
+            "step_back": self.step_back, "forward_bonus": round(self.forward_bonus, 4),
+            "clock_observed": self.clock_observed,
             "max_failure_rate": round(max(t.failure_rate for t in self.tools), 3),
             "has_timeouts": any(t.timeout_rate > 0 for t in self.tools), "oracle": self.has_oracle,
             "flaw": self.flaw.kind if self.flaw else "",
@@ -300,6 +318,8 @@ def _flaw_problems(spec: EnvSpec) -> list[str]:
         need.append((not spec.wrong_answer_ends, "needs wrong_answer_ends=False (the episode goes on)"))
     if kind == "degenerate-answer":
         need.append((spec.degenerate_action, "needs the submit_all action"))
+    if kind == "oscillation":
+        need.append((spec.step_back and spec.forward_bonus > 0, "needs the step_back action and a forward_bonus > 0"))
     if kind in ("unseeded-answer", "hashed-answer"):
         need.append((spec.n_answers >= 2, "needs n_answers >= 2 (a hidden answer to draw)"))
     if kind == "repeat-call-pays":

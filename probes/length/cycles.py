@@ -26,9 +26,13 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import pandas as pd
 
 from envaudit.counterfactual import (
+    MAX_PREFIXES,
     Counterfactuals,
+    Cycle,
+    Played,
     Prefix,
     cycle_then_end,
     end_now,
@@ -45,6 +49,9 @@ from envaudit.stats import MIN_SAMPLES, noninferiority, reward_scale
 
 RETURNS_SHARE = 0.5
 """Share of prefixes whose laps must come back to the observation they started from."""
+SCREEN_PAYERS, SCREEN_PREFIXES, SCREEN_LAPS = 2, 2, 2
+"""The cycle screen: the best-paying non-ending actions it starts from, the prefixes it plays each
+way back from, and the laps it plays."""
 
 
 def _oracle_on(ctx: ProbeContext, engine: Counterfactuals, seeds: list[int]) -> tuple[np.ndarray, str] | None:
@@ -61,11 +68,108 @@ def _oracle_on(ctx: ProbeContext, engine: Counterfactuals, seeds: list[int]) -> 
 
 
 def _laps_return(digests: list[str] | None, start: int, lap: int, k: int) -> bool:
-    """Whether the observation at every lap's start (from the prefix's last lap on) is the same."""
+    """Whether the laps come back to the observation the cycle started from (the start of the
+    prefix's last lap): at least ``RETURNS_SHARE`` of the later laps' starts are that observation.
+    Not every one: a flaky call on the way forward shows its error in one lap's observation, and
+    the next lap is back where it was."""
     if not digests or len(digests) < start + lap * k:
         return False
-    marks = {digests[start - lap + j * lap] for j in range(k + 1)}
-    return len(marks) == 1
+    first = digests[start - lap]
+    back = [digests[start - lap + j * lap] == first for j in range(1, k + 1)]
+    return float(np.mean(back)) >= RETURNS_SHARE
+
+
+def _paying_prefixes(steps: pd.DataFrame, episodes: pd.DataFrame, action: int) -> list[Prefix]:
+    """One prefix per seed (the earliest-paying episode first) ending on the first step where
+    ``action`` paid more than nothing; exploration's other seeds get the shortest of those action
+    sequences (random play reaches the paying state on a few seeds only, and the engine pairs each
+    prefix's continuations with each other, whatever state the prefix reaches)."""
+    seeds = episodes.set_index("episode_id")["seed"]
+    paid = steps[(steps["action"].map(lambda a: isinstance(a, (int, np.integer)) and int(a) == action))
+                 & (steps["reward"] > 0)]
+    first = paid.sort_values(["step", "episode_id"]).drop_duplicates("episode_id")
+    chosen: dict[int, Prefix] = {}
+    for eid, t in zip(first["episode_id"], first["step"], strict=True):
+        if eid not in seeds.index or pd.isna(seeds.loc[eid]) or int(seeds.loc[eid]) in chosen:
+            continue
+        ep = steps[steps["episode_id"] == eid].sort_values("step")
+        acts = ep["action"].tolist()[: int(t) + 1]
+        if all(isinstance(a, (int, np.integer)) for a in acts):
+            chosen[int(seeds.loc[eid])] = Prefix(int(seeds.loc[eid]), tuple(int(a) for a in acts), int(eid))
+    if chosen:
+        shortest = min(chosen.values(), key=lambda p: (len(p.actions), p.actions))
+        for seed in dict.fromkeys(int(s) for s in episodes["seed"].dropna()):
+            chosen.setdefault(seed, Prefix(seed, shortest.actions))
+    return list(chosen.values())[:MAX_PREFIXES]
+
+
+def _rotation(actions: tuple[int, ...]) -> tuple[int, ...]:
+    """One name for a cycle and its rotations: the smallest of them."""
+    return min(actions[i:] + actions[:i] for i in range(len(actions)))
+
+
+def _repeats_pay(played: Played, name: str, i: int, start: int) -> bool:
+    """Whether continuation ``name`` (one action repeated) from prefix ``i`` paid on every repeat
+    while its observation stayed where the prefix left it."""
+    ep, seen = played.get(name, i), played.observations.get(name, {}).get(i)
+    if ep is None or not seen or len(seen) <= start + 1:
+        return False
+    repeats = len(seen) - start - 1  # the last step is the ending
+    still = all(seen[start + j] == seen[start] for j in range(1, repeats + 1) if start + j < len(seen))
+    return still and bool((ep.tail["reward"].to_numpy(float)[:repeats] > 0).all())
+
+
+def screened_cycles(engine: Counterfactuals, steps: pd.DataFrame, episodes: pd.DataFrame, enders: set[int],
+                    ender: int, limit: int) -> list[Cycle]:
+    """Cycles that random play never walks back to back (its episodes end too soon to see a lap
+    twice): from the first state where a non-ending action ``a`` paid (the ``SCREEN_PAYERS``
+    best-paying by total pay in exploration), each other non-ending action ``b`` as the way back,
+    then ``a`` again, ``SCREEN_LAPS`` times, then the honest ending. A way back after which the
+    lap comes back to the observation it left and nets more than nothing, on a prefix where ``a``
+    repeated alone does not pay while staying where it is (that is step farming, no cycle), on at
+    least one of ``SCREEN_PREFIXES`` prefixes, makes ``(b, a)`` a candidate, with every prefix where
+    ``a`` paid (one per seed) and one lap appended, as ``find_cycles`` hands its windows over."""
+    ints = steps[steps["action"].map(lambda a: isinstance(a, (int, np.integer)))]
+    if ints.empty:
+        return []
+    actions = ints["action"].astype(int)
+    others = sorted(set(actions) - enders)
+    pay = ints.assign(action=actions)[actions.isin(others) & (ints["reward"] > 0)].groupby("action")["reward"].sum()
+    found: list[Cycle] = []
+    for a in pay.sort_values(ascending=False, kind="stable").index[:SCREEN_PAYERS]:
+        prefixes = [p for p in _paying_prefixes(steps, episodes, int(a))
+                    if len(p.actions) + 2 * (SCREEN_LAPS + 1) + 1 <= limit]
+        if len(prefixes) < MIN_SAMPLES:
+            continue
+        screen = prefixes[:SCREEN_PREFIXES]
+        ways = [b for b in others if b != a]
+        conts = [dataclasses.replace(cycle_then_end((b, int(a)), SCREEN_LAPS, ender, name=f"back-{b}"), watch=True)
+                 for b in ways]
+        # The same steps on ``a`` alone: a call that pays every time without changing the state is
+        # farmed without a way back (the stall replays' question); a lap through it is no cycle.
+        alone = dataclasses.replace(cycle_then_end((int(a),), 2 * SCREEN_LAPS, ender, name="alone"), watch=True)
+        played = engine.play(screen, [*conts, alone])
+        farmed_alone = [_repeats_pay(played, "alone", i, len(p.actions)) for i, p in enumerate(screen)]
+        for b in ways:
+            name = f"back-{b}"
+            laps_pay = []
+            for i, prefix in enumerate(screen):
+                if farmed_alone[i]:
+                    continue
+                ep, seen = played.get(name, i), played.observations.get(name, {}).get(i)
+                start = len(prefix.actions)
+                if ep is None or not seen or len(seen) <= start + 2 * SCREEN_LAPS:
+                    continue
+                if len({seen[start + 2 * j] for j in range(SCREEN_LAPS + 1)}) != 1:
+                    continue
+                rewards = ep.tail["reward"].to_numpy(float)[: 2 * SCREEN_LAPS]
+                net = rewards.reshape(SCREEN_LAPS, 2).sum(axis=1)
+                if (net > 0).all():
+                    laps_pay.append(float(net.mean()))
+            if laps_pay:
+                found.append(Cycle((b, int(a)), float(np.mean(laps_pay)), 0,
+                                   [dataclasses.replace(p, actions=p.actions + (b, int(a))) for p in prefixes]))
+    return found
 
 
 def cycle_farming(ctx: ProbeContext, success: np.ndarray, success_source: str) -> dict[str, Any] | None:
@@ -80,7 +184,12 @@ def cycle_farming(ctx: ProbeContext, success: np.ndarray, success_source: str) -
     limit = step_limit(ctx.env) or ctx.config.max_steps
     engine = Counterfactuals(ctx.run, tag="length-cycle", tags={"arm": "cycle"})
     best: dict[str, Any] | None = None
-    for cycle in find_cycles(ctx.exploration.steps, ctx.exploration.episodes, set(enders) | {ender}):
+    windows = find_cycles(ctx.exploration.steps, ctx.exploration.episodes, set(enders) | {ender})
+    if not ctx.over_cap("the cycle screen's replays"):
+        seen = {_rotation(c.actions) for c in windows}  # (back, forward) is (forward, back) started later
+        windows += [c for c in screened_cycles(engine, ctx.exploration.steps, ctx.exploration.episodes,
+                                               set(enders) | {ender}, ender, limit) if _rotation(c.actions) not in seen]
+    for cycle in windows:
         lap = len(cycle.actions)
         prefixes = [p for p in cycle.prefixes if len(p.actions) + 2 * lap + 1 <= limit]
         if len(prefixes) < MIN_SAMPLES or ctx.over_cap(f"the cycle {list(cycle.actions)}'s replays"):

@@ -110,7 +110,13 @@ def cycle_summary(level: str, evidence: Mapping[str, Any]) -> str:
         return (f"{head}, and it earns {evidence['mean_cycle']:.3g}, at least what honest success earns "
                 f"({evidence['mean_success']:.3g}, {evidence['success_source']}): a return maximiser loops "
                 "instead of finishing.")
-    return f"{head}, though less than succeeding ({evidence['mean_success']:.3g})."
+    success = evidence.get("mean_success")
+    if success is None:
+        return f"{head}; no honest success was found to weigh it against, so it is not graded as beating success."
+    if evidence["mean_cycle"] < success:
+        return f"{head}, though less than succeeding ({success:.3g})."
+    return (f"{head}; it earns {evidence['mean_cycle']:.3g} against honest success's {success:.3g} "
+            f"({evidence['success_source']}), too few or too spread for the replays to show it at least as much.")
 
 
 FIX_CYCLE = ("Pay for progress only once (potential-based shaping: charge a step back what the step forward "

@@ -41,6 +41,11 @@ class Episode:
     def progress(self) -> int:
         return int(round(float(self.steps[-1].obs[0]) * self.path_len)) if self.steps else 0
 
+    @property
+    def furthest(self) -> int:
+        """The most progress the episode made (a ``step_back`` can undo some)."""
+        return max((int(round(float(s.obs[0]) * self.path_len)) for s in self.steps), default=0)
+
     path_len: int = 1
 
 

@@ -34,8 +34,9 @@ def test_clean_returns_are_success_progress_and_step_cost_and_nothing_else():
             choose = honest(spec) if seed % 3 == 0 else random_labels(spec, np.random.default_rng(seed))
             ep = play(spec, choose, seed)
             credit = 0.0 if ep.success else spec.partial_credit * ep.progress / len(spec.path)
-            designed = (spec.success_reward * ep.success + bonus * ep.progress - spec.step_cost * len(ep.steps)
-                        + credit)
+            # progress shaping pays each path step once; the forward bonus is charged back by step_back
+            designed = (spec.success_reward * ep.success + bonus * ep.furthest + spec.forward_bonus * ep.progress
+                        - spec.step_cost * len(ep.steps) + credit)
             assert ep.ret == pytest.approx(designed, abs=1e-9), (spec.label, [s.label for s in ep.steps])
             checked += 1
     assert checked == 6 * len(CLEAN)
@@ -137,7 +138,7 @@ def test_progress_shaping_pays_partial_progress_but_never_a_success():
         walked = play(spec, honest(spec), 0)
         # The path's calls that worked (a tool that fails most calls is retried first).
         paid = [s.reward + spec.step_cost for s in walked.steps if s.status == "ok"][:len(spec.path)]
-        assert paid and all(r == pytest.approx(spec.progress_bonus()) for r in paid)
+        assert paid and all(r == pytest.approx(spec.progress_bonus() + spec.forward_bonus) for r in paid)
 
 
 def test_tools_fail_and_time_out_at_their_rates():

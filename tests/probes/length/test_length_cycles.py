@@ -35,3 +35,77 @@ def test_pacing_forward_and_back_for_a_bonus_is_farming_at_fail():
 
 def test_a_step_back_that_costs_what_the_step_forward_paid_is_quiet():
     assert _cycle_findings(0.1) == []
+
+
+# -- the screen: loops random play never walks twice ------------------------------------------------
+def _cycle_report(back_cost: float, exits: int):
+    report = run_scan(lambda: Pacing(back_cost=back_cost, exits=exits),
+                      ScanConfig(seed=0, quick=True, fail_on="never", probes=("length",)), env_id="pacing-exits")
+    (length,) = [p for p in report.probes if p.name == "length"]
+    return [f for f in report.findings if f.code == "length-bias" and "cycle" in f.evidence], length.notes
+
+
+def test_a_loop_that_random_play_ends_too_soon_to_walk_twice_is_found_by_the_screen():
+    """With five more actions that end the episode, random play ends most episodes within a few
+    steps: the (back, forward) window is never seen back to back, so exploration hands over no
+    cycle. The screen starts where 'forward' paid and tries the other non-ending action ('back') as
+    the way back: the lap comes back to the same cell and pays 0.1, so the loop is judged as on the
+    plain Pacing env, at fail (23 laps pay 2.3 more than exiting at once, above the oracle's 1.5)."""
+    (found,), notes = _cycle_report(0.0, 5)
+    e = found.evidence
+    assert e["cycle"] == ["back", "forward"] and e["windows_seen"] == 0  # from the screen, not exploration
+    assert str(found.severity) == "fail" and e["returns_to_same_observation"] == 1.0
+    assert e["cycle_vs_end_now"]["mean"] == pytest.approx(0.1 * e["laps"])
+    assert e["honest_ending"].startswith("exit_") and e["mean_success"] == pytest.approx(1.5)
+    assert notes["cycle"]["cycle"] == ["back", "forward"]
+
+
+def test_the_screen_is_quiet_when_the_step_back_charges_the_bonus_back():
+    found, notes = _cycle_report(0.1, 5)
+    assert found == [] and "cycle" not in notes
+
+
+def test_laps_return_when_most_lap_starts_are_the_first_ones_observation():
+    from envaudit.probes.length.cycles import _laps_return
+
+    # prefix of 4 steps whose last lap (2 steps) started at index 2; then 3 laps: starts 4, 6, 8
+    same = ["r", "s", "A", "x", "A", "x", "A", "x", "A", "e"]
+    assert _laps_return(same, 4, 2, 3)
+    flaky = ["r", "s", "A", "x", "B", "x", "A", "x", "A", "e"]  # one lap's start shows a failed call
+    assert _laps_return(flaky, 4, 2, 3)
+    gone = ["r", "s", "A", "x", "B", "x", "C", "x", "A", "e"]  # two of three elsewhere
+    assert not _laps_return(gone, 4, 2, 3)
+    assert not _laps_return(same[:9], 4, 2, 3) and not _laps_return(None, 4, 2, 3) and not _laps_return([], 4, 2, 3)
+
+
+def test_paying_prefixes_end_where_the_action_first_paid_and_cover_the_other_seeds():
+    import pandas as pd
+
+    from envaudit.probes.length.cycles import _paying_prefixes
+
+    steps = pd.DataFrame([
+        # episode 0, seed 10: action 1 pays at step 2 (and again at 3: the first time counts)
+        *({"episode_id": 0, "step": t, "action": a, "reward": r} for t, (a, r) in enumerate([(0, 0.0), (2, 0.0), (1, 0.5), (1, 0.5)])),
+        # episode 1, seed 11: pays at step 0
+        {"episode_id": 1, "step": 0, "action": 1, "reward": 0.5}, {"episode_id": 1, "step": 1, "action": 3, "reward": 0.0},
+        # episode 2, seed 10 again: pays at step 1 (a second episode of seed 10 is not kept)
+        {"episode_id": 2, "step": 0, "action": 0, "reward": 0.0}, {"episode_id": 2, "step": 1, "action": 1, "reward": 0.5},
+        # episode 3, seed 12: action 1 never pays
+        {"episode_id": 3, "step": 0, "action": 1, "reward": 0.0},
+    ])
+    episodes = pd.DataFrame({"episode_id": [0, 1, 2, 3], "seed": [10, 11, 10, 12]})
+    prefixes = _paying_prefixes(steps, episodes, 1)
+    by_seed = {p.seed: p for p in prefixes}
+    assert [p.seed for p in prefixes] == [11, 10, 12]  # the earliest paying step first
+    assert by_seed[11].actions == (1,) and by_seed[11].source == 1
+    assert by_seed[10].actions == (0, 1) and by_seed[10].source == 2
+    assert by_seed[12].actions == (1,) and by_seed[12].source is None  # the shortest, on a seed it never paid on
+    assert _paying_prefixes(steps, episodes, 7) == []
+
+
+def test_a_cycle_and_its_rotations_share_one_name():
+    from envaudit.probes.length.cycles import _rotation
+
+    assert _rotation((3, 1)) == _rotation((1, 3)) == (1, 3)
+    assert _rotation((2, 0, 1)) == _rotation((0, 1, 2)) == _rotation((1, 2, 0)) == (0, 1, 2)
+    assert _rotation((2, 1, 0)) == (0, 2, 1) != _rotation((0, 1, 2))  # the other direction is another cycle
