@@ -108,6 +108,18 @@ def _rotation(actions: tuple[int, ...]) -> tuple[int, ...]:
     return min(actions[i:] + actions[:i] for i in range(len(actions)))
 
 
+def one_per_cycle(cycles: list[Cycle]) -> list[Cycle]:
+    """One candidate per cycle, whichever way round it was found ((back, forward) is (forward, back)
+    started later), in the order first found: the one with more prefixes (a window random play
+    walked on 4 seeds, screened from all 8: generated oscillation-1-74), the first on a tie."""
+    kept: dict[tuple[int, ...], Cycle] = {}
+    for c in cycles:
+        key = _rotation(c.actions)
+        if key not in kept or len(c.prefixes) > len(kept[key].prefixes):
+            kept[key] = c
+    return list(kept.values())
+
+
 def _repeats_pay(played: Played, name: str, i: int, start: int) -> bool:
     """Whether continuation ``name`` (one action repeated) from prefix ``i`` paid on every repeat
     while its observation stayed where the prefix left it."""
@@ -186,10 +198,9 @@ def cycle_farming(ctx: ProbeContext, success: np.ndarray, success_source: str) -
     best: dict[str, Any] | None = None
     windows = find_cycles(ctx.exploration.steps, ctx.exploration.episodes, set(enders) | {ender})
     if not ctx.over_cap("the cycle screen's replays"):
-        seen = {_rotation(c.actions) for c in windows}  # (back, forward) is (forward, back) started later
-        windows += [c for c in screened_cycles(engine, ctx.exploration.steps, ctx.exploration.episodes,
-                                               set(enders) | {ender}, ender, limit) if _rotation(c.actions) not in seen]
-    for cycle in windows:
+        windows += screened_cycles(engine, ctx.exploration.steps, ctx.exploration.episodes, set(enders) | {ender},
+                                   ender, limit)
+    for cycle in one_per_cycle(windows):
         lap = len(cycle.actions)
         prefixes = [p for p in cycle.prefixes if len(p.actions) + 2 * lap + 1 <= limit]
         if len(prefixes) < MIN_SAMPLES or ctx.over_cap(f"the cycle {list(cycle.actions)}'s replays"):

@@ -109,3 +109,17 @@ def test_a_cycle_and_its_rotations_share_one_name():
     assert _rotation((3, 1)) == _rotation((1, 3)) == (1, 3)
     assert _rotation((2, 0, 1)) == _rotation((0, 1, 2)) == _rotation((1, 2, 0)) == (0, 1, 2)
     assert _rotation((2, 1, 0)) == (0, 2, 1) != _rotation((0, 1, 2))  # the other direction is another cycle
+
+
+def test_one_candidate_per_cycle_the_one_with_more_prefixes():
+    from envaudit.counterfactual import Cycle, Prefix
+    from envaudit.probes.length.cycles import one_per_cycle
+
+    seen = Cycle((4, 0), 0.2, 9, [Prefix(s, (0, 4, 0)) for s in range(4)])  # random play, 4 seeds
+    screened = Cycle((4, 0), 0.3, 0, [Prefix(s, (0, 4, 0)) for s in range(8)])  # the screen, every seed
+    turned = Cycle((0, 4), 0.2, 12, [Prefix(s, (4, 0, 4)) for s in range(8)])  # the same loop, other start
+    other = Cycle((1, 2), 0.1, 8, [Prefix(s, (1, 2)) for s in range(3)])
+    assert one_per_cycle([seen, other, screened]) == [screened, other]
+    assert one_per_cycle([turned, screened]) == [turned]  # a tie keeps the first
+    assert one_per_cycle([seen, turned]) == [turned]
+    assert one_per_cycle([]) == []
