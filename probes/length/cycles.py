@@ -6,7 +6,10 @@ pays nothing there, so the stall replays miss it; only the alternating cycle pay
 
 Signal. ``counterfactual.find_cycles`` reads exploration for windows of 2-3 actions (no action that
 ends episodes) whose rewards add up to more than zero, with the prefixes they were seen after (one
-lap included). From each prefix the engine plays, on the prefix's own seed:
+lap included). Random play with many ways to end an episode seldom walks a lap twice, so
+``screened_cycles`` adds the loops a short screen finds: from where a paying action first paid,
+each other non-ending action as the way back, then the paying action again. From each prefix the
+engine plays, on the prefix's own seed:
 
 - ``end-now``: the honest ending (``stall.honest_ender``) at once;
 - ``cycle``: ``k`` more laps of the cycle, then the same ending (``k``: the laps that fit under the
@@ -127,7 +130,7 @@ def _repeats_pay(played: Played, name: str, i: int, start: int) -> bool:
     if ep is None or not seen or len(seen) <= start + 1:
         return False
     repeats = len(seen) - start - 1  # the last step is the ending
-    still = all(seen[start + j] == seen[start] for j in range(1, repeats + 1) if start + j < len(seen))
+    still = all(seen[start + j] == seen[start] for j in range(1, repeats + 1))
     return still and bool((ep.tail["reward"].to_numpy(float)[:repeats] > 0).all())
 
 
