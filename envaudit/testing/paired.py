@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from envaudit.protocol import TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT
 from envaudit.testing.explore import Explorer, Node
 from envaudit.testing.search import Counterexample, PropertyFailed, render_failure, target_text
@@ -73,6 +75,7 @@ def timeout_pairs(ex: Explorer, tol: float) -> Counterexample | None:
 
 
 def failure_pairs(ex: Explorer, tol: float) -> Counterexample | None:
+    ordinary = ordinary_step(ex)
     for node, i, call in _called(ex):
         normal = node.episode
         if normal.steps[i].status != TOOL_OK:
@@ -81,6 +84,8 @@ def failure_pairs(ex: Explorer, tol: float) -> Counterexample | None:
         gain = _step_gain(failed, normal, i)
         if gain is None or gain <= tol:
             continue
+        if ordinary is not None and failed.steps[i].reward <= ordinary + tol:
+            continue  # the call's own effect costs (an undo): failing pays what an ordinary step pays
         ev = ex.confirm(node.plan.actions, i, TOOL_ERROR, lambda f, n, i=i: _step_gain(f, n, i), tol)
         if ev is None:
             continue
@@ -104,7 +109,7 @@ def after_failure_pairs(ex: Explorer, tol: float) -> Counterexample | None:
                 plan = Plan(node.plan.seed, node.plan.actions + (a,))
                 n_ep, f_ep = ex.play(plan), ex.forced(plan, call, status)
                 gain = _after_gain(f_ep, n_ep, i)
-                if gain is None or gain <= tol:
+                if gain is None or gain <= tol or _as_without_the_call(ex, plan, f_ep, i, tol):
                     continue
                 ev = ex.confirm(plan.actions, i, status, lambda f, n, i=i: _after_gain(f, n, i), tol)
                 if ev is None:
@@ -143,6 +148,27 @@ def _after_gain(forced: Episode, normal: Episode, i: int) -> float | None:
     step_gain = forced.steps[i + 1].reward - normal.steps[i + 1].reward
     total = sum(forced.rewards[i:i + 2]) - sum(normal.rewards[i:i + 2])
     return min(step_gain, total)
+
+
+def ordinary_step(ex: Explorer) -> float | None:
+    """What an ordinary step pays: the median reward of the working steps of the short plans that
+    did not end their episode (None without one). A failed call that pays no more changes nothing a
+    step elsewhere would not: a failed undo keeps the progress the working one takes back, so it
+    pays more than the undo working, and no more than an ordinary step (the scan's yardstick too)."""
+    rewards = [s.reward for n in ex.tree() for s in n.episode.steps if s.status in (TOOL_OK, None) and not s.ends]
+    return float(np.median(rewards)) if rewards else None
+
+
+def _as_without_the_call(ex: Explorer, plan: Plan, forced: Episode, i: int, tol: float) -> bool:
+    """Whether the step after the failed call ``i`` pays no more than the same action where the
+    call was never made (a failed call leaves the state as it was): then what follows a failure is
+    what follows not calling, and the working call's own effect (an undo) is what differs."""
+    if forced.length <= i + 1 or forced.steps[i + 1].status not in (TOOL_OK, None):
+        return False
+    skipped = ex.play(Plan(plan.seed, plan.actions[:i] + plan.actions[i + 1:]))
+    if skipped.length <= i or skipped.steps[i].status != forced.steps[i + 1].status:
+        return False
+    return forced.steps[i + 1].reward <= skipped.steps[i].reward + tol
 
 
 def _cheapest_working(ex: Explorer) -> dict[int, float]:

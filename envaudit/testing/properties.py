@@ -44,7 +44,7 @@ from envaudit.testing.matched import (
     return_from,
     step_reward,
 )
-from envaudit.testing.paired import failure_pairs, raise_found, timeout_pairs
+from envaudit.testing.paired import failure_pairs, ordinary_step, raise_found, timeout_pairs
 from envaudit.testing.search import (
     Counterexample,
     PropertyFailed,
@@ -322,6 +322,7 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
         found = failure_pairs(ex, opts.tolerance)
         if found is not None:
             raise_found(prop, make_env, found, ex)
+        ordinary = ordinary_step(ex)
         seen.exact += _paired_calls(ex)
         pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_ERROR,
                            control_sets=[(TOOL_OK,)], measures=(step_reward,))
@@ -329,17 +330,20 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
             # The env's own failures in the enumerated plans: a tool that one action of many calls
             # is drawn too rarely by Hypothesis to fail in its cases.
             for node in ex.tree():
-                found = _failure_counterexample(session, node.plan, opts.tolerance, seen, pool, node.episode)
+                found = _failure_counterexample(session, node.plan, opts.tolerance, seen, pool, ordinary, node.episode)
                 if found is not None:
                     raise_found(prop, make_env, found, ex)
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_ERROR,)))
         seen.cases = run_search(prop, make_env, strategy,
-                                lambda plan: _failure_counterexample(session, plan, opts.tolerance, seen, pool), opts)
+                                lambda plan: _failure_counterexample(session, plan, opts.tolerance, seen, pool, ordinary),
+                                opts)
         _judge(prop, make_env, session, pool, seen, opts)
 
 
-def _failure_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _Seen,
-                            pool: MatchedPool, episode: Episode | None = None) -> Counterexample | None:
+def _failure_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _Seen, pool: MatchedPool,
+                            ordinary: float | None = None, episode: Episode | None = None) -> Counterexample | None:
+    """A failed step that pays more than the same step succeeding and more than an ordinary step
+    (``paired.ordinary_step``: a failed undo keeps the progress the working one takes back)."""
     episode = session.play(plan) if episode is None else episode
     for step in episode.steps:
         if step.status != TOOL_ERROR:
@@ -361,7 +365,7 @@ def _failure_counterexample(session: EnvSession, plan: Plan, tol: float, seen: _
             continue
         seen.exact += 1
         best = max(r.steps[step.index].reward for _, r in alternatives)
-        if step.reward > best + tol:
+        if step.reward > best + tol and (ordinary is None or step.reward > ordinary + tol):
             return Counterexample(
                 f"the {step.tool} call at step {step.index} failed and the step paid {_reward(step.reward)}, "
                 f"more than the same step succeeding ({_reward(best)}).",

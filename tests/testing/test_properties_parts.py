@@ -198,7 +198,7 @@ def test_a_failed_call_compared_with_the_same_call_succeeding():
         found = pr._failure_counterexample(session, Plan(0, (FETCH,)), 1e-9, pr._Seen(), pool(session))
         assert found.compared[0][0] == "step 0 playing fetch_mirror instead (fetch → ok)"
         ep = session.play(Plan(0, (WAIT,)))  # an episode given is read instead of playing the plan
-        assert pr._failure_counterexample(session, Plan(0, (FETCH,)), 1e-9, pr._Seen(), pool(session), ep) is None
+        assert pr._failure_counterexample(session, Plan(0, (FETCH,)), 1e-9, pr._Seen(), pool(session), episode=ep) is None
         assert pr._failure_counterexample(session, Plan(0, (FETCH,)), 0.5, pr._Seen(), pool(session)) is None
 
 
