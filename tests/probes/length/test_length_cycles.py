@@ -123,3 +123,26 @@ def test_one_candidate_per_cycle_the_one_with_more_prefixes():
     assert one_per_cycle([turned, screened]) == [turned]  # a tie keeps the first
     assert one_per_cycle([seen, turned]) == [turned]
     assert one_per_cycle([]) == []
+
+
+def test_repeats_pay_when_every_repeat_pays_and_the_state_stays_put():
+    """A call that pays every time without moving (step farming) is no cycle's second half; one that
+    moves the state, or stops paying, is."""
+    import pandas as pd
+
+    from envaudit.counterfactual import Played, Prefix
+    from envaudit.counterfactual.engine import Episode
+    from envaudit.probes.length.cycles import _repeats_pay
+
+    def played(rewards, digests):
+        steps = pd.DataFrame({"reward": [0.0, 0.0] + rewards})  # a 2-step prefix, then the repeats and the ending
+        ep = Episode(7, float(sum(rewards)), False, len(steps), True, False, steps, start=2)
+        return Played([Prefix(0, (1, 1))], episodes={"alone": {0: ep}}, observations={"alone": {0: digests}})
+
+    farm = played([0.2, 0.2, 0.2, 0.2, 0.0], ["r", "a", "P", "P", "P", "P", "P"])
+    assert _repeats_pay(farm, "alone", 0, 2)
+    assert not _repeats_pay(played([0.2, 0.0, 0.2, 0.2, 0.0], ["r", "a", "P", "P", "P", "P", "P"]), "alone", 0, 2)
+    assert not _repeats_pay(played([0.2, 0.2, 0.2, 0.2, 0.0], ["r", "a", "P", "Q", "R", "S", "T"]), "alone", 0, 2)
+    assert not _repeats_pay(played([0.2, 0.2, 0.2, 0.2, 0.0], ["r", "a", "P", "P", "P", "P", "Q"]), "alone", 0, 2)
+    assert not _repeats_pay(farm, "alone", 1, 2) and not _repeats_pay(farm, "other", 0, 2)
+    assert not _repeats_pay(played([0.2], ["r", "a", "P"]), "alone", 0, 2)  # nothing repeated
