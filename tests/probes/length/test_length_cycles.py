@@ -146,3 +146,55 @@ def test_repeats_pay_when_every_repeat_pays_and_the_state_stays_put():
     assert not _repeats_pay(played([0.2, 0.2, 0.2, 0.2, 0.0], ["r", "a", "P", "P", "P", "P", "Q"]), "alone", 0, 2)
     assert not _repeats_pay(farm, "alone", 1, 2) and not _repeats_pay(farm, "other", 0, 2)
     assert not _repeats_pay(played([0.2], ["r", "a", "P"]), "alone", 0, 2)  # nothing repeated
+
+
+def _pacing_exploration(seeds, paying_seeds):
+    """Exploration steps of ``Pacing(exits=5)`` by hand: on ``paying_seeds`` an episode that steps
+    forward (pays 0.1) then exits; on the others one that steps back (nothing to undo) then exits.
+    Actions: 0 back, 1 forward, 2 finish, 3.. exits."""
+    import pandas as pd
+
+    steps, episodes = [], []
+    for eid, seed in enumerate(seeds):
+        acts = [(1, 0.1), (3, 0.0)] if seed in paying_seeds else [(0, 0.0), (3, 0.0)]
+        steps += [{"episode_id": eid, "step": t, "action": a, "reward": r} for t, (a, r) in enumerate(acts)]
+        episodes.append({"episode_id": eid, "seed": seed})
+    return pd.DataFrame(steps), pd.DataFrame(episodes)
+
+
+@pytest.mark.parametrize("back_cost, found", [(0.0, True), (0.1, False)])
+def test_the_screen_names_the_way_back_and_hands_every_seed_a_lap(back_cost, found):
+    from envaudit.counterfactual import Counterfactuals, from_runner
+    from envaudit.probes.length.cycles import screened_cycles
+    from envaudit.rollout import Runner
+
+    engine = Counterfactuals(from_runner(Runner(lambda: Pacing(back_cost=back_cost, exits=5))), tag="test")
+    seeds = list(range(100, 110))
+    steps, episodes = _pacing_exploration(seeds, paying_seeds={101, 104})
+    cycles = screened_cycles(engine, steps, episodes, {2, 3, 4, 5, 6, 7}, 3, 50)
+    if not found:  # the step back charges the bonus back: a lap nets 0
+        assert cycles == []
+        return
+    (cycle,) = cycles
+    assert cycle.actions == (0, 1) and cycle.pay == pytest.approx(0.1) and cycle.count == 0
+    # every exploration seed, the two where 'forward' paid first (their own prefixes), one lap appended
+    assert [p.seed for p in cycle.prefixes] == [101, 104, 100, 102, 103, 105, 106, 107, 108, 109]
+    assert all(p.actions == (1, 0, 1) for p in cycle.prefixes)
+    assert [p.source for p in cycle.prefixes[:2]] == [1, 4] and cycle.prefixes[2].source is None
+
+
+def test_the_screen_needs_enough_seeds_room_and_a_paying_action():
+    from envaudit.counterfactual import Counterfactuals, from_runner
+    from envaudit.probes.length.cycles import screened_cycles
+    from envaudit.rollout import Runner
+
+    engine = Counterfactuals(from_runner(Runner(lambda: Pacing(exits=5))), tag="test")
+    enders = {2, 3, 4, 5, 6, 7}
+    steps, episodes = _pacing_exploration(list(range(100, 107)), paying_seeds={101})  # 7 seeds < 8
+    assert screened_cycles(engine, steps, episodes, enders, 3, 50) == []
+    steps, episodes = _pacing_exploration(list(range(100, 110)), paying_seeds={101})
+    assert screened_cycles(engine, steps, episodes, enders, 3, 7) == []  # the prefix, 3 laps and an ending: 8 steps
+    assert len(screened_cycles(engine, steps, episodes, enders, 3, 8)) == 1
+    nothing_paid = steps.assign(reward=0.0)
+    assert screened_cycles(engine, nothing_paid, episodes, enders, 3, 50) == []
+    assert screened_cycles(engine, steps.iloc[0:0], episodes, enders, 3, 50) == []
