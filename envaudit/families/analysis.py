@@ -18,7 +18,8 @@ def random_success_probability(spec: EnvSpec) -> float:
     Dynamic programming over (steps taken, progress along the path): each step every catalogue
     call is equally likely; a path call advances when it is the next one and its tool does not
     fail; ``step_back`` undoes one; exactly one of the ``submit`` calls is the right answer once the
-    path is complete; ``submit_all``, ``give_up`` and (when ``wrong_answer_ends``) wrong submissions end the episode.
+    path is complete; ``submit_all``, ``give_up`` and (when ``wrong_answer_ends``) wrong submissions
+    end the episode.
     """
     labels, path, n_path = spec.labels, spec.path, len(spec.path)
     n = len(labels)

@@ -74,8 +74,10 @@ def timeout_pairs(ex: Explorer, tol: float) -> Counterexample | None:
     return None
 
 
-def failure_pairs(ex: Explorer, tol: float) -> Counterexample | None:
-    ordinary = ordinary_step(ex)
+def failure_pairs(ex: Explorer, tol: float, ordinary: float | None = None) -> Counterexample | None:
+    """A failed call whose step pays more than the same step working and than ``ordinary`` (what an
+    ordinary step pays: ``ordinary_step(ex)`` unless given)."""
+    ordinary = ordinary_step(ex) if ordinary is None else ordinary
     for node, i, call in _called(ex):
         normal = node.episode
         if normal.steps[i].status != TOOL_OK:

@@ -319,10 +319,10 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
     seen = _Seen()
     with open_session(make_env, opts) as session:
         ex = Explorer(session, seed=opts.seed, seeds=opts.seeds, depth=extra.get("depth"))
-        found = failure_pairs(ex, opts.tolerance)
+        ordinary = ordinary_step(ex)
+        found = failure_pairs(ex, opts.tolerance, ordinary)
         if found is not None:
             raise_found(prop, make_env, found, ex)
-        ordinary = ordinary_step(ex)
         seen.exact += _paired_calls(ex)
         pool = MatchedPool(session, seed=opts.seed, purpose=prop, subject=TOOL_ERROR,
                            control_sets=[(TOOL_OK,)], measures=(step_reward,))
@@ -330,7 +330,8 @@ def assert_failures_not_rewarded(make_env: Any, **options: Any) -> None:
             # The env's own failures in the enumerated plans: a tool that one action of many calls
             # is drawn too rarely by Hypothesis to fail in its cases.
             for node in ex.tree():
-                found = _failure_counterexample(session, node.plan, opts.tolerance, seen, pool, ordinary, node.episode)
+                found = _failure_counterexample(session, node.plan, opts.tolerance, seen, pool, ordinary,
+                                                node.episode)
                 if found is not None:
                     raise_found(prop, make_env, found, ex)
         strategy = plans(session, seeds=opts.seeds, faults=_faults(session, opts, (TOOL_ERROR,)))
