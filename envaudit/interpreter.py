@@ -51,11 +51,18 @@ class Replayed:
     """Per step: action, observation, reward, terminated, truncated, tool status, exception name."""
 
 
+def other_hash_seeds(n: int) -> list[str]:
+    """``n`` values of ``PYTHONHASHSEED`` other than this interpreter's: ``1``, ``2``, ... skipping this
+    one's. Fixed rather than derived from this one's, so scans run under different hash seeds replay in
+    the same other interpreters (and write the same report). Each is an independent draw of whatever
+    an env derives from ``hash()`` of a string."""
+    current = os.environ.get("PYTHONHASHSEED", "")
+    return [s for s in map(str, range(1, n + 2)) if s != current][:n]
+
+
 def other_hash_seed() -> str:
-    """A ``PYTHONHASHSEED`` other than this interpreter's: ``1``, or ``2`` when this one's is ``1``.
-    Fixed rather than derived from this one's, so scans run under different hash seeds replay in the
-    same other interpreter (and write the same report)."""
-    return "2" if os.environ.get("PYTHONHASHSEED", "") == "1" else "1"
+    """The first of ``other_hash_seeds``: ``1``, or ``2`` when this one's is ``1``."""
+    return other_hash_seeds(1)[0]
 
 
 def _status(info: Any) -> str | None:
@@ -170,4 +177,4 @@ class Elsewhere:
         self._dir.cleanup()
 
 
-__all__ = ["TIMEOUT_S", "Elsewhere", "Replayed", "child_main", "other_hash_seed", "play_plans"]
+__all__ = ["TIMEOUT_S", "Elsewhere", "Replayed", "child_main", "other_hash_seed", "other_hash_seeds", "play_plans"]

@@ -12,10 +12,12 @@ actions for ``Discrete`` spaces, otherwise actions drawn from a seeded copy of t
 on the same instance and on a fresh one: observations, rewards, terminated/truncated and
 ``info["tool"]["status"]`` step by step; (3) a recorded prefix followed by a new, seeded suffix,
 played on two fresh instances (a branch that exploration never took); (4) the env's ``oracle()``
-episodes, when it has one, replayed the same way; (5) the first ``ELSEWHERE_UNITS`` replayed
-episodes (the oracle's first, since a hash-seeded answer shows only once it is submitted) played again in a fresh Python interpreter with another ``PYTHONHASHSEED``
-(``envaudit.interpreter``), where state hidden in ``hash()`` of a string or in the order of a set
-of strings comes out differently (every other replay shares the scan's hash seed). An env the
+episodes, when it has one, replayed the same way; (5) ``ELSEWHERE_UNITS`` replayed episodes (the
+oracle's first, since a hash-seeded answer shows only once it is submitted, then those that saw the
+most distinct observations, one per reset seed first) played again in ``ELSEWHERE_INTERPRETERS``
+fresh Python interpreters, each with another ``PYTHONHASHSEED`` (``envaudit.interpreter``), where
+state hidden in ``hash()`` of a string or in the order of a set of strings comes out differently
+(every other replay shares the scan's hash seed). An env the
 child cannot build or play there is listed as incomplete, not as replayable.
 
 What to replay. Hidden state drawn outside the seed (an answer from Python's ``random``) shows only
@@ -54,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding, Severity
-from envaudit.interpreter import TIMEOUT_S, Elsewhere
+from envaudit.interpreter import TIMEOUT_S, Elsewhere, other_hash_seeds
 from envaudit.policies import oracle_policy
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import TOOL_KEY
@@ -73,10 +75,16 @@ ORACLE_UNITS = math.ceil(math.log(ORACLE_MISS) / (2 * math.log(1 - DIFFER)))
 """Oracle replay units (4): each compares two more draws with its first play, so all of them miss a
 hidden choice that shows in the oracle's episodes with probability at most ``ORACLE_MISS``. Not
 scaled by ``--quick``: fewer would not see the effect."""
+ELSEWHERE_INTERPRETERS = 2
+"""Other interpreters (each with its own ``PYTHONHASHSEED``) that play the chosen episodes: a
+hash-seeded choice is drawn afresh in each, so every interpreter adds one draw per episode."""
 ELSEWHERE_UNITS = math.ceil(math.log(ORACLE_MISS) / math.log(1 - DIFFER))
-"""Replayed episodes played again in another interpreter (7): each compares one more draw of a
-hash-seeded choice with its first play, so all of them miss one that shows in their episodes with
-probability at most ``ORACLE_MISS``. Not scaled by ``--quick``."""
+"""Replayed episodes played again in each other interpreter (7), on distinct reset seeds where there
+are enough (episodes of one seed draw the same hidden choice, so they are not independent draws):
+each compares ``ELSEWHERE_INTERPRETERS`` more draws of a hash-seeded choice with its first play, so
+all of them miss one that shows in their episodes with probability at most ``ORACLE_MISS`` —
+already when only ``ELSEWHERE_UNITS / ELSEWHERE_INTERPRETERS`` of them reach where it shows. Not
+scaled by ``--quick``."""
 CAPPED = "the scan's wall-clock safety cap was reached"
 
 RESET_SAME = "reset, same instance"
@@ -508,7 +516,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
             reference = _unit(ctx, tally, first + ORACLE_UNITS + i, seed, actions, fallback)
             if reference is not None:
                 oracle_played.append(reference)
-    elsewhere = _start_elsewhere(ctx, tally, oracle_played + played)
+    elsewhere = _start_elsewhere(ctx, tally, oracle_played + played, len(oracle_played))
     branch_seeds = ctx.seeds(len(references), "branch")
     branches = references[: cfg.scaled(BRANCH_REPLAYS)]
     for i, reference in enumerate(branches):
@@ -525,39 +533,84 @@ def run(ctx: ProbeContext) -> list[Finding]:
     return [f for f in decided if f is not None]
 
 
-def _start_elsewhere(ctx: ProbeContext, tally: Tally,
-                     played: list[Trajectory]) -> tuple[Elsewhere, list[Trajectory]] | None:
-    """The first ``ELSEWHERE_UNITS`` replayed episodes (none that raised; the oracle's first, then
-    exploration's furthest first), started in another interpreter, which plays them while the
-    branch replays run here."""
-    chosen = [t for t in played if t.steps and not any(s.exception for s in t.steps)][:ELSEWHERE_UNITS]
+def _seen(trajectory: Trajectory) -> int:
+    """How many distinct observations the agent saw in ``trajectory`` (the reset's included): how
+    much of the env's state it walked through, where hidden state can show."""
+    return len({_key(trajectory.reset_obs), *(_key(s.observation) for s in trajectory.steps)})
+
+
+def _key(x: Any) -> Any:
+    """A hashable stand-in for an observation, exact for arrays of any size (``repr`` elides them)."""
+    if isinstance(x, np.ndarray):
+        return ("ndarray", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, Mapping):
+        return ("mapping", tuple(sorted((str(k), _key(v)) for k, v in x.items())))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_key(v) for v in x))
+    return ("value", repr(x))
+
+
+def elsewhere_choice(played: list[Trajectory], n_oracle: int, n: int = ELSEWHERE_UNITS) -> list[Trajectory]:
+    """The ``n`` replayed episodes the other interpreters play (none that raised): the oracle's first
+    (its ``n_oracle`` episodes lead ``played``; they reach a success, where a hash-seeded answer
+    shows), then the episodes that saw the most distinct observations; one per reset seed before a
+    second of any seed, since episodes of one seed draw the same hidden choice."""
+    usable = [(i, t) for i, t in enumerate(played) if t.steps and not any(s.exception for s in t.steps)]
+    ranked = [t for _, t in sorted(usable, key=lambda it: (it[0] >= n_oracle, -_seen(it[1]), it[0]))]
+    seeds: set[Any] = set()
+    first_of_seed = []
+    for t in ranked:
+        if t.seed not in seeds:
+            seeds.add(t.seed)
+            first_of_seed.append(t)
+    rest = [t for t in ranked if all(t is not f for f in first_of_seed)]
+    return (first_of_seed + rest)[:n]
+
+
+def _start_elsewhere(ctx: ProbeContext, tally: Tally, played: list[Trajectory],
+                     n_oracle: int) -> tuple[list[Elsewhere], list[Trajectory]] | None:
+    """The episodes ``elsewhere_choice`` picks, started in ``ELSEWHERE_INTERPRETERS`` other
+    interpreters (one hash seed each), which play them while the branch replays run here."""
+    chosen = elsewhere_choice(played, n_oracle)
     if tally.stopped or not chosen:
         return None
-    return Elsewhere(ctx.spec, ctx.make_env, [(t.seed, t.actions) for t in chosen],
-                     timeout_s=max(1.0, min(TIMEOUT_S, ctx.time_left()))), chosen
+    timeout_s = max(1.0, min(TIMEOUT_S, ctx.time_left()))
+    plans = [(t.seed, t.actions) for t in chosen]
+    return [Elsewhere(ctx.spec, ctx.make_env, plans, hash_seed=h, timeout_s=timeout_s)
+            for h in other_hash_seeds(ELSEWHERE_INTERPRETERS)], chosen
 
 
-def _compare_elsewhere(ctx: ProbeContext, tally: Tally, started: tuple[Elsewhere, list[Trajectory]] | None) -> None:
-    """Each episode the other interpreter played against its first play here (``ELSEWHERE``)."""
+def _compare_elsewhere(ctx: ProbeContext, tally: Tally,
+                       started: tuple[list[Elsewhere], list[Trajectory]] | None) -> None:
+    """Each episode every other interpreter played against its first play here (``ELSEWHERE``)."""
     if started is None:
         return
-    elsewhere, chosen = started
+    children, chosen = started
     if tally.stopped:
-        elsewhere.cancel()
+        for elsewhere in children:
+            elsewhere.cancel()
         return
-    theirs = elsewhere.result()
-    ctx.notes["other_interpreter"] = {"hash_seed": elsewhere.hash_seed, "episodes": len(elsewhere.plans)}
-    if theirs is None:
-        ctx.notes["other_interpreter"]["reason"] = elsewhere.reason
-        ctx.incomplete(f"the {len(elsewhere.plans)} replays in another interpreter (PYTHONHASHSEED="
-                       f"{elsewhere.hash_seed})", elsewhere.reason)
-        return
-    ctx.count_env(sum(len(r.steps) for r in theirs), len(theirs))
-    for first, replayed in zip(chosen, theirs, strict=True):
-        other = Trajectory(replayed.seed, replayed.reset_obs, object(),
-                           [Step(*row) for row in replayed.steps])
-        divergence = reset_difference(first, other, ELSEWHERE) or episode_difference(first, other, ELSEWHERE)
-        tally.compare(ELSEWHERE, divergence)
+    notes = ctx.notes["other_interpreter"] = {"hash_seeds": [e.hash_seed for e in children],
+                                              "episodes": len(chosen),
+                                              "reset_seeds": len({t.seed for t in chosen})}
+    failed: dict[str, str] = {}
+    for elsewhere in children:
+        theirs = elsewhere.result()
+        if theirs is None:
+            failed[elsewhere.hash_seed] = elsewhere.reason or "no reason given"
+            continue
+        ctx.count_env(sum(len(r.steps) for r in theirs), len(theirs))
+        for first, replayed in zip(chosen, theirs, strict=True):
+            other = Trajectory(replayed.seed, replayed.reset_obs, object(),
+                               [Step(*row) for row in replayed.steps])
+            divergence = (reset_difference(first, other, ELSEWHERE)
+                          or episode_difference(first, other, ELSEWHERE))
+            tally.compare(ELSEWHERE, divergence)
+    if failed:
+        notes["reasons"] = failed
+        where = "another interpreter" if len(failed) == 1 else f"{len(failed)} other interpreters"
+        ctx.incomplete(f"the {len(chosen)} replays in {where} (PYTHONHASHSEED={', '.join(failed)})",
+                       "; ".join(dict.fromkeys(failed.values())))
 
 
 def decide_env_error(hang: Problem | None, timeout: float) -> Finding | None:

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from envaudit.interpreter import Elsewhere, other_hash_seed, play_plans
+from envaudit.interpreter import Elsewhere, other_hash_seed, other_hash_seeds, play_plans
 from tests.fixtures import support_desk as sd
 
 PLANS = [(0, [0, 0, 0, 0]), (5, [1, 1, 1]), (None, [])]  # searches: every step a tool call
@@ -132,3 +132,12 @@ def test_an_episode_is_recorded_step_by_step_until_it_ends_is_cut_or_raises(plan
     (episode,) = play_plans(Scripted, [plan])
     assert episode.seed == plan[0] and episode.reset_obs == 0
     assert episode.steps == expected
+
+
+@pytest.mark.parametrize("current, others", [(None, ["1", "2", "3"]), ("2", ["1", "3", "4"]), ("1", ["2", "3", "4"])])
+def test_other_hash_seeds_are_distinct_fixed_and_never_this_ones(monkeypatch, current, others):
+    if current is None:
+        monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    else:
+        monkeypatch.setenv("PYTHONHASHSEED", current)
+    assert other_hash_seeds(3) == others and other_hash_seeds(1) == [other_hash_seed()]

@@ -18,6 +18,7 @@ from envaudit.probe import HUNG_NOTE, registered_probes
 from envaudit.probes.replay import (
     BRANCH,
     ELSEWHERE,
+    ELSEWHERE_INTERPRETERS,
     ELSEWHERE_UNITS,
     EPISODE_FRESH,
     EPISODE_SAME,
@@ -25,9 +26,13 @@ from envaudit.probes.replay import (
     ORACLE_UNITS,
     RESET_FRESH,
     RESET_SAME,
+    Step,
+    Trajectory,
+    elsewhere_choice,
     probe,
     same,
 )
+from envaudit.interpreter import other_hash_seeds
 from tests.fixtures import broken_envs as b
 from tests.fixtures import support_desk as sd
 from tests.fixtures.context import explore, misses, off_design, run_probe, sweep
@@ -159,7 +164,7 @@ def test_hash_seeded_state_is_caught_only_in_another_interpreter():
     by_check = checks(f)
     assert all(d == 0 for name, (_, d) in by_check.items() if name != ELSEWHERE)
     replays, diverged = by_check[ELSEWHERE]
-    assert replays == ELSEWHERE_UNITS and diverged > 0
+    assert replays == ELSEWHERE_INTERPRETERS * ELSEWHERE_UNITS and diverged > 0
     first = f.evidence["first_divergence"]
     assert first["check"] == ELSEWHERE and first["step"] is None and first["field"] == "observation"
     assert "in another interpreter" in f.summary
@@ -169,8 +174,40 @@ def test_hash_seeded_state_is_caught_only_in_another_interpreter():
 def test_the_clean_twin_replays_the_same_in_another_interpreter():
     findings, ctx = scan(sd.clean)
     assert findings == [] and ctx.skipped == []
-    assert ctx.notes["other_interpreter"]["episodes"] == ELSEWHERE_UNITS
-    assert "reason" not in ctx.notes["other_interpreter"]
+    notes = ctx.notes["other_interpreter"]
+    assert notes["episodes"] == ELSEWHERE_UNITS and "reasons" not in notes
+    assert notes["hash_seeds"] == other_hash_seeds(ELSEWHERE_INTERPRETERS) and len(set(notes["hash_seeds"])) == 2
+
+
+def _walked(seed, observations, *, raised=False):
+    steps = [Step(0, np.array(o, dtype=np.float32)) for o in observations]
+    if raised:
+        steps[-1].exception = "ValueError"
+    return Trajectory(seed, np.zeros(2, dtype=np.float32), object(), steps)
+
+
+def test_the_other_interpreters_play_the_oracle_then_the_widest_episodes_one_per_seed_first():
+    oracle = _walked(9, [[1, 0]])  # the oracle's: first, though it saw little
+    narrow = _walked(1, [[0, 0], [0, 0], [0, 0]])  # long, but one state throughout
+    wide = _walked(1, [[1, 0], [1, 1], [2, 1]])  # the widest of seed 1
+    second = _walked(2, [[1, 0], [1, 1]])
+    raised = _walked(3, [[5, 5], [6, 6], [7, 7]], raised=True)  # never replayed elsewhere
+    third = _walked(4, [[0, 0]])
+    chosen = elsewhere_choice([oracle, narrow, wide, second, raised, third], n_oracle=1)
+    # every seed once (the widest episode of each) before a second episode of seed 1
+    assert chosen == [oracle, wide, second, third, narrow]
+    assert elsewhere_choice([narrow, wide, second], n_oracle=0, n=2) == [wide, second]
+    assert elsewhere_choice([oracle, wide], n_oracle=0) == [wide, oracle]  # no oracle: width decides
+
+
+def test_observations_too_large_to_print_are_told_apart_exactly():
+    big = np.zeros(5000, dtype=np.float32)
+    changed = big.copy()
+    changed[2500] = 1.0  # repr() elides the middle of both arrays
+    assert repr(big) == repr(changed)
+    two = _walked(1, [big, changed])
+    one = _walked(2, [big, big])
+    assert elsewhere_choice([one, two], n_oracle=0, n=1) == [two]
 
 
 def test_an_env_the_other_interpreter_cannot_build_is_incomplete_not_replayable():
@@ -186,9 +223,10 @@ def test_an_env_the_other_interpreter_cannot_build_is_incomplete_not_replayable(
     (gap,) = ctx.skipped
     episodes = ctx.notes["other_interpreter"]["episodes"]
     assert 0 < episodes <= ELSEWHERE_UNITS
-    assert gap["skipped"].startswith(f"the {episodes} replays in another interpreter (PYTHONHASHSEED=")
-    assert "RuntimeError: no licence server in this process" in gap["reason"]
-    assert ctx.notes["other_interpreter"]["reason"] == gap["reason"]
+    seeds = ", ".join(other_hash_seeds(ELSEWHERE_INTERPRETERS))
+    assert gap["skipped"] == f"the {episodes} replays in 2 other interpreters (PYTHONHASHSEED={seeds})"
+    assert "RuntimeError: no licence server in this process" in gap["reason"] and ";" not in gap["reason"]
+    assert set(ctx.notes["other_interpreter"]["reasons"]) == set(other_hash_seeds(ELSEWHERE_INTERPRETERS))
 
 
 def test_same_seed_same_verdict():
