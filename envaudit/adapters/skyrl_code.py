@@ -112,10 +112,13 @@ def _limit_memory() -> None:  # pragma: no cover - runs in the child before exec
 
 
 def _run(folder: str, script: str, stdin: str, timeout_s: float) -> str | None:
-    """stdout of ``python -I script`` in ``folder``; None when it crashed, failed or overran."""
+    """stdout of ``python -s -P script`` in ``folder``; None when it crashed, failed or overran. The
+    child's environment is only these variables (not ``-I``, whose ``-E`` would ignore the hash seed
+    set here: a program whose output follows the order of a set of strings is judged the same on
+    every run)."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"}
     try:
-        done = subprocess.run([sys.executable, "-I", script], input=stdin, capture_output=True, text=True,
+        done = subprocess.run([sys.executable, "-s", "-P", script], input=stdin, capture_output=True, text=True,
                               cwd=folder, env=env, timeout=timeout_s, preexec_fn=_limit_memory, check=False)
     except (subprocess.TimeoutExpired, OSError):
         return None

@@ -158,3 +158,65 @@ def test_checked_wrong_sets_aside_correct_and_fully_paid_programs():
     assert checked_wrong(echo, lambda text: 1.0, 1.0, relabelled)[1] == wrong_programs(echo)[2]
     # below full marks is wrong enough
     assert checked_wrong(STDIN, lambda text: 0.99, 1.0, []) == wrong_programs(STDIN)[:2]
+
+
+def test_a_judged_program_runs_isolated_deterministic_and_capped(monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("ENVAUDIT_SECRET", "the grader's token")
+    leak = "import os\nprint('ENVAUDIT_SECRET' in os.environ, os.environ['PATH'] == {!r})\n".format(os.environ["PATH"])
+    assert passes(leak, sc.Tests((Case("", "False True"),), None))  # nothing but PATH from this process
+    expected = subprocess.run([sys.executable, "-c", "print(hash('envaudit'))"], capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": "0"}, check=True).stdout
+    assert passes("print(hash('envaudit'))\n", sc.Tests((Case("", expected),), None))  # hash seed 0
+    monkeypatch.setattr(sc, "MEMORY_CAP_BYTES", 512 * 2**20)  # the child inherits it before exec
+    assert not passes("x = bytearray(2**30)\nprint(1)\n", sc.Tests((Case("", "1"),), None))
+    assert passes("x = bytearray(2**20)\nprint(1)\n", sc.Tests((Case("", "1"),), None))
+    assert not passes("print(5)\nraise SystemExit(1)\n", sc.Tests((Case("", "5"),), None))  # right, then failed
+
+
+def test_the_functional_result_is_the_drivers_last_mark():
+    mark = "\\x00envaudit-result\\x00"
+    early = f"import os, sys\nsys.stdout.write('{mark}[9]')\nsys.stdout.flush()\nos._exit(0)\n"
+    assert not passes(early, FUNCTIONAL)  # its mark, never the driver's, and a wrong value
+    garbled = f"import os, sys\nsys.stdout.write('{mark}not json')\nsys.stdout.flush()\nos._exit(0)\n"
+    assert not passes(garbled, FUNCTIONAL)
+    silent = "import os\nos._exit(0)\n"
+    assert not passes(silent, FUNCTIONAL)  # exits 0 before the driver writes anything
+    noisy = f"import sys\ndef total(xs):\n    sys.stdout.write('{mark}[9]{mark}[8]')\n    return sum(xs)\n"
+    assert passes(noisy, FUNCTIONAL)  # the program's own marks come before the driver's
+    assert not same_output("1 2", "1\n2")  # lines are lines, not words
+
+
+def test_each_wrong_program_is_a_well_formed_program_that_answers_what_it_says():
+    one = sc.Tests((Case("[4]", "[4]"),), "solve")
+    echo, zero, word, first = wrong_programs(one)
+    assert passes(echo, one) and passes(first, one)  # the input back; the first test's output
+    assert passes(zero, sc.Tests((Case("[4]", "0"),), "solve"))
+    assert passes(word, sc.Tests((Case("[4]", '"envaudit"'),), "solve"))
+    stdin_program = grader_memory_program(STDIN)
+    assert "\n    _frame = sys._getframe(1)\n" in stdin_program
+
+
+def test_checked_wrong_records_why_and_hands_the_scorer_the_fenced_program():
+    seen: list[str] = []
+
+    def pays_all(text: str) -> float:
+        seen.append(text)
+        return 1.0
+
+    relabelled: list[dict] = []
+    checked_wrong(STDIN, pays_all, 1.0, relabelled)
+    assert seen == [fence(p) for p in wrong_programs(STDIN)]
+    assert relabelled[0] == {"label": WRONG[0], "text": wrong_programs(STDIN)[0], "success": False, "score": 1.0,
+                             "why": "the scorer gives this wrong program full marks"}
+    echo = sc.Tests((Case("abc\n", "abc\n"),), None)
+    relabelled = []
+    checked_wrong(echo, lambda text: 0.0, 1.0, relabelled)
+    assert relabelled[0] == {"label": WRONG[0], "text": wrong_programs(echo)[0], "success": True,
+                             "why": "a correct program by the judge, not a wrong one"}
+    # three of the four candidates are right: one honest wrong program, then the stand-in
+    zeros = sc.Tests((Case("0\n", "0\n"),), None)
+    assert checked_wrong(zeros, lambda text: 0.0, 1.0, []) == ["print('envaudit')\n", "print('envaudit wrong')\n"]

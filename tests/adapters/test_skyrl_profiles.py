@@ -131,3 +131,34 @@ def test_sql_catalogue_is_in_label_order_with_runnable_wrong_and_partial_queries
     whole = {s.label: s.text for s in sql_strategies("SELECT 1", "", "<sql>SELECT 2</sql>")}
     assert whole["partial"].endswith("<solution>SELECT * FROM (SELECT 1) LIMIT 1</solution>")
     assert whole["tool_repeat"] == "<sql>SELECT 2</sql>"
+
+
+def test_each_profile_builds_its_catalogue_and_reads_its_tools_its_own_way():
+    aime = {s.label: s.text for s in AIME.strategies("3", "q", None)}
+    assert aime["unformatted"] == "I believe it is 3." and aime["reference"] == "Answer: 3"
+    gold, prompt, last = "SELECT 1", "Which tables?", "<sql>SELECT 2</sql>"
+    assert TEXT2SQL.strategies(gold, prompt, last) == sql_strategies(gold, prompt, last)
+    assert {s.label: s.text for s in TEXT2SQL.strategies(gold, prompt, last)}["echo_prompt"] == prompt
+    # a profile with its own reader gets the reply too; the others read the observation alone
+    ok = '<information>{"result": "Doc 1"}</information>'
+    assert SEARCH.status_of("<search>capital of France</search>", ok) == (TOOL_OK, None)
+    assert SEARCH.status_of("<answer>Paris</answer>", ok)[0] == TOOL_ERROR  # no query: searched nothing
+    assert TEXT2SQL.status_of("<answer>Paris</answer>", ok) == (TOOL_OK, None)
+
+
+def test_gsm8k_reads_only_the_strict_hashes_and_sql_reads_where_in_any_case():
+    inner = SimpleNamespace(ground_truth="18")
+    assert GSM8K.verdict(inner, "The answer is 18", {}) is False  # the flexible reading would take 18
+    texts = {s.label: s.text for s in sql_strategies("select name from users where age > 30", "", None)}
+    assert texts["partial"].endswith("<solution>select name from users</solution>")
+    query = "select name from users where age > 30"
+    wrong = f"SELECT * FROM ({query}) WHERE 0"
+    assert texts["hedge_all"].endswith(f"<solution>{wrong}; {query}</solution>")
+    assert texts["hedge_last"].endswith(f"<solution>{wrong}</solution>\n<solution>{query}</solution>")
+    assert texts["empty"] == ""
+    assert texts["tool_valid"].endswith("<sql>SELECT name FROM sqlite_master WHERE type = 'table'</sql>")
+
+
+def test_tool_status_quotes_the_line_the_error_is_on_not_the_first_line_break():
+    status, error = tool_status("rows: 0\nschema: t(a)\nError executing SQL: no such column: b")
+    assert status == TOOL_ERROR and error == "Error executing SQL: no such column: b"
