@@ -55,6 +55,7 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 
+from envaudit.counterfactual.digest import digest
 from envaudit.findings import Finding, Severity
 from envaudit.interpreter import TIMEOUT_S, Elsewhere, other_hash_seeds
 from envaudit.policies import oracle_policy
@@ -536,18 +537,7 @@ def run(ctx: ProbeContext) -> list[Finding]:
 def _seen(trajectory: Trajectory) -> int:
     """How many distinct observations the agent saw in ``trajectory`` (the reset's included): how
     much of the env's state it walked through, where hidden state can show."""
-    return len({_key(trajectory.reset_obs), *(_key(s.observation) for s in trajectory.steps)})
-
-
-def _key(x: Any) -> Any:
-    """A hashable stand-in for an observation, exact for arrays of any size (``repr`` elides them)."""
-    if isinstance(x, np.ndarray):
-        return ("ndarray", x.dtype.str, x.shape, x.tobytes())
-    if isinstance(x, Mapping):
-        return ("mapping", tuple(sorted((str(k), _key(v)) for k, v in x.items())))
-    if isinstance(x, (list, tuple)):
-        return (type(x).__name__, tuple(_key(v) for v in x))
-    return ("value", repr(x))
+    return len({digest(trajectory.reset_obs), *(digest(s.observation) for s in trajectory.steps)})
 
 
 def elsewhere_choice(played: list[Trajectory], n_oracle: int, n: int = ELSEWHERE_UNITS) -> list[Trajectory]:
@@ -557,13 +547,12 @@ def elsewhere_choice(played: list[Trajectory], n_oracle: int, n: int = ELSEWHERE
     second of any seed, since episodes of one seed draw the same hidden choice."""
     usable = [(i, t) for i, t in enumerate(played) if t.steps and not any(s.exception for s in t.steps)]
     ranked = [t for _, t in sorted(usable, key=lambda it: (it[0] >= n_oracle, -_seen(it[1]), it[0]))]
+    first_of_seed: list[Trajectory] = []
+    rest: list[Trajectory] = []
     seeds: set[Any] = set()
-    first_of_seed = []
     for t in ranked:
-        if t.seed not in seeds:
-            seeds.add(t.seed)
-            first_of_seed.append(t)
-    rest = [t for t in ranked if all(t is not f for f in first_of_seed)]
+        (rest if t.seed in seeds else first_of_seed).append(t)
+        seeds.add(t.seed)
     return (first_of_seed + rest)[:n]
 
 
