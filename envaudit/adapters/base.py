@@ -149,7 +149,9 @@ class CatalogueEnv(gym.Env):
 
     # -- Gymnasium API ------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        before = copy.deepcopy(self._np_random)
+        # ``np_random``, not ``_np_random``: a first seedless reset would otherwise draw from a
+        # generator made inside ``super().reset`` from OS entropy, which no replay can restore.
+        before = copy.deepcopy(self.np_random)
         super().reset(seed=seed)
         self._labels_by_text = {}
         self._episode = None
