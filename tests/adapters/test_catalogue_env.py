@@ -38,6 +38,7 @@ class Counting(CatalogueEnv):
         self.checks = 0
 
     def _reset(self, seed, options):
+        self.seed_seen = seed
         self.at = int(self.np_random.integers(100)) + int((options or {}).get("offset", 0))
         self.right = 0
         return f"count from {self.at}", {}
@@ -145,3 +146,35 @@ def test_the_text_view_samples_the_states_catalogue_and_leaves_other_envs_alone(
     text = AnyText(max_length=5)
     assert text.contains("ünï") and not text.contains("toolong") and not text.contains(5)
     assert repr(text) == "AnyText(max_length=5)"
+
+
+def test_reset_passes_its_seed_and_options_on_and_seeds_the_generator():
+    env = Counting()
+    assert env.prompt == "" and env.max_steps == 8
+    firsts = {seed: (env.reset(seed=seed)[0], env.seed_seen) for seed in (5, 5, 6, 7)}
+    assert firsts[5] == (Counting().reset(seed=5)[0], 5) and len({p for p, _ in firsts.values()}) == 3
+    env.reset(seed=5, options={"offset": 1000})
+    assert env.at >= 1000
+    assert env.label_of(b"\xff") == TEXT_LABEL  # undecodable bytes are a model's own text
+    assert AnyText(max_length=5).contains("12345") and AnyText(seed=3).sample() == AnyText(seed=3).sample()
+
+
+def test_text_factory_looks_at_the_env_it_is_handed_instead_of_making_one():
+    class Closing(Counting):
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    made: list[Closing] = []
+
+    def make() -> Closing:
+        made.append(Closing())
+        return made[-1]
+
+    handed = Closing()
+    factory = text_factory(make, sample=handed)
+    assert made == [] and not handed.closed  # the caller's env: looked at, left open
+    assert isinstance(factory(), TextView) and len(made) == 1
+    text_factory(make)  # without one it makes an env to look at, and closes it
+    assert len(made) == 2 and made[1].closed and not made[0].closed
