@@ -283,8 +283,11 @@ def judge(answer: str | None, entry: Mapping[str, Any], name: str, dataset: Any)
                        figures=SIGNIFICANT_FIGURES.get(source))
 
 
-def success_rule(dataset: str) -> str:
-    """How ``judge`` decides for ``dataset``, in words (for the report's fingerprint)."""
+def success_rule(dataset: str, sources: tuple[str, ...] = ()) -> str:
+    """How ``judge`` decides for ``dataset``, in words (for the report's fingerprint). A composite
+    dataset's entries are judged by their source's rule: ``sources`` names them."""
+    if sources:
+        return "per entry, its source dataset's rule: " + "; ".join(f"{s}: {success_rule(s)}" for s in sources)
     if dataset in VERIFIERS:
         return VERIFIERS[dataset][0]
     case = ", letter case ignored as the dataset's scorer does" if dataset in CASE_INSENSITIVE else ""
@@ -360,7 +363,7 @@ class ReasoningGymEnv(CatalogueEnv):
             "package": "reasoning-gym", "version": package_version("reasoning-gym"),
             "dataset": dataset, "size": size, "dataset_seed": seed, "config": {k: repr(v) for k, v in config.items()},
             "answer_format": "<answer>...</answer>" if self.extract else "raw text",
-            "success": success_rule(dataset),
+            "success": success_rule(dataset, tuple(getattr(self.dataset, "datasets", {}))),
             "reward": "the dataset's score_answer (info['score']), partial credit included",
             "replay": "the reset seed picks the entry (seed mod size); entries are generated from dataset_seed",
         })
