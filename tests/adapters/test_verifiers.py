@@ -182,3 +182,26 @@ def test_tool_calls_carry_the_status_the_harness_saw(lookup_url):
         assert not (terminated or truncated)
     finally:
         env.close()
+
+
+def test_tool_strategies_are_built_from_the_envs_own_tool_schema(lookup_url):
+    """vf_lookup's one tool is ``lookup(key: str)``: the valid call fills its required string
+    argument with "test"; the failing call names a tool the env lacks; the malformed one breaks its
+    JSON; the repeat is the valid call until a call has worked, then the last call that worked."""
+    env = VerifiersEnv(LOOKUP, tools_url=lookup_url, size=10)
+    try:
+        env.reset(seed=0)
+        name = env.candidates()["tool_valid"].split('"name": "')[1].split('"')[0]
+        valid = '<tool_call>{"name": "' + name + '", "arguments": {"key": "test"}}</tool_call>'
+        assert {k: env.candidates()[k] for k in ("tool_valid", "tool_failing", "tool_malformed", "tool_repeat")} == {
+            "tool_valid": valid,
+            "tool_failing": '<tool_call>{"name": "' + name + '_missing", "arguments": {}}</tool_call>',
+            "tool_malformed": '<tool_call>{"name": "' + name + '", "arguments": {</tool_call>',
+            "tool_repeat": valid,
+        }
+        worked = '<tool_call>{"name": "' + name + '", "arguments": {"key": "k1"}}</tool_call>'
+        assert env.step(worked)[4]["tool"]["status"] == "ok"
+        assert env.step(env.action_labels.index("tool_failing"))[4]["tool"]["status"] == "error"
+        assert env.candidates()["tool_repeat"] == worked  # the failed call after it is not repeated
+    finally:
+        env.close()

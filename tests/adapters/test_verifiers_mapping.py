@@ -1,0 +1,295 @@
+"""verifiers: the adapter's own parts -- options, fingerprint, turns, the catalogue check and the
+mapping of a finished ``Episode`` -- pinned against verifiers 0.4 itself.
+
+The envs are the test modules of ``tests/adapters/data/`` (see ``test_verifiers.py``) and small
+modules written here with verifiers' public classes; the traces and episodes are verifiers' own
+``Trace``/``Episode`` objects with their own ``record_*`` methods. Each expected value follows from
+the module's rubric, worked out by hand as the test says, so that a wrong key, a swapped branch or
+an off-by-one in the adapter fails a test.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("verifiers.v1")
+
+import verifiers.v1 as vf  # noqa: E402
+from verifiers.v1.trace import Error  # noqa: E402
+
+from envaudit.adapters.verifiers import CORRECTNESS, VerifiersEnv, check, correctness_key, map_episode  # noqa: E402
+from envaudit.errors import UsageError  # noqa: E402
+
+DATA = Path(__file__).parent / "data"
+SUMS = str(DATA / "vf_sums.py")
+GUESS = str(DATA / "vf_guess.py")
+VERSION = importlib.metadata.version("verifiers")
+ANY_SIGNAL = ("a correctness reward or metric (correct, correctness, accuracy, exact_match, is_correct, solved, "
+              "passed, success) equals 1; none: no success flag")
+
+
+# -- options and resolution ---------------------------------------------------------------------
+@pytest.mark.parametrize(("options", "message"), [
+    ({"size": 0}, "--env-arg size=0: expected a positive integer"),
+    ({"size": True}, "--env-arg size=True: expected a positive integer"),
+    ({"turn_cap": "2"}, "--env-arg turn_cap='2': expected a positive integer"),
+    ({"max_turns": 0}, "--env-arg max_turns=0: expected a positive integer (verifiers' turn limit)"),
+    ({"max_turns": False}, "--env-arg max_turns=False: expected a positive integer (verifiers' turn limit)"),
+    ({"event_cap_s": 0}, "--env-arg event_cap_s=0: expected a positive number of seconds"),
+    ({"event_cap_s": True}, "--env-arg event_cap_s=True: expected a positive number of seconds"),
+    ({"event_cap_s": "9"}, "--env-arg event_cap_s='9': expected a positive number of seconds"),
+])
+def test_each_bad_adapter_option_is_named(options, message):
+    with pytest.raises(UsageError) as caught:
+        check(SUMS, **options)
+    assert str(caught.value) == message
+
+
+def _module(tmp_path: Path, name: str, body: str) -> str:
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def test_modules_that_are_not_envs_are_usage_errors_naming_what_is_expected(tmp_path):
+    missing = str(tmp_path / "nowhere" / "env.py")
+    with pytest.raises(UsageError) as caught:
+        check(missing)
+    assert str(caught.value) == (f"verifiers:{missing}: no such file; expected a .py file exposing "
+                                 "load_environment(**kwargs) or an importable module name")
+    number = _module(tmp_path, "vf_number", "def load_environment(**kwargs):\n    return 42\n")
+    check(number)  # importing it is fine; what it builds is checked when the env is made
+    with pytest.raises(UsageError) as caught:
+        VerifiersEnv(number)
+    assert str(caught.value) == (f"verifiers:{number}: load_environment returned a int; expected a verifiers Env "
+                                 "(vf.Env) or EnvConfig")
+    strict = _module(tmp_path, "vf_strict", "def load_environment(turns: int = 1):\n    return None\n")
+    with pytest.raises(UsageError, match=r"load_environment rejected the options \{'colour': 'red'\}: .*colour"):
+        VerifiersEnv(strict, colour="red")
+    # A module that fails on a missing dependency of its own is the module's error, not a typo.
+    broken = _module(tmp_path, "vf_broken", "import envaudit_no_such_dependency\n")
+    with pytest.raises(ModuleNotFoundError):
+        check(broken)
+    with pytest.raises(UsageError) as caught:
+        check("envaudit_no_such_module.sub")
+    assert str(caught.value) == ("verifiers:envaudit_no_such_module.sub: no module named 'envaudit_no_such_module'; "
+                                 "expected an importable module or a path to a .py file exposing "
+                                 "load_environment(**kwargs)")
+
+
+EMPTY = """
+import verifiers.v1 as vf
+
+class EmptyTaskset(vf.Taskset[vf.Task, vf.TasksetConfig]):
+    def load(self):
+        return iter(())
+
+__all__ = ["EmptyTaskset"]
+"""
+
+
+def test_a_taskset_without_tasks_or_with_unknown_options_is_a_usage_error(tmp_path):
+    empty = _module(tmp_path, "vf_empty", EMPTY)
+    with pytest.raises(UsageError) as caught:
+        VerifiersEnv(empty)
+    assert str(caught.value) == f"verifiers:{empty}: the env's taskset yielded no tasks"
+    with pytest.raises(UsageError, match=r"the taskset config rejected the options \{'colour': 'red'\}"):
+        check(SUMS, colour="red")
+
+
+# -- the fingerprint and the turns ----------------------------------------------------------------
+def test_the_fingerprint_of_a_taskset_plugin():
+    env = VerifiersEnv(SUMS, size=8)
+    try:
+        info = {k: v for k, v in env.adapter_info.items() if k not in ("catalogue_check", "grading")}
+        assert info == {
+            "ecosystem": "verifiers", "package": "verifiers", "version": VERSION, "target": SUMS,
+            "module": "envaudit_vf_vf_sums", "env_class": "verifiers.v1.envs.single_agent.env.SingleAgentEnv",
+            "taskset": "SumsTaskset", "tasks": 8, "tool_env": False, "options": {}, "success": ANY_SIGNAL,
+            "reference": "the task data's answer/reference/target/solution/ground_truth field",
+            "turn_limit": None, "turn_cap": 20,
+            "deadlines": "verifiers' wall-clock deadlines are lifted: an audited episode waits on the auditor",
+            "replay": "the reset seed picks the task (seed mod tasks)",
+        }
+        assert env.max_steps == 20 and env.has_reference and not env.tool_env
+        assert "signal.alarm" in env.adapter_info["grading"]
+        # Task 2 of vf_sums adds 7*2+3 and 11*2+5; its system prompt asks for \boxed{N}.
+        obs, info = env.reset(seed=10)
+        assert (obs, info) == ("What is 17 + 27?", {"index": 2, "system_prompt": "Add the numbers. Give the result as \\boxed{N}."})
+        texts = env.candidates()
+        assert (texts["reference"], texts["unformatted"], texts["wrong_1"]) == ("\\boxed{44}", "44", "\\boxed{45}")
+        assert env.step(0) == ("", 1.25, True, False, {"rewards": {"boxed": 1.0, "correct": 1.0},
+                                                       "stop_condition": "agent_completed", "success": True, "index": 2})
+    finally:
+        env.close()
+
+
+def test_the_turn_limit_the_named_signal_and_the_answer_field():
+    """By hand: vf_guess with max_number 3 makes task 1's number (5*1+3) % 3 + 1 = 3; the seat's
+    max_turns is 4, so the adapter's cap defaults to 5 (one past it). A guess of 4 is answered
+    "lower", of 2 "higher"; the fourth wrong guess is verifiers' max_turns stop."""
+    env = VerifiersEnv(GUESS, size=4, max_number=3)
+    try:
+        assert (env.turn_limit, env.turn_cap, env.max_steps) == (4, 5, 5)
+        obs, info = env.reset(seed=1)
+        assert (obs, info) == ("Guess my number between 1 and 3. Answer as \\boxed{N}.", {"index": 1, "system_prompt": ""})
+        wrong_1, wrong_2 = env.action_labels.index("wrong_1"), env.action_labels.index("wrong_2")
+        assert env.step(wrong_1) == ("Wrong: lower.", 0.0, False, False, {"index": 1})
+        assert env.step(wrong_2) == ("Wrong: higher.", 0.0, False, False, {"index": 1})
+        env.step(wrong_1)
+        assert env.step(wrong_2) == ("", 0.0, False, True, {"rewards": {"correct": 0.0}, "stop_condition": "max_turns",
+                                                            "success": False, "index": 1})
+    finally:
+        env.close()
+    capped = VerifiersEnv(GUESS, size=4, max_number=3, turn_cap=2, success="correct", answer_field="answer")
+    try:
+        assert capped.adapter_info["success"] == "the reward or metric 'correct' equals 1"
+        assert capped.adapter_info["reference"] == "the task data's 'answer' field"
+        assert capped.adapter_info["options"] == {"max_number": "3"} and capped.max_steps == 2
+        capped.reset(seed=1)
+        capped.step(wrong_1)
+        assert capped.step(wrong_1) == ("", 0.0, False, True, {"index": 1, "success": False, "end": "turn_cap"})
+        # The cut episode is abandoned: the next one starts clean, and the reference ends it with success.
+        capped.reset(seed=1)
+        assert capped.step(capped.action_labels.index("reference"))[1:] == (
+            1.0, True, False, {"rewards": {"correct": 1.0}, "stop_condition": "user_closed", "success": True, "index": 1})
+    finally:
+        capped.close()
+
+
+# -- the catalogue check --------------------------------------------------------------------------
+def test_the_catalogue_check_counts_what_the_rubric_pays():
+    """By hand, vf_sums' rubric on its first 3 tasks: the 7 strategies that carry a \\boxed{}
+    (reference, the two wrong answers, the hedges, the trailing reference, the partial answer) earn
+    at least the 0.25 format reward; unformatted, empty and echo earn 0: 21 of 30. Outcomes (return,
+    success, ended): (1.25, True), (0.25, False), (0, False), all ended."""
+    env = VerifiersEnv(SUMS, size=8)
+    try:
+        assert env.catalogue_check(tasks=3) == {
+            "entries": 3, "strategies": 10, "played": 30, "well_formed_share": 0.7, "distinct_outcomes": 3,
+            "success_defined": True, "playable": True, "reference_success_share": 1.0, "reference_return": 1.25,
+            "full_marks_without_success": {}, "scorer_errors": {"count": 0, "examples": []},
+        }
+        none = env.catalogue_check(tasks=0)
+        assert (none["played"], none["well_formed_share"], none["playable"], none["reference_success_share"],
+                none["reference_return"]) == (0, 0.0, False, 0.0, None)
+        # The check leaves the reset generator where it was: a seedless reset draws as it would have.
+        env.reset(seed=3)
+        env.catalogue_check(tasks=1)
+        env.reset()
+        after_check = env.index
+        env.reset(seed=3)
+        env.reset()
+        assert env.index == after_check
+    finally:
+        env.close()
+
+
+LENIENT = """
+import verifiers.v1 as vf
+from verifiers.v1.utils.score import extract_boxed_answer
+
+class D(vf.TaskData):
+    answer: str
+
+class T(vf.Task[D, vf.State, vf.TaskConfig]):
+    @vf.reward(weight=0.0)
+    async def correct(self, task, trace) -> float:
+        return 1.0 if extract_boxed_answer(trace.last_reply, strict=True).strip() == task.answer else 0.0
+
+    @vf.reward(weight=1.0)
+    async def boxed(self, task, trace) -> float:
+        return 1.0 if "\\\\boxed{" in trace.last_reply else 0.0
+
+class LenientTaskset(vf.Taskset[T, vf.TasksetConfig]):
+    def load(self):
+        for i in range(4):
+            yield T(D(prompt=f"What is {i} + 1? Answer as \\\\boxed{{N}}.", answer=str(i + 1)), self.config.task)
+
+__all__ = ["D", "T", "LenientTaskset"]
+"""
+
+
+def test_the_catalogue_check_names_strategies_paid_like_the_reference_without_success(tmp_path):
+    """By hand: this rubric pays any \\boxed{} reply 1 and weighs correctness 0, so the reference
+    earns 1 with success, and so does every boxed reply whose last box is the answer (hedge_last,
+    reference_trailing); the two wrong answers, hedge_all and the partial answer (an empty box: a
+    one-digit answer has no shorter part) earn the same 1 without success on both tasks, and so does
+    the echo of the prompt, which carries the prompt's own "\\boxed{N}"."""
+    env = VerifiersEnv(_module(tmp_path, "vf_lenient", LENIENT), size=4)
+    try:
+        check_ = env.catalogue_check(tasks=2)
+    finally:
+        env.close()
+    assert check_["full_marks_without_success"] == {
+        "wrong_1": 1.0, "wrong_2": 1.0, "echo_prompt": 1.0, "hedge_all": 1.0, "partial": 1.0}
+    assert (check_["reference_return"], check_["distinct_outcomes"]) == (1.0, 3)
+
+
+# -- mapping a finished episode -------------------------------------------------------------------
+def _trace(**rewards):
+    trace = vf.Trace(task=vf.TraceTask(type="T", data=vf.TaskData()), agent=vf.AgentInfo(config=vf.AgentConfig()))
+    for name, value in rewards.items():
+        trace.record_reward(name, *value) if isinstance(value, tuple) else trace.record_reward(name, value)
+    return trace
+
+
+def _episode(*traces, **fields):
+    return vf.Episode(env=vf.EnvInfo(id="t"), task=traces[0].task, traces=list(traces), **fields)
+
+
+def test_the_reward_is_the_weighted_sum_and_success_the_correctness_score():
+    both = _trace(correct=(1.0, 1.0), boxed=(1.0, 0.25))
+    assert map_episode(_episode(both), None) == (1.25, True, False, {
+        "rewards": {"correct": 1.0, "boxed": 1.0}, "stop_condition": None, "success": True})
+    assert map_episode(_episode(_trace()), None) == (0, True, False, {
+        "rewards": {}, "stop_condition": None, "reward_note": "the env recorded no reward; counted as 0"})
+    # Every trace must be correct (a multi-agent episode); a metric counts like a reward.
+    assert map_episode(_episode(_trace(correct=1.0), _trace(correct=0.0)), None)[3]["success"] is False
+    assert map_episode(_episode(_trace(correct=1.0), _trace(correct=1.0)), None)[3]["success"] is True
+    measured = _trace()
+    measured.record_metric("accuracy", 1.0)
+    assert map_episode(_episode(measured), None)[3]["success"] is True
+    halfway = _trace()
+    halfway.record_metric("accuracy", 0.5)
+    assert map_episode(_episode(halfway), None)[3]["success"] is False
+
+
+def test_the_correctness_signal_is_the_first_named_one_or_the_one_asked_for():
+    trace = _trace(passed=1.0, accuracy=0.0, style=1.0)
+    assert CORRECTNESS.index("accuracy") < CORRECTNESS.index("passed")
+    assert correctness_key([trace], None) == "accuracy"
+    assert correctness_key([trace], "passed") == "passed" and correctness_key([trace], "nope") is None
+    assert map_episode(_episode(trace), None)[3]["success"] is False
+    assert map_episode(_episode(trace), "passed")[3]["success"] is True
+    assert "success" not in map_episode(_episode(trace), "nope")[3]
+    assert correctness_key([_trace(style=1.0)], None) is None
+
+
+def test_endings_in_order_timeout_then_errors_then_truncation():
+    stopped = _trace(correct=1.0)
+    stopped.stop("max_turns")
+    first = _trace(correct=1.0)
+    reward, terminated, truncated, info = map_episode(_episode(first, stopped), None)
+    assert (reward, terminated, truncated, info["stop_condition"], info["success"]) == (2.0, False, True, "max_turns", False)
+    # An error outranks the truncation; the last error recorded is the one reported, cut to 300 characters.
+    stopped.record_error(TimeoutError("tool deadline"))
+    stopped.record_error(RuntimeError("x" * 400))
+    _, terminated, truncated, info = map_episode(_episode(stopped), None)
+    assert (terminated, truncated, info["success"]) == (True, False, False)
+    assert info["tool"] == {"name": "RuntimeError", "status": "error", "error": "x" * 300}
+    # The episode's own errors come before its traces'.
+    late = _trace()
+    late.record_error(TimeoutError("late"))
+    episode = _episode(late, errors=[Error(type="RuntimeError", message="early")])
+    assert map_episode(episode, None)[3]["tool"] == {"name": "TimeoutError", "status": "timeout", "error": "late"}
+    alone = _episode(_trace(), errors=[Error(type="ValueError", message="bad task")])
+    assert map_episode(alone, None)[3]["tool"] == {"name": "ValueError", "status": "error", "error": "bad task"}
+    # A deadline on the episode outranks everything.
+    expired = _episode(_trace(correct=1.0), is_timeout=True, errors=[Error(type="RuntimeError", message="boom")])
+    assert map_episode(expired, None) == (1.0, False, True, {
+        "rewards": {"correct": 1.0}, "stop_condition": None, "end": "timeout", "success": False})
