@@ -256,6 +256,25 @@ def test_a_composite_datasets_entries_are_judged_by_their_source():
     assert env.step(env.action_labels.index("reference"))[4]["success"] is True
 
 
+def test_a_composite_entry_keeps_its_sources_letter_case_rule():
+    """By hand: a composite of family_relationships and leg_counting (seed 0, 10 entries) has entry
+    1 from family_relationships, answer "son"; that dataset's scorer compares case-folded, and so
+    does the judge for its entries, though the env's own dataset is "composite"."""
+    specs = [DatasetSpec(name="family_relationships", weight=1, config={}),
+             DatasetSpec(name="leg_counting", weight=1, config={})]
+    env = ReasoningGymEnv("composite", size=10, datasets=specs)
+    env.reset(seed=1)
+    assert env.entry["answer"] == "son"
+    assert env.step("<answer>SON</answer>")[4]["success"] is True
+
+
+def test_an_entry_without_a_reference_is_offered_the_word_none():
+    # boxnet stores no answer: the catalogue's reference slot holds "None", its wrong answers that reversed.
+    env = ReasoningGymEnv("boxnet", size=5)
+    env.reset(seed=0)
+    assert (env.candidates()["reference"], env.candidates()["wrong_1"]) == ("<answer>None</answer>", "<answer>enoN</answer>")
+
+
 def test_an_entry_without_a_source_is_judged_by_the_envs_dataset():
     # family_relationships compares case-folded: the env's own name decides when the entry names none.
     assert judge("wife", {"answer": "WIFE", "metadata": {}}, "family_relationships", None) is True
