@@ -110,7 +110,7 @@ def _import(target: str) -> Any:
         raise
 
 
-def _taskset_id(module: Any) -> str | None:
+def taskset_id(module: Any) -> str | None:
     """The id verifiers' loader resolves to this module, when it is a taskset plugin."""
     vf = _vf()
     exported = [getattr(module, n, None) for n in getattr(module, "__all__", ())]
@@ -159,7 +159,7 @@ def _builder(target: str, kwargs: Mapping[str, Any]):
             raise UsageError(f"verifiers:{target}: load_environment returned a {type(made).__name__}; "
                              "expected a verifiers Env (vf.Env) or EnvConfig")
         return module, build
-    taskset = _taskset_id(module)
+    taskset = taskset_id(module)
     if taskset is None:
         raise UsageError(f"verifiers:{target}: module {module.__name__!r} has no load_environment(**kwargs) and "
                          "exports no verifiers Taskset via __all__; expected one of the two")
@@ -229,7 +229,9 @@ def map_episode(episode: Any, success_key: str | None) -> tuple[float, bool, boo
 
 
 # -- the env -------------------------------------------------------------------------------
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """A message's text: the string, or its parts' texts one per line (a part without text, an
+    image, is an empty line)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -237,13 +239,15 @@ def _text(content: Any) -> str:
     return "\n".join(str(getattr(p, "text", "") or "") for p in content)
 
 
-def _tail(messages: list[Any]) -> str:
+def new_text(messages: list[Any]) -> str:
     """What the env said since the model last spoke (the whole prompt on the first turn)."""
     last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
-    return "\n\n".join(_text(m.content) for m in messages[last + 1:] if m.role != "system")
+    return "\n\n".join(content_text(m.content) for m in messages[last + 1:] if m.role != "system")
 
 
-def _reference(data: Any, field: str | None) -> str | None:
+def reference_of(data: Any, field: str | None) -> str | None:
+    """The task's reference answer: ``field`` (else the first of ``ANSWER_FIELDS``) of the task data
+    or of its ``info``, when it is a single value (a dict or list is no answer to write)."""
     fields = (field,) if field else ANSWER_FIELDS
     for name in fields:
         value = getattr(data, name, None)
@@ -254,7 +258,7 @@ def _reference(data: Any, field: str | None) -> str | None:
     return None
 
 
-def _formatter(text: str):
+def answer_format(text: str):
     """How the task asks for its answer: ``\\boxed{}``, ``<answer>`` tags, or bare."""
     if "boxed" in text:
         return lambda a: "\\boxed{" + a + "}"
@@ -263,7 +267,9 @@ def _formatter(text: str):
     return lambda a: a
 
 
-def _example_args(schema: Mapping[str, Any]) -> dict[str, Any]:
+def example_args(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments a tool's JSON schema accepts: each required property (every property when the
+    schema names none) filled with a sample of its type ("test" for a string or an unknown type)."""
     samples = {"string": "test", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
     props = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
     required = schema.get("required", list(props)) if isinstance(schema, Mapping) else []
@@ -302,7 +308,7 @@ class VerifiersEnv(CatalogueEnv):
             self.bridge.env.taskset.config))
         # The vLLM engine prompts with the env's own system prompt (tasks of a taskset share one).
         self.system_prompt = first.data.system_prompt or ""
-        references = [_reference(t.data, self.answer_field) for t in self.tasks]
+        references = [reference_of(t.data, self.answer_field) for t in self.tasks]
         self.has_reference = all(r is not None for r in references)
         seats = list(bridge.agent_config_fields(self.bridge.env.config).values())
         limits = [s.max_turns for s in seats if s.max_turns is not None]
@@ -403,7 +409,7 @@ class VerifiersEnv(CatalogueEnv):
             detail = event.error or (event.episode.errors[-1].message if event.episode and event.episode.errors else "")
             raise RuntimeError(f"the verifiers episode of task {self.index} ended before its first model call: {detail}")
         self._tools = event.tools
-        return _tail(event.messages), {"index": self.index, "system_prompt": self.system_prompt}
+        return new_text(event.messages), {"index": self.index, "system_prompt": self.system_prompt}
 
     def _step_text(self, text: str):
         self._turn += 1
@@ -422,7 +428,7 @@ class VerifiersEnv(CatalogueEnv):
                 self.bridge.abandon()
                 info.update(success=False, end="turn_cap")
                 return "", 0.0, False, True, info
-            return _tail(event.messages), 0.0, False, False, info
+            return new_text(event.messages), 0.0, False, False, info
         if event.error is not None:
             raise RuntimeError(f"the verifiers episode raised: {type(event.error).__name__}: {event.error}")
         reward, terminated, truncated, info = map_episode(event.episode, self.success_name)
@@ -442,8 +448,8 @@ class VerifiersEnv(CatalogueEnv):
     # -- the catalogue ---------------------------------------------------------------------------
     def _strategies(self) -> list[Strategy]:
         data = self.task.data
-        reference = _reference(data, self.answer_field)
-        fmt = _formatter(f"{data.system_prompt or ''}\n{data.prompt_text}")
+        reference = reference_of(data, self.answer_field)
+        fmt = answer_format(f"{data.system_prompt or ''}\n{data.prompt_text}")
         strategies = answer_strategies(reference if reference is not None else NO_REFERENCE, self.prompt, fmt=fmt,
                                        unformatted=(lambda a: a) if fmt("x") != "x" else None)
         if self.tool_env:
@@ -452,7 +458,7 @@ class VerifiersEnv(CatalogueEnv):
 
     def _tool_strategies(self) -> list[Strategy]:
         tool = self._tools[0]["function"] if self._tools else {"name": "tool", "parameters": {}}
-        valid = tool_call(tool["name"], _example_args(tool.get("parameters") or {}))
+        valid = tool_call(tool["name"], example_args(tool.get("parameters") or {}))
         malformed = "<tool_call>{\"name\": \"" + tool["name"] + "\", \"arguments\": {</tool_call>"
         return [Strategy("tool_valid", valid), Strategy("tool_failing", tool_call(tool["name"] + "_missing", {})),
                 Strategy("tool_malformed", malformed), Strategy("tool_repeat", self._last_call or valid)]

@@ -92,6 +92,23 @@ def test_the_harness_reports_each_kind_of_tool_call(lookup_url):
         env.close()
 
 
+def test_the_catalogue_check_counts_tool_calls_that_ran_as_taken(lookup_url):
+    """By hand, vf_lookup's first 2 tasks: the reference, hedge_last (its last box is the answer) and
+    reference_trailing earn 1 and end the episode; tool_valid and tool_repeat (the valid call: no
+    call has run yet) run the tool, status ok, reward 0, the episode going on: 5 of 14 per task.
+    Outcomes (return, success, ended): (1, True, True), (0, False, True), (0, None, False)."""
+    env = VerifiersEnv(LOOKUP, tools_url=lookup_url, size=10)
+    try:
+        check = env.catalogue_check(tasks=2)
+    finally:
+        env.close()
+    assert check == {
+        "entries": 2, "strategies": 14, "played": 28, "well_formed_share": 10 / 28, "distinct_outcomes": 3,
+        "success_defined": True, "playable": True, "reference_success_share": 1.0, "reference_return": 1.0,
+        "full_marks_without_success": {}, "scorer_errors": {"count": 0, "examples": []},
+    }
+
+
 HUNG = """
 import asyncio
 import verifiers.v1 as vf
@@ -136,12 +153,22 @@ def test_a_rollout_that_never_asks_for_a_completion_is_an_error_not_a_hang(tmp_p
     env = VerifiersEnv(str(path), event_cap_s=0.5)
     try:
         if silent:  # the rollout ends without a model call: nothing to play
-            with pytest.raises(RuntimeError, match="the verifiers episode of task 0 ended before its first model call"):
+            with pytest.raises(RuntimeError) as caught:
                 env.reset(seed=0)
+            # verifiers' own reason follows (its episode's last error).
+            assert str(caught.value) == ("the verifiers episode of task 0 ended before its first model call: "
+                                         "HungEnv.run(): ValueError: HungEnv.run() ran no agent — every episode "
+                                         "must carry at least one run")
         else:
             with pytest.raises(TimeoutError) as caught:
                 env.reset(seed=0)
             assert str(caught.value) == ("the verifiers rollout neither asked for a completion nor finished within "
                                          "0.5s (the adapter's safety cap, --env-arg event_cap_s)")
+            # The catalogue check records each rollout that raised, and plays on.
+            check = env.catalogue_check(tasks=1)
+            assert check["scorer_errors"]["count"] == len(env.action_labels) and check["played"] == 0
+            assert check["scorer_errors"]["examples"][0] == {
+                "label": "reference", "index": 0, "error": f"TimeoutError: {caught.value}"[:300]}
+            assert check["playable"] is False
     finally:
         env.close()

@@ -42,11 +42,16 @@ ANY_SIGNAL = ("a correctness reward or metric (correct, correctness, accuracy, e
     ({"event_cap_s": 0}, "--env-arg event_cap_s=0: expected a positive number of seconds"),
     ({"event_cap_s": True}, "--env-arg event_cap_s=True: expected a positive number of seconds"),
     ({"event_cap_s": "9"}, "--env-arg event_cap_s='9': expected a positive number of seconds"),
+    ({"max_turns": "3"}, "--env-arg max_turns='3': expected a positive integer (verifiers' turn limit)"),
 ])
 def test_each_bad_adapter_option_is_named(options, message):
     with pytest.raises(UsageError) as caught:
         check(SUMS, **options)
     assert str(caught.value) == message
+
+
+def test_the_smallest_options_are_allowed():
+    assert check(SUMS, size=1, turn_cap=1, max_turns=1, event_cap_s=0.5) is None
 
 
 def _module(tmp_path: Path, name: str, body: str) -> str:
@@ -293,3 +298,202 @@ def test_endings_in_order_timeout_then_errors_then_truncation():
     expired = _episode(_trace(correct=1.0), is_timeout=True, errors=[Error(type="RuntimeError", message="boom")])
     assert map_episode(expired, None) == (1.0, False, True, {
         "rewards": {"correct": 1.0}, "stop_condition": None, "end": "timeout", "success": False})
+
+
+# -- reading tasks and messages -------------------------------------------------------------------
+def test_message_text_and_what_the_env_said_since_the_model_last_spoke():
+    from types import SimpleNamespace as NS
+
+    from envaudit.adapters.verifiers import content_text, new_text
+
+    assert (content_text(None), content_text("abc")) == ("", "abc")
+    assert content_text([NS(text="a"), NS(), NS(text=None), NS(text="b")]) == "a\n\n\nb"  # an image part: no text
+
+    def message(role, content):
+        return NS(role=role, content=content)
+
+    first = [message("system", "rules"), message("user", "q1")]
+    assert new_text(first) == "q1"  # the whole prompt, without the system message
+    later = [*first, message("assistant", "a1"), message("user", "hint"), message("tool", "result"),
+             message("assistant", "a2"), message("tool", "r2"), message("user", "next")]
+    assert new_text(later) == "r2\n\nnext"
+
+
+def test_the_reference_is_the_first_answer_field_with_a_single_value():
+    from types import SimpleNamespace as NS
+
+    from envaudit.adapters.verifiers import reference_of
+
+    assert reference_of(NS(answer=12), None) == "12"
+    assert reference_of(NS(answer=None, info={"answer": 5}), None) == "5"
+    assert reference_of(NS(answer={"a": 1}, reference=[1], target="t"), None) == "t"  # dicts and lists skipped
+    assert reference_of(NS(answer="a", solution="s"), "solution") == "s"
+    assert reference_of(NS(answer="a"), "solution") is None
+    assert reference_of(NS(info="not a mapping"), None) is None
+
+
+def test_the_answer_format_is_read_from_the_prompt():
+    from envaudit.adapters.verifiers import answer_format
+
+    assert answer_format("Put it in \\boxed{} or <answer>")("7") == "\\boxed{7}"  # boxed first
+    assert answer_format("Reply <answer>N</answer>.")("7") == "<answer>7</answer>"
+    assert answer_format("Just say it.")("7") == "7"
+
+
+def test_example_arguments_fill_each_required_property_by_its_type():
+    from envaudit.adapters.verifiers import example_args
+
+    props = {"s": {"type": "string"}, "i": {"type": "integer"}, "n": {"type": "number"}, "b": {"type": "boolean"},
+             "a": {"type": "array"}, "o": {"type": "object"}, "u": {}, "w": {"type": "weird"}}
+    assert example_args({"properties": props}) == {"s": "test", "i": 1, "n": 1, "b": True, "a": [], "o": {},
+                                                   "u": "test", "w": "test"}
+    assert example_args({"properties": props, "required": ["i", "b"]}) == {"i": 1, "b": True}
+    assert example_args({"required": ["x"]}) == {"x": "test"}  # a required name the schema does not describe
+    assert example_args({}) == {} and example_args("not a schema") == {}
+
+
+def test_a_taskset_plugin_gets_the_id_verifiers_loader_resolves():
+    import sys
+    import types
+
+    from envaudit.adapters.verifiers import taskset_id
+
+    class Mine(vf.Taskset):
+        pass
+
+    def plugin(name, exported):
+        module = types.ModuleType(name)
+        module.Mine, module.__all__ = exported, ["Mine"]
+        return module
+
+    assert taskset_id(plugin("verifiers.v1.tasksets.sums", Mine)) == "sums"
+    nested = plugin("verifiers.v1.tasksets.sums.extra", Mine)
+    try:
+        assert taskset_id(nested) == "verifiers_v1_tasksets_sums_extra"
+        assert sys.modules["verifiers_v1_tasksets_sums_extra"] is nested
+    finally:
+        sys.modules.pop("verifiers_v1_tasksets_sums_extra", None)
+    assert taskset_id(plugin("mine", vf.Taskset)) is None  # the base class is no plugin's taskset
+    assert taskset_id(plugin("mine", 3)) is None
+    unexported = plugin("mine", Mine)
+    unexported.__all__ = []
+    assert taskset_id(unexported) is None
+
+
+# -- resolving MODULE ---------------------------------------------------------------------------------
+def test_a_file_is_imported_once_under_a_name_made_from_its_stem(tmp_path):
+    import sys
+
+    from envaudit.adapters.verifiers import _import
+
+    path = tmp_path / "my-guess.py"
+    path.write_text(Path(GUESS).read_text())
+    env = VerifiersEnv(str(path), size=2)
+    try:
+        assert env.adapter_info["module"] == "envaudit_vf_my_guess"  # the stem's non-word characters as _
+        assert _import(str(path)) is sys.modules["envaudit_vf_my_guess"]  # the same module again, not a re-import
+    finally:
+        env.close()
+    # Another file with the same stem is imported afresh under that name.
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "my_guess.py").write_text("VALUE = 2\n")
+    assert _import(str(other / "my_guess.py")).VALUE == 2
+    # A file that fails to import leaves no half-made module behind.
+    broken = _module(tmp_path, "vf_fails", "raise RuntimeError('at import')\n")
+    with pytest.raises(RuntimeError, match="at import"):
+        check(broken)
+    assert "envaudit_vf_vf_fails" not in sys.modules
+    # A path without .py is still a path.
+    with pytest.raises(UsageError, match="no such file"):
+        check(str(tmp_path / "some" / "module"))
+
+
+def test_an_importable_module_missing_a_dependency_of_its_own_is_its_error(tmp_path, monkeypatch):
+    (tmp_path / "envaudit_vf_needs_dep.py").write_text("import envaudit_no_such_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError, match="envaudit_no_such_dependency"):
+        check("envaudit_vf_needs_dep")
+
+
+def test_a_plugin_that_imports_verifiers_load_environment_is_still_a_taskset_plugin(tmp_path):
+    # verifiers' own load_environment, imported into the plugin, is not the module's builder.
+    path = _module(tmp_path, "vf_sums_import", Path(SUMS).read_text() + "\nfrom verifiers.v1 import load_environment\n")
+    env = VerifiersEnv(path, size=2)
+    try:
+        assert env.adapter_info["taskset"] == "SumsTaskset" and env.adapter_info["tasks"] == 2
+    finally:
+        env.close()
+
+
+def test_load_environment_may_return_an_env_config(tmp_path):
+    body = Path(SUMS).read_text() + textwrap.dedent("""
+
+        def load_environment(**kwargs):
+            return vf.resolve_env_config({"taskset": {"id": __name__}})
+    """)
+    env = VerifiersEnv(_module(tmp_path, "vf_sums_config", body), size=3)
+    try:
+        assert env.adapter_info["taskset"] == "SumsTaskset" and env.adapter_info["tasks"] == 3
+        env.reset(seed=1)
+        assert env.step(0)[1] == 1.25
+    finally:
+        env.close()
+
+
+# -- the env's own state ------------------------------------------------------------------------------
+def test_an_adapter_turn_limit_and_a_missing_answer_field():
+    env = VerifiersEnv(GUESS, size=4, max_number=3, max_turns=2)
+    try:
+        # The bridge plays every seat at most max_turns: the env's own limit of 4 becomes 2.
+        assert (env.turn_limit, env.turn_cap, env.task, env.index, env.system_prompt) == (2, 3, None, 0, "")
+        env.reset(seed=1)
+        wrong = env.action_labels.index("wrong_1")
+        env.step(wrong)
+        assert env.step(wrong)[2:4] == (False, True)
+    finally:
+        env.close()
+    blind = VerifiersEnv(SUMS, size=2, answer_field="nope")
+    try:
+        assert blind.system_prompt == "Add the numbers. Give the result as \\boxed{N}."  # read before any reset
+        assert not blind.has_reference and blind.oracle is None
+        assert blind.adapter_info["reference"] == "the task data's 'nope' field (missing on some tasks: no oracle)"
+        blind.reset(seed=0)
+        assert blind.candidates()["reference"] == "\\boxed{I don't know.}"
+        blind.catalogue_check(tasks=1)
+        assert blind.prompt == ""  # the check leaves no episode behind
+    finally:
+        blind.close()
+
+
+STINGY = """
+import verifiers.v1 as vf
+
+
+class D(vf.TaskData):
+    answer: str
+
+
+class T(vf.Task[D, vf.State, vf.TaskConfig]):
+    @vf.reward(weight=1.0)
+    async def correct(self, task, trace) -> float:
+        return 0.0
+
+
+class StingyTaskset(vf.Taskset[T, vf.TasksetConfig]):
+    def load(self):
+        for i in range(2):
+            yield T(D(prompt=f"What is {i} + 1?", answer=str(i + 1)), self.config.task)
+
+
+__all__ = ["D", "T", "StingyTaskset"]
+"""
+
+
+def test_a_rubric_that_pays_nothing_is_not_playable_though_success_is_defined(tmp_path):
+    env = VerifiersEnv(_module(tmp_path, "vf_stingy", STINGY), size=2)
+    try:
+        check_ = env.catalogue_check(tasks=1)
+    finally:
+        env.close()
+    assert (check_["well_formed_share"], check_["success_defined"], check_["playable"]) == (0.0, True, False)
