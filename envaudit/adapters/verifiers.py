@@ -89,7 +89,9 @@ def _import(target: str) -> Any:
         if not path.is_file():
             raise UsageError(f"verifiers:{target}: no such file; expected a .py file exposing "
                              "load_environment(**kwargs) or an importable module name")
-        name = "envaudit_vf_" + re.sub(r"\W", "_", path.stem)
+        # Lower case: verifiers' plugin loader lower-cases the ids it imports (a module that names its
+        # taskset ``id=__name__`` must be importable under the lower-cased name).
+        name = "envaudit_vf_" + re.sub(r"\W", "_", path.stem).lower()
         if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path.resolve()):
             return sys.modules[name]
         spec = importlib.util.spec_from_file_location(name, path.resolve())
@@ -120,8 +122,9 @@ def taskset_id(module: Any) -> str | None:
     prefix = "verifiers.v1.tasksets."
     if name.startswith(prefix) and "." not in name[len(prefix):]:
         return name[len(prefix):]
-    # The loader probes ``verifiers.v1.tasksets.<id>`` first, which a dotted id breaks.
-    alias = name.replace(".", "_")
+    # The loader probes ``verifiers.v1.tasksets.<id>`` first, which a dotted id breaks, and imports
+    # the id lower-cased (``utils.loaders._import_plugin``).
+    alias = name.replace(".", "_").lower()
     sys.modules.setdefault(alias, module)
     return alias
 

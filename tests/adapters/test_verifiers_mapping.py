@@ -373,6 +373,12 @@ def test_a_taskset_plugin_gets_the_id_verifiers_loader_resolves():
         assert sys.modules["verifiers_v1_tasksets_sums_extra"] is nested
     finally:
         sys.modules.pop("verifiers_v1_tasksets_sums_extra", None)
+    # verifiers' loader imports the id lower-cased: the alias is registered so.
+    upper = plugin("My.Tasks", Mine)
+    try:
+        assert taskset_id(upper) == "my_tasks" and sys.modules["my_tasks"] is upper
+    finally:
+        sys.modules.pop("my_tasks", None)
     assert taskset_id(plugin("mine", vf.Taskset)) is None  # the base class is no plugin's taskset
     assert taskset_id(plugin("mine", 3)) is None
     unexported = plugin("mine", Mine)
@@ -394,6 +400,14 @@ def test_a_file_is_imported_once_under_a_name_made_from_its_stem(tmp_path):
         assert _import(str(path)) is sys.modules["envaudit_vf_my_guess"]  # the same module again, not a re-import
     finally:
         env.close()
+    # A taskset plugin file whose name has capitals: verifiers' loader imports its id lower-cased.
+    capitals = tmp_path / "MySums.py"
+    capitals.write_text(Path(SUMS).read_text())
+    plugin = VerifiersEnv(str(capitals), size=2)
+    try:
+        assert plugin.adapter_info["module"] == "envaudit_vf_mysums" and plugin.adapter_info["taskset"] == "SumsTaskset"
+    finally:
+        plugin.close()
     # Another file with the same stem is imported afresh under that name.
     other = tmp_path / "elsewhere"
     other.mkdir()
