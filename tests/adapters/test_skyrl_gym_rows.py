@@ -198,3 +198,27 @@ def test_a_users_env_step_by_step_reward_none_the_cap_and_its_verdict(tmp_path):
         assert env.step("12") == ("again", 0.5, True, False, {"index": 0, "success": True})
     finally:
         skyrl_gym.envs.registration.deregister("envaudit-chatty2")
+
+
+def test_check_names_what_each_env_class_needs_of_its_rows(tmp_path):
+    # A code row's ground truth must be lcb's tests: valid JSON that is not is named, with the format.
+    row = json.loads((DATA / "skyrl_lcb.jsonl").read_text().splitlines()[0])
+    row["reward_spec"] = {"method": "rule", "ground_truth": json.dumps([{"foo": 1}])}
+    path = tmp_path / "lcb.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    assert _message(check, "lcb", tasks=str(path)) == (
+        f"--tasks {path}, row 0: reward_spec.ground_truth is not lcb's tests (a JSON list of {{input, output, "
+        "testtype, metadata.func_name for functional tests}), which the judge runs")
+    assert check("lcb", tasks=str(DATA / "skyrl_lcb.jsonl")) is None
+    # What the env itself rejects is named with its own words; text2sql's with where its databases go.
+    sql = str(DATA / "skyrl_text2sql.jsonl")
+    message = _message(check, "text2sql", tasks=sql)
+    assert message.startswith(f"--tasks {sql}, row 0: skyrl-gym's text2sql env rejected it: ConfigAttributeError: ")
+    assert message.endswith(" (skyrl-gym's text2sql reads its databases under env_config.db_path: pass "
+                            "--env-arg db_path=DIR holding spider/database/DB_ID/DB_ID.sqlite)")
+    assert check("text2sql", tasks=sql, db_path=str(DATA / "skyrl_sql")) is None
+    gsm = tmp_path / "gsm.json"
+    gsm.write_text(json.dumps([{**ROW, "reward_spec": "4"}]))
+    message = _message(check, "gsm8k", tasks=str(gsm))
+    assert message.startswith(f"--tasks {gsm}, row 0: skyrl-gym's gsm8k env rejected it: ") and "db_path" not in message
+    assert _message(check, "gsm8", tasks=GSM8K) == "skyrl-gym has no env 'gsm8'; did you mean 'gsm8k'?"
