@@ -40,12 +40,24 @@ def test_rows_come_from_json_lists_jsonl_and_parquet(tmp_path):
     lines.write_text(json.dumps(ROW) + "\n\n   \n" + json.dumps(ROW) + "\n")  # blank lines are no rows
     assert load_rows(lines) == (ROW, ROW)
     # Parquet hands back NumPy arrays and scalars: the rows come out as the lists and numbers envs read.
-    row = load_rows(MULTI)[0]
+    parquet = tmp_path / "multi.parquet"  # a copy: rows are kept per file version, and this one is new
+    parquet.write_bytes(Path(MULTI).read_bytes())
+    row = load_rows(parquet)[0]
     assert type(row["prompt"]) is list and type(row["prompt"][0]) is dict
     assert row["extra_info"] == {"split": "test", "index": 0, "max_turns": 5} and type(row["extra_info"]["index"]) is int
-    # A file rewritten in place is read again (rows are kept per file version).
+    # A file rewritten in place is read again (rows are kept per file version): a new modification
+    # time with the same size, or the same modification time with another size.
     lines.write_text(json.dumps(ROW) + "\n")
     assert load_rows(lines) == (ROW,)
+    same_size = {**ROW, "reward_spec": {"method": "rule", "ground_truth": "5"}}
+    before = lines.stat()
+    lines.write_text(json.dumps(same_size) + "\n")
+    os.utime(lines, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000))
+    assert load_rows(lines) == (same_size,)
+    stamp = lines.stat().st_mtime_ns
+    lines.write_text(json.dumps(ROW) + "\n" + json.dumps(ROW) + "\n")
+    os.utime(lines, ns=(stamp, stamp))
+    assert load_rows(lines) == (ROW, ROW)
 
 
 def test_bad_row_files_name_the_file_the_line_and_the_fix(tmp_path):
@@ -160,6 +172,10 @@ def test_the_turn_limit_is_the_largest_a_row_or_the_env_declares(tmp_path):
     # A row-level max_turns counts as well as extra_info's; one that is no number is ignored.
     declared.write_text(json.dumps([{**rows[0], "max_turns": 7}, {**rows[1], "extra_info": {"max_turns": "many"}}]))
     assert SkyRLGymEnv("gsm8k_multi_turn", tasks=str(declared)).turn_limit == 7
+    # extra_info's max_turns of a later row counts too (the env itself reads only the row it is made for).
+    later = tmp_path / "later.json"
+    later.write_text(json.dumps([rows[0], {**rows[1], "extra_info": {**rows[1]["extra_info"], "max_turns": 9}}]))
+    assert SkyRLGymEnv("gsm8k_multi_turn", tasks=str(later)).turn_limit == 9
 
 
 def test_a_users_env_step_by_step_reward_none_the_cap_and_its_verdict(tmp_path):
@@ -177,7 +193,8 @@ def test_a_users_env_step_by_step_reward_none_the_cap_and_its_verdict(tmp_path):
         def step(self, action):
             self.turns += 1
             correct = action.strip() == self.answer
-            observation = "again" if self.turns % 2 else [{"role": "user", "content": "once"}, {"content": "more"}]
+            observation = "again" if self.turns % 2 else [{"role": "user", "content": "once"}, {"role": "user"},
+                                                          {"content": "more"}, "not a message"]
             return {"observations": observation, "done": correct,
                     "reward": 0.5 if any(c.isdigit() for c in action) else None, "metadata": {"correct": correct}}
 
@@ -192,7 +209,7 @@ def test_a_users_env_step_by_step_reward_none_the_cap_and_its_verdict(tmp_path):
         assert env.reset(seed=0) == ("Say 12.", {"index": 0, "system_prompt": "Be brief."})
         assert env.step("hm") == ("again", 0.0, False, False, {
             "index": 0, "reward_note": "skyrl-gym returned reward None; counted as 0"})
-        assert env.step("1") == ("once\nmore", 0.5, False, False, {"index": 0})
+        assert env.step("1") == ("once\n\nmore", 0.5, False, False, {"index": 0})  # a message without content: ""
         assert env.step("2") == ("again", 0.5, False, True, {"index": 0, "success": False})  # the cap
         env.reset(seed=0)
         assert env.step("12") == ("again", 0.5, True, False, {"index": 0, "success": True})
@@ -222,3 +239,14 @@ def test_check_names_what_each_env_class_needs_of_its_rows(tmp_path):
     message = _message(check, "gsm8k", tasks=str(gsm))
     assert message.startswith(f"--tasks {gsm}, row 0: skyrl-gym's gsm8k env rejected it: ") and "db_path" not in message
     assert _message(check, "gsm8", tasks=GSM8K) == "skyrl-gym has no env 'gsm8'; did you mean 'gsm8k'?"
+
+
+def test_the_search_env_config_is_skyrl_gyms_own_defaults_under_the_options():
+    import dataclasses
+
+    from skyrl_gym.envs.search.env import SearchEnvConfig
+
+    env = SkyRLGymEnv("search", tasks=str(DATA / "skyrl_search.jsonl"), topk=2)
+    assert dict(env.config) == {**dataclasses.asdict(SearchEnvConfig()), "log_requests": False, "topk": 2}
+    assert env.config.log_requests is False  # never a request log in the user's folder
+    assert dict(SkyRLGymEnv("gsm8k", tasks=GSM8K).config) == {}  # other envs: the options alone
