@@ -131,7 +131,8 @@ def test_a_users_registered_env_gets_the_generic_profile(tmp_path):
 
     class Chatty(BaseTextEnv):
         """A user's env: ends only when answered right, reports its verdict as metadata["correct"],
-        pays 0.5 for a reply with a digit and None for anything else."""
+        pays 0.5 for a reply with a digit and None for anything else, and answers on odd turns with a
+        string observation (skyrl-gym's contract says messages; the adapter takes either)."""
 
         def __init__(self, env_config=None, extras=None):
             super().__init__()
@@ -140,12 +141,15 @@ def test_a_users_registered_env_gets_the_generic_profile(tmp_path):
         def step(self, action):
             self.turns += 1
             correct = action.strip() == self.answer
-            return {"observations": [{"role": "user", "content": "again"}], "done": correct,
+            observation = "again" if self.turns % 2 else [{"role": "user", "content": "once"}, {"role": "user"},
+                                                          {"content": "more"}, "not a message"]
+            return {"observations": observation, "done": correct,
                     "reward": 0.5 if any(c.isdigit() for c in action) else None, "metadata": {"correct": correct}}
 
     rows = tmp_path / "chatty.jsonl"
-    rows.write_text(json.dumps({"prompt": [{"role": "user", "content": "Say 12."}], "env_class": "envaudit-chatty",
-                                "reward_spec": {"ground_truth": "12"}}) + "\n")
+    rows.write_text(json.dumps({"prompt": [{"role": "system", "content": "Be brief."},
+                                           {"role": "user", "content": "Say 12."}],
+                                "env_class": "envaudit-chatty", "reward_spec": {"ground_truth": "12"}}) + "\n")
     skyrl_gym.register(id="envaudit-chatty", entry_point=Chatty)
     try:
         options = {"tasks": str(rows), "turn_cap": 4}
@@ -155,6 +159,16 @@ def test_a_users_registered_env_gets_the_generic_profile(tmp_path):
         stall = _run("envaudit-chatty", options, ["empty"], seeds=[0]).episodes
         assert list(stall["end_reason"]) == ["truncated"] and list(stall["length"]) == [4]
         assert list(stall["return"]) == [0.0]
+        # Step by step: reward None, string and message observations, the cap, the env's verdict.
+        env = SkyRLGymEnv("envaudit-chatty", tasks=str(rows), turn_cap=3)
+        assert (env.turn_limit, env.turn_cap, env.has_reference) == (1, 3, False)  # BaseTextEnv's max_turns 1
+        assert env.reset(seed=0) == ("Say 12.", {"index": 0, "system_prompt": "Be brief."})
+        assert env.step("hm") == ("again", 0.0, False, False, {
+            "index": 0, "reward_note": "skyrl-gym returned reward None; counted as 0"})
+        assert env.step("1") == ("once\n\nmore", 0.5, False, False, {"index": 0})  # a message without content: ""
+        assert env.step("2") == ("again", 0.5, False, True, {"index": 0, "success": False})  # the cap
+        env.reset(seed=0)
+        assert env.step("12") == ("again", 0.5, True, False, {"index": 0, "success": True})
     finally:
         skyrl_gym.envs.registration.deregister("envaudit-chatty")
 

@@ -178,45 +178,6 @@ def test_the_turn_limit_is_the_largest_a_row_or_the_env_declares(tmp_path):
     assert SkyRLGymEnv("gsm8k_multi_turn", tasks=str(later)).turn_limit == 9
 
 
-def test_a_users_env_step_by_step_reward_none_the_cap_and_its_verdict(tmp_path):
-    """A user's env (the generic profile): ends only when answered right, reports its verdict as
-    metadata["correct"], pays 0.5 for a reply with a digit and None for anything else, and answers
-    with a string observation (skyrl-gym's contract says messages; the adapter takes either)."""
-    import skyrl_gym
-    from skyrl_gym.envs.base_text_env import BaseTextEnv
-
-    class Chatty(BaseTextEnv):
-        def __init__(self, env_config=None, extras=None):
-            super().__init__()
-            self.answer = extras["reward_spec"]["ground_truth"]
-
-        def step(self, action):
-            self.turns += 1
-            correct = action.strip() == self.answer
-            observation = "again" if self.turns % 2 else [{"role": "user", "content": "once"}, {"role": "user"},
-                                                          {"content": "more"}, "not a message"]
-            return {"observations": observation, "done": correct,
-                    "reward": 0.5 if any(c.isdigit() for c in action) else None, "metadata": {"correct": correct}}
-
-    rows = tmp_path / "chatty.jsonl"
-    rows.write_text(json.dumps({"prompt": [{"role": "system", "content": "Be brief."},
-                                           {"role": "user", "content": "Say 12."}],
-                                "env_class": "envaudit-chatty2", "reward_spec": {"ground_truth": "12"}}) + "\n")
-    skyrl_gym.register(id="envaudit-chatty2", entry_point=Chatty)
-    try:
-        env = SkyRLGymEnv("envaudit-chatty2", tasks=str(rows), turn_cap=3)
-        assert (env.turn_limit, env.turn_cap, env.has_reference) == (1, 3, False)  # BaseTextEnv's max_turns 1
-        assert env.reset(seed=0) == ("Say 12.", {"index": 0, "system_prompt": "Be brief."})
-        assert env.step("hm") == ("again", 0.0, False, False, {
-            "index": 0, "reward_note": "skyrl-gym returned reward None; counted as 0"})
-        assert env.step("1") == ("once\n\nmore", 0.5, False, False, {"index": 0})  # a message without content: ""
-        assert env.step("2") == ("again", 0.5, False, True, {"index": 0, "success": False})  # the cap
-        env.reset(seed=0)
-        assert env.step("12") == ("again", 0.5, True, False, {"index": 0, "success": True})
-    finally:
-        skyrl_gym.envs.registration.deregister("envaudit-chatty2")
-
-
 def test_check_names_what_each_env_class_needs_of_its_rows(tmp_path):
     # A code row's ground truth must be lcb's tests: valid JSON that is not is named, with the format.
     row = json.loads((DATA / "skyrl_lcb.jsonl").read_text().splitlines()[0])
