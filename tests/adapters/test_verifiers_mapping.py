@@ -194,14 +194,34 @@ def test_the_catalogue_check_counts_what_the_rubric_pays():
         env.close()
 
 
-LENIENT = """
-import verifiers.v1 as vf
-from verifiers.v1.utils.score import extract_boxed_answer
+def _addition_taskset(rewards: str, tasks: int) -> str:
+    """A taskset plugin of ``tasks`` additions ("What is i + 1?"), its task scored by ``rewards``
+    (the reward methods' source, indented as methods of the task class)."""
+    return textwrap.dedent("""
+        import verifiers.v1 as vf
+        from verifiers.v1.utils.score import extract_boxed_answer
 
-class D(vf.TaskData):
-    answer: str
 
-class T(vf.Task[D, vf.State, vf.TaskConfig]):
+        class D(vf.TaskData):
+            answer: str
+
+
+        class T(vf.Task[D, vf.State, vf.TaskConfig]):
+        {rewards}
+
+
+        class Additions(vf.Taskset[T, vf.TasksetConfig]):
+            def load(self):
+                for i in range({tasks}):
+                    yield T(D(prompt=f"What is {{i}} + 1? Answer as \\\\boxed{{{{N}}}}.", answer=str(i + 1)),
+                            self.config.task)
+
+
+        __all__ = ["D", "T", "Additions"]
+    """).format(rewards=textwrap.indent(textwrap.dedent(rewards).strip(), "    "), tasks=tasks)
+
+
+LENIENT = _addition_taskset("""
     @vf.reward(weight=0.0)
     async def correct(self, task, trace) -> float:
         return 1.0 if extract_boxed_answer(trace.last_reply, strict=True).strip() == task.answer else 0.0
@@ -209,14 +229,7 @@ class T(vf.Task[D, vf.State, vf.TaskConfig]):
     @vf.reward(weight=1.0)
     async def boxed(self, task, trace) -> float:
         return 1.0 if "\\\\boxed{" in trace.last_reply else 0.0
-
-class LenientTaskset(vf.Taskset[T, vf.TasksetConfig]):
-    def load(self):
-        for i in range(4):
-            yield T(D(prompt=f"What is {i} + 1? Answer as \\\\boxed{{N}}.", answer=str(i + 1)), self.config.task)
-
-__all__ = ["D", "T", "LenientTaskset"]
-"""
+""", tasks=4)
 
 
 def test_the_catalogue_check_names_strategies_paid_like_the_reference_without_success(tmp_path):
@@ -480,28 +493,11 @@ def test_an_adapter_turn_limit_and_a_missing_answer_field():
         blind.close()
 
 
-STINGY = """
-import verifiers.v1 as vf
-
-
-class D(vf.TaskData):
-    answer: str
-
-
-class T(vf.Task[D, vf.State, vf.TaskConfig]):
+STINGY = _addition_taskset("""
     @vf.reward(weight=1.0)
     async def correct(self, task, trace) -> float:
         return 0.0
-
-
-class StingyTaskset(vf.Taskset[T, vf.TasksetConfig]):
-    def load(self):
-        for i in range(2):
-            yield T(D(prompt=f"What is {i} + 1?", answer=str(i + 1)), self.config.task)
-
-
-__all__ = ["D", "T", "StingyTaskset"]
-"""
+""", tasks=2)
 
 
 def test_a_rubric_that_pays_nothing_is_not_playable_though_success_is_defined(tmp_path):
