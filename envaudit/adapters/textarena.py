@@ -26,7 +26,8 @@ TextArena envs are turn-based games: ``ta.make(id)``, ``reset(num_players, seed)
   the game says so: opponents who start move before the first observation. A game they finish
   before player 0 ever moves is dealt again from a seed derived from the reset seed (``DEALS``;
   ``info["deal"]`` says so). Games for more than
-  two players need ``--env-arg num_players=N``.
+  two players need ``--env-arg num_players=N``. Others who never hand the turn back (a move
+  each of ``OPPONENT_MOVES_PER_TURN``) raise ``GameStalled`` at the game's own ``step``.
 - **Seeding.** ``reset(seed=...)`` seeds Python's *global* ``random`` (``ta.State.__init__``);
   anything else that draws from it in the same process changes the episodes. The fingerprint
   records this replayability risk. The adapter's own draws (catalogue, opponents) and its trial
@@ -64,8 +65,10 @@ import copy
 import inspect
 import random
 import re
+import sys
+import types
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -94,6 +97,13 @@ from envaudit.errors import UsageError
 from envaudit.protocol import TOOL_ERROR, TOOL_OK
 
 EXTRA = "textarena"
+
+
+class GameStalled(RuntimeError):
+    """A game whose other players, moving legally, never hand the turn back to player 0 (TextArena's
+    SpiteAndMalice once its deck and a player's hand are empty: only a discard from the hand ends a
+    turn). Raised with the game's own ``step`` frame innermost, so the scan's ``env-error`` names it."""
+
 DEFAULT_TURN_CAP = 50
 """Agent turns after which the adapter truncates a game that has no turn limit of its own."""
 OPPONENT_MOVES_PER_TURN = 20
@@ -139,12 +149,12 @@ def held_history(game: Any) -> list[str]:
     forwards to the env and clears none of them, so what they hold outlives a game."""
     return [f"{type(layer).__name__}.{name}" for layer in layers(game)
             for name, value in vars(layer).items()
-            if name != "env" and isinstance(value, (dict, list, set)) and value]
+            if isinstance(value, (dict, list, set)) and value]  # never ``env``, the layer it wraps
 
 
 def stateful_wrappers(game: Any) -> list[str]:
     return [f"{type(layer).__name__}.{name}" for layer in layers(game)
-            for name, value in vars(layer).items() if name != "env" and isinstance(value, (dict, list, set))]
+            for name, value in vars(layer).items() if isinstance(value, (dict, list, set))]
 
 
 # -- the game's verdict ----------------------------------------------------------------------------
@@ -322,22 +332,56 @@ class TextArenaEnv(CatalogueEnv):
         """Let the other players move until it is player 0's turn; True when the game ended for it.
         A player 0 the game eliminated (``player_out``) never gets the turn back: the others play on
         until the game ends or the guard, and its episode ends there (or at once, where the game
-        still asks the eliminated player to move)."""
+        still asks the eliminated player to move). A game that keeps the turn past the guard raises
+        ``GameStalled`` at the game's own ``step``."""
         state = self.base.state
-        for _ in range(OPPONENT_MOVES_PER_TURN * max(1, self.num_players - 1)):
+        limit = OPPONENT_MOVES_PER_TURN * max(1, self.num_players - 1)
+        for moved in range(limit):
             if state.done:
                 return True
             if state.current_player_id == 0:
                 return player_out(state)
             _obs, newest = self._observe()
             moves, _ = self._legal(self._opponent, newest, self._trials())
-            done, _ = self.game.step(self._opponent.choice(moves))
+            move = self._opponent.choice(moves)
+            if moved < limit - 1:
+                done, _ = self.game.step(move)
+            else:  # the guard's last move: watched, so a stall is blamed on the game's step
+                done, frame = self._watched_step(move)
             if done:
                 return True
-        if player_out(state):
-            return True
-        raise RuntimeError(f"the opponents of {self.env_id} made {OPPONENT_MOVES_PER_TURN} moves each without "
-                           "handing the turn back to player 0")
+        if player_out(state) or state.current_player_id == 0:  # its last move handed the turn on
+            return player_out(state)
+        self._stalled(frame, move, state.current_player_id)
+
+    def _watched_step(self, move: str) -> tuple[bool, Any]:
+        """``game.step(move)`` with the frame of the game's own ``step`` kept as it returns."""
+        code = getattr(type(self.base).step, "__code__", None)
+        seen: list[Any] = []
+
+        def watch(frame: Any, event: str, arg: Any) -> None:
+            if event == "return" and frame.f_code is code:
+                seen[:] = [frame]
+
+        previous = sys.getprofile()
+        sys.setprofile(watch)
+        try:
+            done, _ = self.game.step(move)
+        finally:
+            sys.setprofile(previous)
+        return done, (seen[0] if seen else None)
+
+    def _stalled(self, frame: Any, move: str, player: int) -> NoReturn:
+        game = type(self.base)
+        where = (f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_qualname})" if frame is not None
+                 else f"{inspect.getsourcefile(game.step)} ({game.step.__qualname__})")
+        exc = GameStalled(
+            f"TextArena's {game.__name__} never handed the turn back to player 0: its other players made "
+            f"{OPPONENT_MOVES_PER_TURN} legal moves each and player {player} is still to move after {move!r}, "
+            f"at {where}; in a trainer the episode goes on until the trainer's own turn cap")
+        if frame is not None:
+            exc = exc.with_traceback(types.TracebackType(None, frame, frame.f_lasti, frame.f_lineno))
+        raise exc
 
     def _step_text(self, text: str):
         state = self.base.state

@@ -12,6 +12,14 @@ game's transcript (checked by hand: the second game's first observation starts w
 game's, the prompt twice). The adapter lets that show on an instance's second game only (so the
 scan reports it as non-replayable, test_textarena.py) and plays every later game on a fresh env, so
 what the wrapper holds stays bounded where a TextArena instance reset in place grows with every game.
+
+SpiteAndMalice-v0 stalls: a turn ends only with a discard from the hand (envs/SpiteAndMalice/env.py,
+``step``: ``rotate_player`` is set by the discard branch alone), so once the deck is empty and a
+player's hand too, that player can never hand the turn on and its ``[draw]`` repeats ("There are no
+more cards to draw from"). From seed 1, with player 0 playing ``legal_1`` again and again, player 1
+reaches that state after player 0's 40th move (read from the transcript: an empty hand, the draw pile
+empty); the adapter gives up after ``OPPONENT_MOVES_PER_TURN`` moves and raises ``GameStalled`` at
+the game's own ``step``, never a RuntimeError of its own.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ pytest.importorskip("textarena")
 
 import textarena as ta  # noqa: E402
 
-from envaudit.adapters.textarena import TextArenaEnv  # noqa: E402
+from envaudit.adapters.textarena import OPPONENT_MOVES_PER_TURN, GameStalled, TextArenaEnv  # noqa: E402
 from envaudit.adapters.textarena_rewards import RewardTypeError  # noqa: E402
 from envaudit.errors import user_frame  # noqa: E402
 from envaudit.scan import run_scan  # noqa: E402
@@ -55,6 +63,33 @@ def test_the_scan_reports_the_reward_type_as_an_env_error_at_that_line():
                       quick=True, seed=0, probes=["api"])
     errors = [f for f in report.findings if f.code == "env-error"]
     assert errors and f"{file}:{line}" in errors[0].summary and "RewardTypeError" in errors[0].summary
+
+
+STALLED_AT = 39
+"""Player 0's step (from 0) after which player 1 is stuck, from seed 1 with `legal_1` (measured: the deal is the seed's)."""
+
+
+def test_a_game_that_never_hands_the_turn_back_is_blamed_on_its_own_step():
+    import textarena.envs.SpiteAndMalice.env as spite
+
+    env = TextArenaEnv("SpiteAndMalice-v0")
+    env.reset(seed=1)
+    moves = []
+    game_step = env.game.step
+    env.game.step = lambda move: (moves.append((env.base.state.current_player_id, move)), game_step(move))[1]
+    with pytest.raises(GameStalled) as caught:
+        for turn in range(60):
+            env.step(env.action_labels.index("legal_1"))
+    assert turn == STALLED_AT
+    where = user_frame(caught.value)
+    assert where.startswith(f"{spite.__file__}:") and "(SpiteAndMaliceEnv.step)" in str(caught.value)
+    line = open(spite.__file__).read().splitlines()[int(where.rsplit(":", 1)[1]) - 1]
+    assert "self.state.step(rotate_player)" in line  # where the game decides whose turn it is
+    stuck = [m for p, m in moves[-OPPONENT_MOVES_PER_TURN:]]
+    assert all(p == 1 for p, _ in moves[-OPPONENT_MOVES_PER_TURN:]) and stuck[-1] == "[draw]"
+    assert "player 1 is still to move after '[draw]'" in str(caught.value)
+    hand = env.base.players[1]["hand"]
+    assert hand == [] and env.base.deck == []  # nothing to discard, nothing to draw: no move ends the turn
 
 
 def _held(game) -> int:

@@ -1,0 +1,119 @@
+"""The TextArena adapter's mapping, part by part, on games TextArena ships (textarena 0.7.4).
+
+Every expected value is worked out from TextArena's source, read by hand:
+
+- ``check``: an id the registry lacks is a usage error with the closest registered id; a bad
+  ``num_players`` is one too (the CLI exits 2 with it). Without the package, the message names the
+  extra that installs it.
+- ``held_history`` / ``stateful_wrappers``: TextArena's default ``LLMObservationWrapper`` keeps
+  ``full_observations`` (a dict), empty when made and filled by the first game's messages.
+- ``won``: with other players, player 0's final reward above every other player's (``set_winner``
+  pays 1 and -1; a draw pays both the same); alone, an outcome of exactly 1 that ended neither at
+  the turn limit nor by an invalid move.
+- The turn limit: GuessTheNumber-v0 is registered with ``max_turns=10`` (one player), so the game
+  cuts itself after its 11th guess (``State.check_turn_limit`` runs before the turn is counted) and
+  the adapter's guard is twice that, 22 steps (a retried invalid move is a step, not a turn);
+  SimpleNegotiation-v0 has ``max_turns=10`` too but two players, whose turns alternate, so the
+  adapter keeps its own cap (``turn_cap``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+
+import pytest
+
+pytest.importorskip("textarena")
+
+import textarena as ta  # noqa: E402
+
+from envaudit.adapters import textarena as T  # noqa: E402
+from envaudit.errors import UsageError  # noqa: E402
+
+
+def test_an_unknown_game_is_a_usage_error_naming_the_closest_registered_id():
+    with pytest.raises(UsageError, match=r"TextArena has no env 'TicTacTo-v0'; did you mean 'TicTacToe-v0'\?"):
+        T.check("TicTacTo-v0")
+    with pytest.raises(UsageError, match=r"TextArena has no env 'qqqq'.*\(e\.g\. GuessTheNumber-v0\)"):
+        T.check("qqqq")
+    assert T.check("Nim-v0") is None and T.check("Nim-v0", num_players=2) is None
+
+
+@pytest.mark.parametrize("players", [0, -1, "2", 2.0, None])
+def test_num_players_must_be_a_positive_integer(players):
+    with pytest.raises(UsageError, match=rf"--env-arg num_players={players!r}: expected a positive integer"):
+        T.check("Nim-v0", num_players=players)
+
+
+def test_without_the_package_the_error_names_the_extra_that_installs_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "textarena", None)  # an import of it fails as if it were absent
+    with pytest.raises(UsageError) as caught:
+        T.check("Nim-v0")
+    assert str(caught.value) == ("the textarena adapter needs the 'textarena' package, which is not installed; "
+                                 "install it with: pip install 'envaudit-rl[textarena]'")
+
+
+def test_the_observation_wrappers_history_is_held_once_a_game_is_played():
+    game = ta.make("Nim-v0")
+    assert T.stateful_wrappers(game) == ["LLMObservationWrapper.full_observations"]
+    assert T.held_history(game) == []  # made, never played: the dict is there, empty
+    game.reset(num_players=2, seed=0)
+    game.get_observation()
+    assert T.held_history(game) == ["LLMObservationWrapper.full_observations"]
+    raw = ta.make("Nim-v0-raw")  # no observation wrapper: nothing to hold
+    raw.reset(num_players=2, seed=0)
+    assert T.stateful_wrappers(raw) == [] and T.held_history(raw) == []
+
+
+@pytest.mark.parametrize("rewards, players, at_limit, invalid, expected", [
+    ({0: 1, 1: -1}, 2, False, False, True),
+    ({0: -1, 1: 1}, 2, False, False, False),
+    ({0: 1, 1: 1}, 2, False, False, False),  # a draw paid 1 each is no win
+    ({0: 0, 1: 0}, 2, False, False, False),
+    ({0: 0.5, 1: 0.0}, 2, False, False, True),  # above every other player's, whatever the scale
+    ({0: 1, 1: -1, 2: 1}, 3, False, False, False),
+    ({0: 1, 1: -1, 2: 0}, 3, False, False, True),
+    ({0: 1}, 2, False, False, False),  # nobody else was paid: nothing to be above
+    ({0: 1}, 1, False, False, True),
+    ({0: 1}, 1, True, False, False),  # at the turn limit: not solved
+    ({0: 1}, 1, False, True, False),  # by an invalid move
+    ({0: 0.9}, 1, False, False, False),  # a fraction completed
+    ({}, 1, False, False, False),  # no reward for player 0
+    (None, 1, False, False, False),
+])
+def test_won_is_player_0_above_every_other_or_a_solved_game_alone(rewards, players, at_limit, invalid, expected):
+    assert T.won(rewards, players, at_limit=at_limit, invalid=invalid) is expected
+
+
+def test_a_single_player_games_own_limit_sets_the_guard_and_the_fingerprint():
+    env = T.TextArenaEnv("GuessTheNumber-v0")
+    assert (env.num_players, env.turn_limit, env.turn_cap, env.max_steps) == (1, 10, 22, 22)
+    info = env.adapter_info
+    assert {k: info[k] for k in ("package", "version", "env_id", "env_class", "num_players", "options")} == {
+        "package": "textarena", "version": importlib.metadata.version("textarena"), "env_id": "GuessTheNumber-v0",
+        "env_class": "textarena.envs.GuessTheNumber.env.GuessTheNumberEnv", "num_players": 1, "options": {}}
+    assert info["opponent"] is None
+    shorter = T.TextArenaEnv("GuessTheNumber-v0", max_turns=4)
+    assert (shorter.turn_limit, shorter.turn_cap) == (4, 10) and shorter.adapter_info["options"] == {"max_turns": "4"}
+
+
+def test_the_game_ends_itself_at_its_limit_before_the_guard():
+    env = T.TextArenaEnv("GuessTheNumber-v0", max_turns=4)
+    env.reset(seed=0)
+    wrong = env.action_labels.index("stall")
+    steps = 0
+    while True:
+        _, _, terminated, truncated, info = env.step(wrong)
+        steps += 1
+        if terminated or truncated:
+            break
+    assert steps == 5 < env.turn_cap and truncated and info["success"] is False
+
+
+def test_a_two_player_games_limit_is_not_the_agents():
+    env = T.TextArenaEnv("SimpleNegotiation-v0", turn_cap=7)
+    assert env.base.max_turns == 10 and env.num_players == 2
+    assert (env.turn_limit, env.turn_cap, env.max_steps) == (None, 7, 7)
+    assert T.TextArenaEnv("SimpleNegotiation-v0").turn_cap == T.DEFAULT_TURN_CAP
+    assert env.adapter_info["opponent"].startswith("a uniformly random legal move")
