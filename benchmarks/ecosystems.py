@@ -104,6 +104,8 @@ class Row:
     findings: list[str] = field(default_factory=list)
     episodes: int = 0
     steps: int = 0
+    env_errors: dict[str, int] = field(default_factory=dict)
+    """Where the env's own code raised in an episode (``file:line``), and in how many episodes."""
 
 
 # -- where an exception came from -----------------------------------------------------------------
@@ -142,19 +144,33 @@ def blame(exc: BaseException) -> tuple[str, str]:
 # -- playing an env's catalogue ---------------------------------------------------------------------
 def episode(env: Any, seed: int, choose: Any, max_steps: int, row: Row) -> tuple | None:
     """One episode from ``reset(seed)``, ``choose()`` giving each action, cut at ``max_steps``: its
-    outcome (return, success, truncated) when it ended, else None."""
-    env.reset(seed=seed)
+    outcome (return, success, truncated) when it ended, else None.
+
+    An episode in which the env's own code raises is recorded in ``row.env_errors`` and ends there
+    (None), as a scan records an ``env-error`` finding and plays its other episodes: a game that
+    crashes on one kind of move (TextArena's Countdown passes its reason where the reward belongs
+    when a move is invalid) is still played by the others. An exception from envaudit's own code,
+    or one that means the env cannot run here at all, is raised: that is the row's status."""
     row.episodes += 1
-    total, success = 0.0, None
-    for _ in range(max_steps):
-        _, reward, terminated, truncated, info = env.step(choose())
-        row.steps += 1
-        total += float(reward)
-        if info.get("success") is not None:
-            success = bool(info["success"])
-        if terminated or truncated:
-            row.success_defined |= success is not None
-            return round(total, 6), success, bool(truncated)
+    try:
+        env.reset(seed=seed)
+        total, success = 0.0, None
+        for _ in range(max_steps):
+            _, reward, terminated, truncated, info = env.step(choose())
+            row.steps += 1
+            total += float(reward)
+            if info.get("success") is not None:
+                success = bool(info["success"])
+            if terminated or truncated:
+                row.success_defined |= success is not None
+                return round(total, 6), success, bool(truncated)
+    except EnvHung:
+        raise
+    except Exception as exc:
+        status, where = blame(exc)
+        if status != "env-error":
+            raise
+        row.env_errors[where] = row.env_errors.get(where, 0) + 1
     return None
 
 
@@ -202,6 +218,11 @@ def judge(row: Row, outcomes: int) -> None:
     if not row.success_defined:
         row.reasons.append("success is not defined")
     row.status = "blind" if row.reasons else "playable"
+    crashed = sum(row.env_errors.values())
+    if crashed and (crashed == row.episodes or row.status == "blind"):  # its crashes are what stopped play
+        row.status, row.reasons = "env-error", [*row.env_errors, *row.reasons]
+    elif crashed:
+        row.evidence += [f"env-error in {n} of {row.episodes} episodes: {where}" for where, n in row.env_errors.items()]
 
 
 def check_env(ecosystem: str, name: str, target: str, env_args: dict[str, Any], seed: int, episodes: int,
@@ -231,7 +252,7 @@ def check_env(ecosystem: str, name: str, target: str, env_args: dict[str, Any], 
             for error in (check.get("scorer_errors") or {}).get("examples", [])[:1]:
                 row.evidence.append(f"scorer raised {error['error'][:60]} at {error['where']}")
             judge(row, int(check["distinct_outcomes"]))
-            if not row.success_defined:
+            if not row.success_defined and row.status == "blind":
                 row.reasons[-1] = ("the reference is never judged a success" if getattr(env, "has_reference", False)
                                    else "success is not defined (no reference answer and no verifier)")
         else:
@@ -405,7 +426,9 @@ def summary(result: dict[str, Any]) -> dict[str, Any]:
     rows = result["rows"]
     counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
     built = len(rows) - counts["unavailable"]
+    crashed = sum(r["status"] == "playable" and bool(r.get("env_errors")) for r in rows)
     return {**counts, "envs": len(rows), "playable_share": counts["playable"] / built if built else None,
+            "playable_with_env_errors": crashed,
             "episodes": sum(r["episodes"] for r in rows), "steps": sum(r["steps"] for r in rows)}
 
 
@@ -416,7 +439,8 @@ def render(result: dict[str, Any]) -> str:
     s = summary(result)
     share = "n/a" if s["playable_share"] is None else f"{s['playable_share']:.0%}"
     lines = [f"## {name}: {s['playable']}/{s['envs'] - s['unavailable']} playable ({share}), "
-             f"{s['blind']} blind, {s['error']} adapter error(s), {s['env-error']} env error(s), "
+             f"{s['blind']} blind, {s['error']} adapter error(s), {s['env-error']} env error(s) "
+             f"(and {s['playable_with_env_errors']} playable env(s) whose code raised in some episodes), "
              f"{s['unavailable']} unavailable; {s['episodes']} episodes, {s['steps']} steps, {result['wall_s']} s", "",
              "| env | status | accepted | outcomes | success | reasons | evidence / findings at warn-fail |",
              "| --- | --- | ---: | ---: | --- | --- | --- |"]
