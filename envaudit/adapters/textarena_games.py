@@ -11,6 +11,7 @@ text and tried on copies (``textarena_moves``).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections.abc import Callable
@@ -438,6 +439,84 @@ def _two_dollar_legal(env: Any, rng: random.Random) -> list[str]:
     return [*answers, *proposals]
 
 
+# -- Cryptarithm (envs/Cryptarithm/env.py ``step``: ``[L d]`` for a letter of the puzzle, a digit no
+#    other letter holds, never 0 on a word's first letter; a letter may be re-assigned; the game ends
+#    when every letter has a digit, solved (1.0) when the sum holds) -----------------------------------
+def _crypt_free(env: Any, letter: str) -> list[int]:
+    return [d for d in range(10) if env.digit_used.get(d, letter) == letter and not (d == 0 and letter in env.first_letters)
+            and env.mapping.get(letter) != d]
+
+
+def _crypt_legal(env: Any, rng: random.Random) -> list[str]:
+    """Digits for the letters without one first (each move there is progress), then re-assignments."""
+    letters = sorted(env.letters)
+    return [f"[{letter} {d}]" for mapped in (False, True) for letter in letters
+            if (letter in env.mapping) == mapped for d in _crypt_free(env, letter)]
+
+
+def _crypt_illegal(env: Any) -> str:
+    return f"[{min(env.first_letters)} 0]"  # a word's first letter cannot be 0
+
+
+def _crypt_stall(env: Any, last: str | None) -> str | None:
+    """A letter given the digit it already holds: a turn spent, nothing changed."""
+    return next((f"[{letter} {d}]" for letter, d in sorted(env.mapping.items())), None)
+
+
+def _crypt_reference(env: Any) -> str:
+    """The next move to the solution. Letters holding a wrong digit are put right first (assigning the
+    last free letter ends the game): the first (alphabetically) whose digit is free takes it; when each
+    such digit is held by another misplaced letter, the first moves to a digit no letter of the
+    solution wants. Then the unassigned letters take theirs, in order."""
+    solution = crypt_solution(tuple(env.addends), env.result)
+    misplaced = [letter for letter in sorted(env.mapping) if solution.get(letter) != env.mapping[letter]]
+    for letter in misplaced:
+        if solution.get(letter) is not None and solution[letter] not in env.digit_used:
+            return f"[{letter} {solution[letter]}]"
+    if misplaced:
+        free = [d for d in _crypt_free(env, misplaced[0]) if d not in env.digit_used]
+        return f"[{misplaced[0]} {min(free, key=lambda d: (d in solution.values(), d))}]"
+    unassigned = [letter for letter in sorted(solution) if letter not in env.mapping]
+    return f"[{unassigned[0]} {solution[unassigned[0]]}]" if unassigned else "[]"
+
+
+@functools.cache
+def crypt_solution(addends: tuple[str, ...], result: str) -> dict[str, int]:
+    """A digit per letter that makes ``sum(addends) == result`` with no word led by 0, found column by
+    column from the right (carries included); {} when there is none."""
+    width = max(len(w) for w in (*addends, result))
+    columns = [([w[-1 - i] for w in addends if i < len(w)], result[-1 - i] if i < len(result) else None)
+               for i in range(width)]
+    order = list(dict.fromkeys(letter for column, out in columns for letter in (*column, out) if letter))
+    leading = {w[0] for w in (*addends, result)}
+
+    def holds(mapping: dict[str, int]) -> bool:
+        carry = 0
+        for column, out in columns:
+            if out is None or any(letter not in mapping for letter in (*column, out)):
+                return out is not None  # not decided yet (or an addend longer than the result)
+            total = sum(mapping[letter] for letter in column) + carry
+            if total % 10 != mapping[out]:
+                return False
+            carry = total // 10
+        return carry == 0
+
+    def search(mapping: dict[str, int], used: set[int]) -> dict[str, int] | None:
+        if len(mapping) == len(order):
+            return dict(mapping)
+        letter = order[len(mapping)]
+        for d in range(1 if letter in leading else 0, 10):
+            if d in used:
+                continue
+            mapping[letter] = d
+            if holds(mapping) and (found := search(mapping, used | {d})) is not None:
+                return found
+            del mapping[letter]
+        return None
+
+    return search({}, set()) or {}
+
+
 # -- New Recruit (envs/NewRecruit/env.py ``_process_action``: ``[Accept]``/``[Reject]`` of a pending
 #    proposal, else ``[Propose]`` and one letter A-E for each of its eight issues) -------------------
 RECRUIT_ISSUES, RECRUIT_CHOICES, RECRUIT_PROPOSALS = 8, "ABCDE", 8
@@ -486,6 +565,7 @@ GAMES: dict[str, GameMoves] = {
                                stall=lambda env, last: next(iter(_recruit_answers(env)[1:]), None)),
     "CrosswordsEnv": GameMoves(_crossword_legal, illegal=_crossword_illegal),
     "LogicPuzzleEnv": GameMoves(_logic_legal, illegal=_logic_illegal, stall=_logic_stall, reference=_logic_reference),
+    "CryptarithmEnv": GameMoves(_crypt_legal, illegal=_crypt_illegal, stall=_crypt_stall, reference=_crypt_reference),
     "SetEnv": GameMoves(_set_legal, illegal=lambda env: "[0, 1, 2]", stall=_set_stall, reference=_set_reference,
                         success=_set_perfect),
 }

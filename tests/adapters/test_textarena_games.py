@@ -31,6 +31,13 @@ and its reward is its score (0..20), not TextArena's solved-game 1. Checked by h
 - New Recruit (``envs/NewRecruit/env.py`` ``_process_action``): ``[Accept]``/``[Reject]`` of a pending
   proposal, else ``[Propose]`` and eight letters A-E; the letters sit outside the brackets, so no move
   read from its text was accepted either.
+- Cryptarithm (``envs/Cryptarithm/env.py`` ``step``): ``[L d]`` for a letter of SEND + MORE = MONEY
+  and a digit no other letter holds, never 0 on S or M (a word's first letter); a letter may be
+  re-assigned; the game ends when all eight letters have a digit: 1.0 when the sum holds, else 0.0.
+  Its text shows ``[A 5]``, and A is no letter of the puzzle: every move read from it was invalid,
+  and an invalid move there ends the game with its reason as the reward (a ``str``): an env-error in
+  every episode before this reader. The puzzle's one solution, worked by hand column by column:
+  D=7, E=5, Y=2, N=6, R=8, O=0, S=9, M=1 (9567 + 1085 = 10652).
 """
 
 from __future__ import annotations
@@ -354,3 +361,76 @@ def test_new_recruit_moves_are_proposals_of_eight_letters_and_answers_to_the_oth
     assert not any(m in ("[Accept]", "[Reject]") for m in env.known.legal(base, random.Random(0)))
     # A deal closes under exploration's random play: won, lost, and no deal.
     assert random_endings(env, range(8), lambda reward, info: info["success"]) == {True, False}
+
+
+SEND_MORE_MONEY = {"S": 9, "E": 5, "N": 6, "D": 7, "M": 1, "O": 0, "R": 8, "Y": 2}
+
+
+def test_cryptarithm_solution_is_found_column_by_column():
+    from envaudit.adapters.textarena_games import crypt_solution
+
+    assert crypt_solution(("SEND", "MORE"), "MONEY") == SEND_MORE_MONEY
+    assert crypt_solution(("TO", "GO"), "OUT") == {"O": 1, "T": 2, "G": 8, "U": 0}  # 21 + 81 = 102
+    assert crypt_solution(("A", "A"), "A") == {}  # only A = 0, and A leads its word
+    assert crypt_solution(("AB",), "A") == {}  # a sum shorter than its addend
+    assert crypt_solution(("A", "B"), "CD") == {"A": 2, "B": 8, "C": 1, "D": 0}  # the first by digit order
+
+
+def test_cryptarithm_moves_are_assignments_the_game_accepts_and_the_reference_solves_it():
+    env = TextArenaEnv("Cryptarithm-v0")
+    env.reset(seed=0)
+    legal = env.known.legal(env.base, random.Random(0))
+    # 8 letters: S and M take 1-9, the other six 0-9, none assigned yet
+    assert len(legal) == 2 * 9 + 6 * 10 and legal[0] == "[D 0]" and legal[-1] == "[Y 9]"
+    for move in random.Random(1).sample(legal, 8):
+        assert stepped_copy(env, move)[1], move
+    moves = env.candidates()
+    assert moves["reference"] == "[D 7]" and moves["illegal"] == "[M 0]"
+    assert not stepped_copy(env, moves["illegal"])[1]
+    assert moves["stall"] == "[D 0]"  # nothing to re-assign yet: the first legal move that does not end the game
+    total, info = play(env, ["reference"])
+    assert total == 1.0 and info["success"] is True and env.base.mapping == SEND_MORE_MONEY
+    total, info = play(env, ["legal_1"])  # D=0, E=1, ... in order: the sum does not hold
+    assert total == 0.0 and info["success"] is False and info["invalid_move"] is False
+
+
+def test_cryptarithm_reference_and_stall_from_a_board_assigned_by_hand():
+    env = TextArenaEnv("Cryptarithm-v0")
+    env.reset(seed=0)
+    for move in ("[D 5]", "[E 7]", "[S 1]", "[M 9]"):  # four letters, each on another's digit
+        env.step(move)
+    assert env.base.mapping == {"D": 5, "E": 7, "S": 1, "M": 9}
+    moves = env.candidates()
+    assert moves["stall"] == "[D 5]"  # the digit D already holds: nothing changes
+    after, accepted = stepped_copy(env, moves["stall"])
+    assert accepted and after.mapping == env.base.mapping
+    # D's 7 is E's, E's 5 is D's, M's 1 is S's, S's 9 is M's: every misplaced letter's digit is held,
+    # so the first of them, D, moves to a digit the solution gives no letter (3 and 4; 3 first)
+    assert moves["reference"] == "[D 3]"
+    legal = env.known.legal(env.base, random.Random(0))
+    assert legal[:3] == ["[N 0]", "[N 2]", "[N 3]"] and "[N 5]" not in legal  # unassigned letters first
+    for _ in range(12):
+        move = env.candidates()["reference"]
+        assert stepped_copy(env, move)[1], move
+        _, reward, terminated, _, info = env.step(move)
+        if terminated:
+            break
+    assert env.base.mapping == SEND_MORE_MONEY and reward == 1.0 and info["success"] is True
+
+
+def test_cryptarithm_reference_breaks_a_cycle_of_misplaced_letters_before_the_last_letter():
+    env = TextArenaEnv("Cryptarithm-v0")
+    env.reset(seed=0)
+    for move in ("[D 5]", "[E 7]", "[M 1]", "[N 6]", "[O 0]", "[R 8]", "[S 9]"):  # D and E swapped, Y free
+        env.step(move)
+    # Y's 2 is free, but Y is the last letter: assigning it ends the game with D and E wrong. D's 7 is
+    # E's and E's 5 is D's, so D moves to a digit no letter wants (3 and 4 are free; 3 first).
+    assert env.candidates()["reference"] == "[D 3]"
+    seen = []
+    for _ in range(6):
+        move = env.candidates()["reference"]
+        seen.append(move)
+        _, reward, terminated, _, info = env.step(move)
+        if terminated:
+            break
+    assert seen == ["[D 3]", "[E 5]", "[D 7]", "[Y 2]"] and reward == 1.0 and info["success"] is True
