@@ -45,6 +45,7 @@ and one that fails are added (``tool_call``, ``tool_error``). ``adapter_info["pl
 from __future__ import annotations
 
 import copy
+import importlib
 import numbers
 import sys
 import types
@@ -135,6 +136,37 @@ def _check_wrappers(names: list[str]) -> None:
                              "envaudit does not pass; use 'concat_with_action' or 'concat' instead")
 
 
+def _check_options(env_id: str, options: Mapping[str, Any]) -> None:
+    """GEM's env constructors end in ``**_``: an option they do not name is dropped without a word
+    (``--env-arg max_turn=2`` would scan the default game). Such an option is a usage error here."""
+    import difflib
+    import inspect
+
+    from gem.envs.registration import ENV_REGISTRY
+
+    entry = ENV_REGISTRY[env_id].entry_point
+    if isinstance(entry, str):
+        module, name = entry.split(":")
+        try:
+            entry = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):  # gem.make says so when the env is made
+            return
+    try:
+        params = inspect.signature(entry).parameters.values()
+    except (TypeError, ValueError):
+        return
+    swallowed = [p.name for p in params if p.kind is p.VAR_KEYWORD]
+    if not swallowed or not swallowed[0].startswith("_"):
+        return  # the constructor passes unnamed options on, or takes only those it names
+    named = sorted(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    for option in options:
+        if option not in named:
+            close = difflib.get_close_matches(option, named, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise UsageError(f"--env-arg {option}: GEM's {entry.__name__} has no option {option!r} and would drop it "
+                             f"without a word; {hint}its options are {', '.join(named) or 'none'}")
+
+
 def check(env_id: str, **options: Any) -> None:
     _gem()
     from gem.envs.registration import ENV_REGISTRY
@@ -145,7 +177,9 @@ def check(env_id: str, **options: Any) -> None:
         close = difflib.get_close_matches(env_id, sorted(ENV_REGISTRY), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else " (e.g. game:GuessTheNumber-v0-easy)"
         raise UsageError(f"GEM has no env {env_id!r}{hint}")
-    _check_wrappers(_split(options)[0])
+    names, gem_options = _split(options)
+    _check_wrappers(names)
+    _check_options(env_id, gem_options)
 
 
 def make(env_id: str, **options: Any) -> GemEnv:
@@ -191,6 +225,7 @@ class GemEnv(CatalogueEnv):
         gem = _gem()
         names, gem_options = _split(options)
         _check_wrappers(names)
+        _check_options(env_id, gem_options)
         try:
             inner = gem.make(env_id, **gem_options)
         except TypeError as exc:
