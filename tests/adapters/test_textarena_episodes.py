@@ -92,6 +92,29 @@ def test_a_game_that_never_hands_the_turn_back_is_blamed_on_its_own_step():
     assert hand == [] and env.base.deck == []  # nothing to discard, nothing to draw: no move ends the turn
 
 
+def test_watching_the_stalled_games_step_leaves_a_profiler_running_as_it_was():
+    """The guard's last opponent move is stepped under ``sys.setprofile`` to keep the game's frame; a
+    profiler the user runs the scan under (cProfile sets one) must be the one in place afterwards."""
+    import sys
+
+    calls = []
+
+    def users_profiler(frame, event, arg):
+        calls.append(event)
+
+    env = TextArenaEnv("SpiteAndMalice-v0")
+    env.reset(seed=1)
+    sys.setprofile(users_profiler)
+    try:
+        with pytest.raises(GameStalled):
+            for _ in range(STALLED_AT + 1):
+                env.step(env.action_labels.index("legal_1"))
+        assert sys.getprofile() is users_profiler
+    finally:
+        sys.setprofile(None)
+    assert calls  # it saw the play before and after the watched move
+
+
 def _held(game) -> int:
     while "full_observations" not in vars(game):
         game = vars(game)["env"]
