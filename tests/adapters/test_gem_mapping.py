@@ -129,7 +129,7 @@ def test_playability_of_an_answer_task_and_full_marks_without_success():
     assert play["by_label"] == {"reference": 1.0, "wrong_1": 1.0, "wrong_2": 1.0, "unformatted": 0.0, "empty": 0.0,
                                 "echo_prompt": 0.0, "hedge_all": 1.0, "hedge_last": 1.0,
                                 "reference_trailing": 1.0, "partial": 1.0}
-    assert play["valid_share"] == 0.7
+    assert play["valid_share"] == 0.7 and play["legal_valid_share"] == 1.0 and play["playable"] is True
     lenient.reset(seed=0)
     moves = lenient.candidates()
     reference = lenient.inner.unwrapped.data["answer"]
@@ -150,3 +150,104 @@ def test_an_env_whose_own_constructor_fails_is_not_playable_and_says_why():
                    "why": "TypeError: unsupported operand type(s) for ** or pow(): 'NoneType' and 'int'"}
     with pytest.raises(TypeError):  # a scan of it is the env's error, not a usage error
         G.GemEnv("game:FifteenPuzzle-v0-random")
+
+
+def test_wrong_answers_the_scorer_pays_in_full_are_set_aside_and_kept_only_as_a_last_resort():
+    """rg:cryptarithm's entry from seed 0 maps eight letters (D=4,J=9,...); its scorer checks the
+    mapping, not the text, so the first two shapes ``wrong_answers`` builds from it (the pairs in
+    reverse order, and each pair written backwards, ``6=W,2=T,...``) are the same mapping, paid 1.0:
+    both are set aside and the next two are wrong_1 and wrong_2. rg:fraction_simplification's scorer
+    pays the first shape nothing and the rest in full (a ``$``-less fraction is the same fraction):
+    the one it does not pay is kept, and the first paid one fills the second slot."""
+    from envaudit.adapters.catalogue import wrong_answers
+
+    for env_id, paid, chosen in (("rg:cryptarithm", [True, True, False, False], (2, 3)),
+                                 ("rg:fraction_simplification", [False, True, True, True], (0, 1))):
+        env = G.GemEnv(env_id)
+        env.reset(seed=0)
+        base = env.inner.unwrapped
+        pool = wrong_answers(str(base.data["answer"]), G.WRONG_POOL)
+        scores = [base.reward_fn(answer=env._answer_of(G.boxed(w)), entry=base.data) for w in pool[:4]]
+        assert [s >= 1.0 for s in scores] == paid, env_id
+        moves = env.candidates()
+        assert (moves["wrong_1"], moves["wrong_2"]) == tuple(G.boxed(pool[i]) for i in chosen), env_id
+
+
+def test_a_measure_stopped_by_the_envs_reset_says_so_and_the_env_is_not_playable(monkeypatch):
+    """GEM's base ``reset`` raises ``NotImplementedError`` where a game leaves it out; the measure
+    records where it stopped and every share it could not take is None, never a division by zero."""
+    env = G.GemEnv(GUESS)
+
+    def no_reset(self, seed=None):
+        raise NotImplementedError("reset is not implemented here")
+
+    monkeypatch.setattr(type(env.inner.unwrapped), "reset", no_reset)
+    out = env.measure_check()
+    assert out["measured"] is True and out["states"] == 0 and out["distinct_outcomes"] == 0
+    assert out["valid_share"] is None and out["legal_valid_share"] is None and out["by_label"] == {}
+    assert out["note"] == "stopped after 0 state(s): NotImplementedError: reset is not implemented here"
+    assert out["playable"] is False and out["why"] == "; ".join([
+        out["note"], "the env accepted none of the catalogue's legal moves: exploration cannot play it",
+        "the catalogue gave 0 distinct outcome(s): nothing to tell apart",
+        "no entry carries a reference answer or a verifier: success is undefined"])
+
+
+def test_a_users_registered_env_that_takes_no_such_option_is_a_usage_error():
+    """A GEM env registered by the user (``gem.register``) whose constructor names its options, without
+    GEM's ``**_``: an option it does not take is GEM's TypeError, turned into the usage error; a
+    constructor that fails by itself with a TypeError is the env's error, raised as is."""
+    from gem.envs.registration import ENV_REGISTRY, register
+
+    class Sized(type(G.GemEnv(GUESS).inner.unwrapped)):
+        def __init__(self, size: int = 3):
+            super().__init__(min_number=1, max_number=size, max_turns=2)
+
+    class Broken(Sized):
+        def __init__(self, size: int = 3):
+            None ** size  # noqa: B018 -- fails as FifteenPuzzle-v0-random's does
+
+    try:
+        register("envaudit:Sized-v0", entry_point=Sized)
+        register("envaudit:Broken-v0", entry_point=Broken)
+        assert G.GemEnv("envaudit:Sized-v0", size=4).inner.unwrapped.max_number == 4
+        with pytest.raises(UsageError, match=r"^GEM env 'envaudit:Sized-v0' rejected the options \{'bogus': 1\}: "
+                                             r".*unexpected keyword argument 'bogus'"):
+            G.GemEnv("envaudit:Sized-v0", bogus=1)
+        with pytest.raises(TypeError, match="unsupported operand"):
+            G.GemEnv("envaudit:Broken-v0")
+        with pytest.raises(TypeError, match="unsupported operand"):
+            G.GemEnv("envaudit:Broken-v0", size=2)  # no "argument" in the message: the env's own failure
+    finally:
+        ENV_REGISTRY.pop("envaudit:Sized-v0", None)
+        ENV_REGISTRY.pop("envaudit:Broken-v0", None)
+
+
+def test_a_random_variant_gets_the_adapters_cap_and_a_seedless_reset_draws_from_the_env_seed():
+    assert G.GemEnv("game:GuessTheNumber-v0-random").max_steps == G.RANDOM_TURN_CAP == 100
+    from gymnasium.utils import seeding
+
+    env = G.GemEnv(GUESS)
+    env.reset(seed=5)
+    env.reset()  # seedless: the episode's seed is the next draw of the generator reset(seed=5) made
+    drawn = int(seeding.np_random(5)[0].integers(2**31))
+    twin = G.GemEnv(GUESS)
+    twin.reset(seed=drawn)
+    assert env.inner.unwrapped.game_number == twin.inner.unwrapped.game_number
+    assert env.candidates() == twin.candidates()
+
+
+def test_moves_and_tool_calls_carry_gems_own_words_as_their_error():
+    env = G.GemEnv(GUESS)
+    env.reset(seed=5)
+    *_, info = env.step("\\boxed{11}")
+    assert info["tool"] == {"name": "move", "status": "error",
+                            "error": "At turn 1, you guessed 11, which is outside the range specified."}
+    *_, info = env.step("\\boxed{3}")
+    assert info["tool"] == {"name": "move", "status": "ok"}
+    tools = G.GemEnv(GUESS, wrappers="python_tool")
+    tools.reset(seed=0)
+    obs, *_, info = tools.step("<python>raise ValueError('envaudit')</python>")
+    assert info["tool"] == {"name": "python_code", "status": "error", "error": obs[:200]}
+    assert obs.startswith("Code execution result: Traceback") and obs.rstrip().endswith("ValueError: envaudit")
+    *_, info = tools.step("<python>print(6 * 7)</python>")
+    assert info["tool"] == {"name": "python_code", "status": "ok"}
