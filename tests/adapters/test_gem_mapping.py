@@ -251,3 +251,12 @@ def test_moves_and_tool_calls_carry_gems_own_words_as_their_error():
     assert obs.startswith("Code execution result: Traceback") and obs.rstrip().endswith("ValueError: envaudit")
     *_, info = tools.step("<python>print(6 * 7)</python>")
     assert info["tool"] == {"name": "python_code", "status": "ok"}
+
+
+def test_an_answer_tasks_success_rule_is_its_datasets():
+    """GEM's rg envs carry the dataset's name; success is judged by that dataset's rule, as in the
+    reasoning-gym adapter: puzzle24 by its own verifier, not the reference."""
+    assert G.GemEnv("rg:puzzle24").adapter_info["success"] == (
+        "an expression that uses the entry's four numbers once each and makes 24 "
+        "(GEM's reward is the dataset's score_answer)")
+    assert "letter case ignored" in G.GemEnv("rg:family_relationships").adapter_info["success"]
