@@ -104,3 +104,61 @@ def test_a_game_that_is_not_won_is_not_read_as_won():
     assert rules.won(fifteen) is True
     fifteen.board = [[1, 2], [None, 3]]
     assert rules.won(fifteen) is False
+
+
+def test_minesweepers_win_state_is_gems_own_solved_rule_after_the_first_reveal():
+    """GEM places the mines at the first reveal (``first_reveal``): before it nothing is solved. After
+    it, solved is every mine flagged and every other cell revealed (``MinesweeperEnv._is_solved``)."""
+    env, game = _made("game:Minesweeper-v0-easy")
+    env.step(boxed("reveal 0 0"))
+    mines = [(r, c) for r in range(env.rows) for c in range(env.cols) if env.grid[r][c] == -1]
+    assert mines and not env.first_reveal
+    env.flags = [[env.grid[r][c] == -1 for c in range(env.cols)] for r in range(env.rows)]
+    env.revealed = [[env.grid[r][c] != -1 for c in range(env.cols)] for r in range(env.rows)]
+    assert game.won(env) is True and env._is_solved() is True
+    r, c = mines[0]
+    env.flags[r][c] = False  # one mine left unflagged
+    assert game.won(env) is False and env._is_solved() is False
+    env.flags[r][c] = True
+    safe = next((r, c) for r in range(env.rows) for c in range(env.cols) if env.grid[r][c] != -1)
+    env.revealed[safe[0]][safe[1]] = False  # one safe cell hidden (flagged or not, it is not revealed)
+    env.flags[safe[0]][safe[1]] = True
+    assert game.won(env) is False and env._is_solved() is False
+    fresh, rules = _made("game:Minesweeper-v0-easy")
+    fresh.revealed = [[True] * fresh.cols for _ in range(fresh.rows)]  # no mines placed yet: all cells "safe"
+    assert fresh._is_solved() is True and rules.won(fresh) is False
+
+
+def test_a_game_it_does_not_know_gets_gems_random_actions_drawn_apart_from_the_global_random():
+    """GuessTheNumber's ``sample_random_action`` is ``random.randint(min, max)`` in \\boxed{}: six draws
+    from a generator seeded "envaudit-gem-fallback", repeats dropped, each played on a copy."""
+    import random
+
+    from envaudit.adapters.gem_moves import fallback_moves
+
+    env, _ = _made("game:GuessTheNumber-v0-easy")
+    drawn = random.Random("envaudit-gem-fallback")
+    expected = list(dict.fromkeys(boxed(str(drawn.randint(1, 10))) for _ in range(6)))
+    random.seed(1)
+    state = random.getstate()
+    moves, source = fallback_moves(env, "")
+    assert (moves, source) == (expected, "sample_random_action")
+    assert random.getstate() == state  # the global generator is where it was
+    random.seed(2)
+    assert fallback_moves(env, "")[0] == expected  # whatever the global generator holds
+    hanoi, _ = _made("game:TowerofHanoi-v0-easy")  # no sample_random_action: the prompt's examples
+    assert fallback_moves(hanoi, "e.g. \\boxed{A C} or \\boxed{A B}, not \\boxed{C A}") == (
+        ["\\boxed{A C}", "\\boxed{A B}"], "the \\boxed{} examples of the prompt")
+    assert fallback_moves(hanoi, "e.g. \\boxed{C A}") == (
+        ["\\boxed{C A}"], "the \\boxed{} examples of the prompt (none accepted on a copy of the game)")
+
+
+def test_a_trial_records_the_move_and_the_games_answer_on_a_copy():
+    env, _ = _made("game:GuessTheNumber-v0-easy")
+    t = try_move(env, boxed("3"))
+    assert (t.text, t.reward, t.terminated, t.truncated, t.accepted) == (boxed("3"), 0.0, False, False, True)
+    assert env.previous_guesses == set() and t.twin.previous_guesses == {3}  # the copy played, the game did not
+    short = gem.make("game:GuessTheNumber-v0-easy", max_turns=1)
+    short.reset(seed=0)
+    last = try_move(short, boxed(str(next(n for n in range(1, 11) if n != short.game_number))))
+    assert last.terminated and last.truncated  # GEM marks both at its turn limit
