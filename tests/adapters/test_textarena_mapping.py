@@ -117,3 +117,36 @@ def test_a_two_player_games_limit_is_not_the_agents():
     assert (env.turn_limit, env.turn_cap, env.max_steps) == (None, 7, 7)
     assert T.TextArenaEnv("SimpleNegotiation-v0").turn_cap == T.DEFAULT_TURN_CAP
     assert env.adapter_info["opponent"].startswith("a uniformly random legal move")
+
+
+def test_a_seedless_reset_draws_its_seed_from_the_seeded_generator():
+    from gymnasium.utils import seeding
+
+    env = T.TextArenaEnv("GuessTheNumber-v0")
+    env.reset(seed=5)
+    generator, _ = seeding.np_random(5)
+    numbers, expected = [], []
+    for _ in range(3):  # seedless: each episode's seed is the next draw of the generator reset(seed=5) made
+        env.reset()
+        numbers.append(env.base.game_number)
+        twin = T.TextArenaEnv("GuessTheNumber-v0")
+        twin.reset(seed=int(generator.integers(2**31)))
+        expected.append(twin.base.game_number)
+    assert numbers == expected
+
+
+def test_a_game_dealt_again_names_the_deal_and_the_seed_it_was_dealt_from():
+    """SecretMafia-v0 at seed 0 is decided by the other players before player 0 moves (see
+    test_textarena_episodes.py); its second deal is seeded from the reset seed and the deal number
+    (``envaudit-deal:0:1``'s first 31 bits), and that game is TextArena's own game of that seed."""
+    import random
+
+    env = T.TextArenaEnv("SecretMafia-v0")
+    obs, info = env.reset(seed=0)
+    assert info == {"deal": 1, "game_seed": random.Random("envaudit-deal:0:1").getrandbits(31)}
+    roles = {pid: role for pid, role in env.base.player_roles.items()}
+    game = ta.make("SecretMafia-v0")
+    game.reset(num_players=env.num_players, seed=info["game_seed"])
+    from envaudit.adapters.textarena_moves import unwrap
+
+    assert unwrap(game).player_roles == roles  # the same deal
