@@ -473,8 +473,8 @@ def _crypt_reference(env: Any) -> str:
     for letter in misplaced:
         if solution.get(letter) is not None and solution[letter] not in env.digit_used:
             return f"[{letter} {solution[letter]}]"
-    if misplaced:
-        free = [d for d in _crypt_free(env, misplaced[0]) if d not in env.digit_used]
+    free = [d for d in _crypt_free(env, misplaced[0]) if d not in env.digit_used] if misplaced else []
+    if free:  # (a puzzle of ten letters leaves no digit free: the swap cannot be broken)
         return f"[{misplaced[0]} {min(free, key=lambda d: (d in solution.values(), d))}]"
     unassigned = [letter for letter in sorted(solution) if letter not in env.mapping]
     return f"[{unassigned[0]} {solution[unassigned[0]]}]" if unassigned else "[]"
