@@ -216,6 +216,22 @@ def _tool_layers(env: Any) -> list[Any]:
     return layers
 
 
+def answer_of(text: str) -> str | None:
+    """The answer GEM grades: the last ``\\boxed{}``'s content (None without one)."""
+    from gem.utils.parsing import extract_last_boxed_answer
+
+    return extract_last_boxed_answer(text)
+
+
+def full_marks(base: Any, answer: str) -> bool:
+    """Whether the answer task's scorer (``base.reward_fn``, as GEM grades) pays ``answer`` in full."""
+    try:
+        score = base.reward_fn(answer=answer_of(boxed(answer)), entry=base.data)
+        return _is_number(score) and float(score) >= 1.0
+    except Exception:  # a scorer that cannot read the answer does not pay it
+        return False
+
+
 class GemEnv(CatalogueEnv):
     """One GEM env behind the Gymnasium API and the info protocol."""
 
@@ -309,7 +325,7 @@ class GemEnv(CatalogueEnv):
             # GEM marks both at its turn limit; only a limit reached by a move the game read truncates.
             at_limit = self.turn_limit is not None and self._turn >= self.turn_limit and not format_error
             terminated, truncated = not at_limit, at_limit
-        invalid = format_error or bool(INVALID.search(obs)) or (self.answers and self._answer_of(text) is None)
+        invalid = format_error or bool(INVALID.search(obs)) or (self.answers and answer_of(text) is None)
         if terminated or truncated:
             success = self._succeeded(text, obs)
             if success is not None:
@@ -320,19 +336,12 @@ class GemEnv(CatalogueEnv):
                             **({"error": obs[:200]} if invalid else {})}
         return obs, float(reward), terminated, truncated, info
 
-    @staticmethod
-    def _answer_of(text: str) -> str | None:
-        """The answer GEM grades: the last ``\\boxed{}``'s content (None without one)."""
-        from gem.utils.parsing import extract_last_boxed_answer
-
-        return extract_last_boxed_answer(text)
-
     def _succeeded(self, text: str, obs: str) -> bool | None:
         base = self.inner.unwrapped
         if self.answers:
             from envaudit.adapters.reasoning_gym import judge
 
-            return judge(self._answer_of(text), base.data, base.name, base.ds)
+            return judge(answer_of(text), base.data, base.name, base.ds)
         if self.game is not None:
             return bool(self.game.won(base))
         return WIN in obs
@@ -381,18 +390,10 @@ class GemEnv(CatalogueEnv):
         # those the scorer pays in full are set aside, as the reasoning-gym adapter does.
         pool = wrong_answers(ref, WRONG_POOL)
         with global_random_kept():
-            checked = [w for w in pool if not self._full_marks(base, w)]
+            checked = [w for w in pool if not full_marks(base, w)]
         wrong = (checked + [w for w in pool if w not in checked])[:2]
         return answer_strategies(ref, self.prompt, fmt=boxed, unformatted=lambda a: f"The answer is {a}.",
                                  wrong=wrong)
-
-    @staticmethod
-    def _full_marks(base: Any, answer: str) -> bool:
-        try:
-            score = base.reward_fn(answer=GemEnv._answer_of(boxed(answer)), entry=base.data)  # as GEM grades it
-            return _is_number(score) and float(score) >= 1.0
-        except Exception:  # a scorer that cannot read the answer does not pay it
-            return False
 
     def _game_strategies(self) -> list[Strategy]:
         base = self.inner.unwrapped
@@ -466,7 +467,7 @@ class GemEnv(CatalogueEnv):
         self._reward_types.add(type(t.reward).__name__)
         reward = round(float(t.reward), 6) if _is_number(t.reward) else repr(t.reward)
         if self.answers:
-            return self._answer_of(text) is not None, (reward, True, self._succeeded(text, ""))
+            return answer_of(text) is not None, (reward, True, self._succeeded(text, ""))
         won = self.game.won(t.twin.unwrapped) if self.game is not None else WIN in t.obs
         return t.accepted, (reward, t.terminated or t.truncated, bool(won))
 

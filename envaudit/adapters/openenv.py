@@ -330,6 +330,32 @@ def _is_error(result: Any) -> bool:
     return bool(flag)
 
 
+def at_limit(metadata: Mapping[str, Any]) -> bool:
+    """Whether the env's metadata says a limit of its own ended the episode (a truncation)."""
+    if any(metadata.get(k) is True for k in TRUNCATION_KEYS):
+        return True
+    return any(isinstance(metadata.get(k), str) and LIMIT_TEXT.search(metadata[k]) for k in REASON_KEYS)
+
+
+def tool_info(payload: Mapping[str, Any], result: Result) -> dict[str, Any] | None:
+    """``info["tool"]`` of a step: MCP's list and call actions, with OpenEnv's error type as the status."""
+    if payload.get("type") == "list_tools":
+        return {"name": "list_tools", "status": TOOL_OK}
+    if payload.get("type") != "call_tool":
+        return None
+    name = str(result.fields.get("tool_name") or payload.get("tool_name", ""))
+    error = result.fields.get("error")
+    if error is not None:
+        kind = error.get("error_type") if isinstance(error, Mapping) else getattr(error, "error_type", None)
+        kind = getattr(kind, "value", kind)
+        message = error.get("message") if isinstance(error, Mapping) else getattr(error, "message", "")
+        return {"name": name, "status": TOOL_STATUS.get(str(kind), TOOL_ERROR),
+                "error": f"{kind}: {message}"[:300]}
+    if _is_error(result.fields.get("result")):
+        return {"name": name, "status": TOOL_ERROR, "error": result_text(result.fields.get("result"))[:300]}
+    return {"name": name, "status": TOOL_OK}
+
+
 class OpenEnvEnv(CatalogueEnv):
     """One OpenEnv environment (in process or behind a server) behind the Gymnasium API."""
 
@@ -406,7 +432,7 @@ class OpenEnvEnv(CatalogueEnv):
         reward = result.reward
         if reward is None:
             reward, info["reward_none"] = 0.0, True
-        tool = self._tool(payload, result)
+        tool = tool_info(payload, result)
         if tool is not None:
             info["tool"] = tool
         success = self._success(result)
@@ -414,7 +440,7 @@ class OpenEnvEnv(CatalogueEnv):
             info["success"] = success
         terminated = truncated = False
         if result.done:
-            truncated = self._at_limit(result.metadata)
+            truncated = at_limit(result.metadata)
             terminated = not truncated
         elif self._steps >= self.max_steps:
             truncated = True  # the adapter's own cap: the env would have gone on
@@ -429,30 +455,6 @@ class OpenEnvEnv(CatalogueEnv):
                 if isinstance(source.get(key), bool):
                     return bool(source[key])
         return None
-
-    @staticmethod
-    def _at_limit(metadata: Mapping[str, Any]) -> bool:
-        if any(metadata.get(k) is True for k in TRUNCATION_KEYS):
-            return True
-        return any(isinstance(metadata.get(k), str) and LIMIT_TEXT.search(metadata[k]) for k in REASON_KEYS)
-
-    @staticmethod
-    def _tool(payload: Mapping[str, Any], result: Result) -> dict[str, Any] | None:
-        if payload.get("type") == "list_tools":
-            return {"name": "list_tools", "status": TOOL_OK}
-        if payload.get("type") != "call_tool":
-            return None
-        name = str(result.fields.get("tool_name") or payload.get("tool_name", ""))
-        error = result.fields.get("error")
-        if error is not None:
-            kind = error.get("error_type") if isinstance(error, Mapping) else getattr(error, "error_type", None)
-            kind = getattr(kind, "value", kind)
-            message = error.get("message") if isinstance(error, Mapping) else getattr(error, "message", "")
-            return {"name": name, "status": TOOL_STATUS.get(str(kind), TOOL_ERROR),
-                    "error": f"{kind}: {message}"[:300]}
-        if _is_error(result.fields.get("result")):
-            return {"name": name, "status": TOOL_ERROR, "error": result_text(result.fields.get("result"))[:300]}
-        return {"name": name, "status": TOOL_OK}
 
     # -- the catalogue ---------------------------------------------------------------------------
     def _call(self, tool: Mapping[str, Any], kind: str) -> str:

@@ -256,6 +256,12 @@ def _row_turns(row: Mapping[str, Any]) -> int | None:
     return None
 
 
+def _row_tests(row: Mapping[str, Any]) -> Any:
+    """A code row's tests, from its ``reward_spec.ground_truth`` (None when it has none)."""
+    spec = row.get("reward_spec") if isinstance(row.get("reward_spec"), Mapping) else {}
+    return skyrl_code.tests_of(spec.get("ground_truth"))
+
+
 class SkyRLGymEnv(CatalogueEnv):
     """One skyrl-gym env per episode, built from the row the reset seed picks."""
 
@@ -298,7 +304,7 @@ class SkyRLGymEnv(CatalogueEnv):
                       "(skyrl-gym has no reset)",
         })
         if self.profile.kind == "code":
-            self._info["reference"] = skyrl_code.solution_for(self.rows[0], self._tests(self.rows[0]))[1]
+            self._info["reference"] = skyrl_code.solution_for(self.rows[0], _row_tests(self.rows[0]))[1]
             self._info["grader_attacks"] = ("every program runs in a child process only: lcb's grader forks one per "
                                             "reply, the judge starts a fresh interpreter per test in a temporary "
                                             "folder under a memory cap and a deadline")
@@ -403,11 +409,6 @@ class SkyRLGymEnv(CatalogueEnv):
             finally:
                 os.chdir(before)
 
-    @staticmethod
-    def _tests(row: Mapping[str, Any]) -> Any:
-        spec = row.get("reward_spec") if isinstance(row.get("reward_spec"), Mapping) else {}
-        return skyrl_code.tests_of(spec.get("ground_truth"))
-
     def fresh_reward(self, text: str, row: Mapping[str, Any] | None = None) -> float:
         """What the env's scorer pays ``text`` as the first reply to a fresh env of ``row``."""
         inner, prompt = _make_inner(self.env_name, self.config, self.row if row is None else row)
@@ -459,7 +460,7 @@ class SkyRLGymEnv(CatalogueEnv):
         row = self.rows[index]
         relabelled: list[dict[str, Any]] = []
         if self.profile.kind == "code":
-            tests = self._tests(row)
+            tests = _row_tests(row)
             solution, _ = skyrl_code.solution_for(row, tests)
             wrong = skyrl_code.checked_wrong(tests, lambda text: self.fresh_reward(text, row), FULL_MARKS, relabelled)
             transplant = self._code_transplant(index, tests, relabelled)
@@ -480,7 +481,7 @@ class SkyRLGymEnv(CatalogueEnv):
     def _code_transplant(self, index: int, tests: Any, relabelled: list[dict[str, Any]]) -> str:
         for k in range(1, min(TRANSPLANT_TRIES, len(self.rows) - 1) + 1):
             other = self.rows[(index + k) % len(self.rows)]
-            other_tests = self._tests(other)
+            other_tests = _row_tests(other)
             if other_tests is None:
                 continue
             code = skyrl_code.solution_for(other, other_tests)[0]

@@ -182,6 +182,12 @@ def won(rewards: Mapping[Any, Any] | None, num_players: int, *, at_limit: bool, 
     return mine == 1.0 and not at_limit and not invalid
 
 
+def _move_tool(invalid: bool) -> dict[str, Any]:
+    """``info["tool"]`` of a move the game goes on after: an error when it counted the move invalid."""
+    return {"name": "move", "status": TOOL_ERROR if invalid else TOOL_OK,
+            **({"error": "TextArena counted an invalid move"} if invalid else {})}
+
+
 # -- the env ---------------------------------------------------------------------------------------
 class TextArenaEnv(CatalogueEnv):
     """One TextArena game, the agent as player 0, behind the Gymnasium API and the info protocol."""
@@ -395,7 +401,7 @@ class TextArenaEnv(CatalogueEnv):
         if not done:
             self._obs, self._newest = self._observe()
             truncated = self._turn >= self.turn_cap
-            info = {"tool": self._tool(invalid)}
+            info = {"tool": _move_tool(invalid)}
             if truncated:
                 info["success"] = False
             return self._obs, 0.0, False, truncated, info
@@ -415,11 +421,6 @@ class TextArenaEnv(CatalogueEnv):
         # an invalid move is a failure TextArena pays by its own rule, not a tool error.
         info = {"success": success, "invalid_move": invalid, "reason": reason, "rewards": dict(rewards or {})}
         return reason, reward, not at_limit, at_limit, info
-
-    @staticmethod
-    def _tool(invalid: bool) -> dict[str, Any]:
-        return {"name": "move", "status": TOOL_ERROR if invalid else TOOL_OK,
-                **({"error": "TextArena counted an invalid move"} if invalid else {})}
 
     # -- legal moves -----------------------------------------------------------------------------------
     def _trials(self) -> Trials:

@@ -139,7 +139,7 @@ def test_playability_of_an_answer_task_and_full_marks_without_success():
     strict.reset(seed=0)
     base = strict.inner.unwrapped
     for label in ("wrong_1", "wrong_2"):
-        answer = strict._answer_of(strict.candidates()[label])
+        answer = G.answer_of(strict.candidates()[label])
         assert answer != str(base.data["answer"]) and base.reward_fn(answer=answer, entry=base.data) < 1.0
     assert strict.adapter_info["playability"]["full_marks_without_success"] == []
 
@@ -167,7 +167,7 @@ def test_wrong_answers_the_scorer_pays_in_full_are_set_aside_and_kept_only_as_a_
         env.reset(seed=0)
         base = env.inner.unwrapped
         pool = wrong_answers(str(base.data["answer"]), G.WRONG_POOL)
-        scores = [base.reward_fn(answer=env._answer_of(G.boxed(w)), entry=base.data) for w in pool[:4]]
+        scores = [base.reward_fn(answer=G.answer_of(G.boxed(w)), entry=base.data) for w in pool[:4]]
         assert [s >= 1.0 for s in scores] == paid, env_id
         moves = env.candidates()
         assert (moves["wrong_1"], moves["wrong_2"]) == tuple(G.boxed(pool[i]) for i in chosen), env_id

@@ -13,9 +13,11 @@ from envaudit.adapters.openenv import (
     OpenEnvEnv,
     Result,
     arguments,
+    at_limit,
     result_text,
     split_options,
     text_field_of,
+    tool_info,
 )
 from envaudit.errors import UsageError
 
@@ -51,7 +53,6 @@ def test_text_field_is_the_first_required_string():
 
 
 def test_a_limit_named_by_the_env_is_a_truncation():
-    at_limit = OpenEnvEnv._at_limit
     assert at_limit({"truncated": True}) and at_limit({"reason": "Reached max_steps"})
     assert at_limit({"termination_reason": "turn limit"}) and at_limit({"reason": "timed out"})
     assert not at_limit({}) and not at_limit({"reason": "solved"}) and not at_limit({"truncated": False})
@@ -89,7 +90,7 @@ def test_tool_status_follows_openenvs_error_type():
     call = {"type": "call_tool", "tool_name": "lookup"}
 
     def tool(error=None, result=None):
-        return OpenEnvEnv._tool(call, Result({"tool_name": "lookup", "error": error, "result": result}, None, False))
+        return tool_info(call, Result({"tool_name": "lookup", "error": error, "result": result}, None, False))
 
     assert tool({"error_type": "timeout", "message": "no answer in 2 s"}) == {
         "name": "lookup", "status": "timeout", "error": "timeout: no answer in 2 s"}
@@ -98,8 +99,8 @@ def test_tool_status_follows_openenvs_error_type():
     flagged = tool(result={"is_error": True, "content": [{"type": "text", "text": "boom"}]})
     assert flagged["status"] == "error" and flagged["error"] == "boom"
     assert tool(result={"is_error": False, "content": []}) == {"name": "lookup", "status": "ok"}
-    assert OpenEnvEnv._tool({"type": "list_tools"}, Result({}, None, False)) == {"name": "list_tools", "status": "ok"}
-    assert OpenEnvEnv._tool({"message": "hi"}, Result({}, None, False)) is None  # a text env: no tool call
+    assert tool_info({"type": "list_tools"}, Result({}, None, False)) == {"name": "list_tools", "status": "ok"}
+    assert tool_info({"message": "hi"}, Result({}, None, False)) is None  # a text env: no tool call
 
 
 class NeverDone(Backend):
