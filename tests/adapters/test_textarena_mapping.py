@@ -150,3 +150,56 @@ def test_a_game_dealt_again_names_the_deal_and_the_seed_it_was_dealt_from():
     from envaudit.adapters.textarena_moves import unwrap
 
     assert unwrap(game).player_roles == roles  # the same deal
+
+
+def test_playability_of_guess_the_number_by_its_rules():
+    """Eleven labels tried on the first three states of the seed-0 game played with ``legal_1`` (a
+    wrong guess each time): every legal guess and the reference are read (3 + 9), TextArena's regex
+    also reads the bare number (3) and the prompt's own example guess (3), the stall is a legal
+    guess (3); the illegal 21 is out of range, the forfeit and the empty reply are no guess, and a
+    repeated guess is rejected (``repeat_last`` is a new guess only on the first state): 22 of 33."""
+    play = T.TextArenaEnv("GuessTheNumber-v0").adapter_info["playability"]
+    assert play == {
+        "measured": True, "seed": T.PLAYABILITY_SEED, "states": 3, "valid_share": 22 / 33, "legal_valid_share": 1.0,
+        "by_label": {"reference": 1.0, "legal_1": 1.0, "legal_2": 1.0, "legal_3": 1.0, "illegal": 0.0,
+                     "unformatted": 1.0, "repeat_last": 1 / 3, "forfeit": 0.0, "empty": 0.0, "echo_prompt": 1.0,
+                     "stall": 1.0},
+        "legal_moves_from": "state"}
+
+
+def test_playability_stopped_by_the_games_own_error_says_where_and_what_was_tried():
+    """CharacterConclave's step calls ``add_observation`` without its ``observation_type`` (TextArena
+    0.7.4, envs/CharacterConclave/env.py:34): no move is ever accepted and the measure stops after
+    the first state, saying why. Its moves are guesses: it has no state reader, and nothing its text
+    shows was accepted on a copy."""
+    play = T.TextArenaEnv("CharacterConclave-v0").adapter_info["playability"]
+    labels = ("legal_1", "legal_2", "legal_3", "illegal", "unformatted", "repeat_last", "forfeit", "empty",
+              "echo_prompt", "stall")
+    assert play == {
+        "measured": True, "seed": 0, "states": 1, "valid_share": 0.0, "legal_valid_share": 0.0,
+        "by_label": dict.fromkeys(labels, 0.0), "legal_moves_from": "guessed",
+        "note": "stopped after 1 state(s): TypeError: State.add_observation() missing 1 required positional "
+                "argument: 'observation_type'"}
+
+
+def test_a_game_that_cannot_be_copied_is_measured_as_such_and_its_moves_are_unchecked(monkeypatch):
+    from textarena.envs.GuessTheNumber.env import GuessTheNumberEnv
+
+    def no_copy(self, memo):
+        raise RuntimeError("holds a lock")
+
+    monkeypatch.setattr(GuessTheNumberEnv, "__deepcopy__", no_copy, raising=False)
+    env = T.TextArenaEnv("GuessTheNumber-v0")
+    assert env.adapter_info["playability"] == {
+        "measured": False, "why": "the game could not be reset and copied (RuntimeError: holds a lock), so no "
+                                  "move could be tried"}
+    assert env.adapter_info["move_trials_per_state"] == 0
+    assert env.adapter_info["legal_moves"] == "read from the game's state (envaudit.adapters.textarena_games)"
+    from textarena.envs.Countdown.env import CountdownEnv  # no state reader: its text's moves go untried
+
+    monkeypatch.setattr(CountdownEnv, "__deepcopy__", no_copy, raising=False)
+    assert T.TextArenaEnv("Countdown-v0").adapter_info["legal_moves"] == (
+        "moves read from the game's text, unchecked: the game cannot be copied to try them")
+    monkeypatch.undo()
+    assert T.TextArenaEnv("Countdown-v0").adapter_info["legal_moves"] == (
+        "moves read from the game's text, each tried on a copy of the game and kept when its own step() accepts it")
