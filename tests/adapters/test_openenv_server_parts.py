@@ -103,3 +103,77 @@ def test_constructor_options_belong_to_the_server_and_the_package_is_named(monke
         S.check("//127.0.0.1:9")
     assert str(caught.value) == ("the openenv adapter needs the 'openenv' package, which is not installed; "
                                  "install it with: pip install 'envaudit-rl[openenv]'")
+
+
+class _Client:
+    """A stand-in for OpenEnv's sync ``GenericEnvClient``: it answers ``reset`` after ``busy`` refusals
+    with OpenEnv's capacity error, and records what it was sent."""
+
+    def __init__(self, busy: int = 0, error: str = "", tools=None):
+        self.busy, self.error, self.tools, self.sent, self.closed = busy, error, tools, [], False
+
+    def reset(self, seed=None, episode_id=None):
+        self.sent.append(("reset", seed, episode_id))
+        if self.error:
+            raise RuntimeError(self.error)
+        if self.busy:
+            self.busy -= 1
+            raise RuntimeError("Server error: no session available (code: CAPACITY_REACHED)")
+        return SimpleNamespace(observation={"task": "What is 2 + 2?"}, metadata=None, reward=None, done=False)
+
+    def step(self, payload):
+        self.sent.append(("step", payload))
+        if self.tools is None:
+            raise RuntimeError("Server error: Invalid message (code: VALIDATION_ERROR)")
+        return SimpleNamespace(observation={"tools": self.tools}, metadata=None, reward=None, done=False)
+
+    def close(self):
+        self.closed = True
+
+
+def _remote(client: _Client, monkeypatch) -> S.Remote:
+    remote = S.Remote.__new__(S.Remote)
+    remote._client = None
+    opened = []
+
+    def open_session():
+        opened.append(True)
+        remote._client = client
+        return client
+
+    monkeypatch.setattr(remote, "_open", open_session)
+    monkeypatch.setattr(S.time, "sleep", lambda s: opened.append(("slept", s)))
+    remote.opened = opened
+    return remote
+
+
+def test_a_reset_sends_the_seed_and_waits_out_a_server_at_capacity(monkeypatch):
+    client = _Client(busy=2)
+    remote = _remote(client, monkeypatch)
+    assert remote.reset(7, "e-1") == Result({"task": "What is 2 + 2?"}, None, False, {})
+    assert client.sent == [("reset", 7, "e-1")] * 3
+    assert remote.opened == [True, ("slept", S.CAPACITY_WAIT_S), True, ("slept", S.CAPACITY_WAIT_S), True]
+    hopeless = _Client(busy=S.CAPACITY_RETRIES + 5)
+    with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):  # after the retries, the server's own error
+        _remote(hopeless, monkeypatch).reset(None, "e-2")
+    assert len(hopeless.sent) == S.CAPACITY_RETRIES + 1
+    broken = _Client(error="Server error: boom (code: EXECUTION_ERROR)")
+    with pytest.raises(RuntimeError, match="boom"):  # any other error at once
+        _remote(broken, monkeypatch).reset(None, "e-3")
+    assert len(broken.sent) == 1
+
+
+def test_the_servers_tools_are_listed_in_a_session_of_their_own(monkeypatch):
+    listed = [{"name": "add", "inputSchema": {"required": ["a"]}}, {"name": "submit", "input_schema": {"x": 1}},
+              {"name": "", "input_schema": {}}, {"description": "no name"}, "junk"]
+    client = _Client(tools=listed)
+    remote = _remote(client, monkeypatch)
+    assert remote._list_tools() == [{"name": "add", "input_schema": {"required": ["a"]}},
+                                    {"name": "submit", "input_schema": {"x": 1}}]
+    assert client.sent == [("reset", None, "envaudit-list-tools"), ("step", {"type": "list_tools"})]
+    assert client.closed and remote._client is None  # the listing's session is closed after it
+    plain = _Client(tools=None)  # a text env's server refuses MCP's list action: no tools
+    assert _remote(plain, monkeypatch)._list_tools() == []
+    odd = _Client(error="Server error: down (code: INTERNAL)")
+    with pytest.raises(RuntimeError, match="down"):
+        _remote(odd, monkeypatch)._list_tools()
