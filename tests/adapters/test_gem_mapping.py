@@ -260,3 +260,23 @@ def test_an_answer_tasks_success_rule_is_its_datasets():
         "an expression that uses the entry's four numbers once each and makes 24 "
         "(GEM's reward is the dataset's score_answer)")
     assert "letter case ignored" in G.GemEnv("rg:family_relationships").adapter_info["success"]
+
+
+def test_an_answer_the_scorer_cannot_read_is_not_paid_and_stays_a_wrong_answer():
+    """rg:prime_factorization's scorer takes ``int()`` of each factor (``prime_factorization.py:55``):
+    from seed 1 (2 × 479) the first wrong shape, ``× 479 2``, makes it raise, which pays nothing, so
+    it stays wrong_1; the second, ``479 × 2``, is the same factorisation, paid 1.0 and set aside; the
+    third, ``974 × 2``, is paid 0.01 and becomes wrong_2."""
+    from envaudit.adapters.catalogue import wrong_answers
+
+    env = G.GemEnv("rg:prime_factorization")
+    env.reset(seed=1)
+    base = env.inner.unwrapped
+    pool = wrong_answers(str(base.data["answer"]), G.WRONG_POOL)
+    assert pool[:3] == ["× 479 2", "479 × 2", "974 × 2"]
+    with pytest.raises(ValueError):
+        base.reward_fn(answer=G.answer_of(G.boxed(pool[0])), entry=base.data)
+    assert G.full_marks(base, pool[0]) is False and G.full_marks(base, pool[1]) is True
+    assert G.full_marks(base, pool[2]) is False
+    moves = env.candidates()
+    assert (moves["wrong_1"], moves["wrong_2"]) == (G.boxed(pool[0]), G.boxed(pool[2]))
