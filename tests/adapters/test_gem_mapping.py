@@ -280,3 +280,38 @@ def test_an_answer_the_scorer_cannot_read_is_not_paid_and_stays_a_wrong_answer()
     assert G.full_marks(base, pool[2]) is False
     moves = env.candidates()
     assert (moves["wrong_1"], moves["wrong_2"]) == (G.boxed(pool[0]), G.boxed(pool[2]))
+
+
+def test_a_users_own_game_is_played_from_gems_random_actions_and_judged_by_its_win_message():
+    """A game class GEM's registry holds but ``gem_moves`` does not know (a user's, here a subclass of
+    GuessTheNumber registered under another name): its legal moves are three of its own
+    ``sample_random_action``'s draws, each played on a copy; the illegal move is the first one
+    written twice (77: out of 1..10); there is no reference; success is GEM's "Congratulations"."""
+    from gem.envs.game_env.guess_the_number import GuessTheNumberEnv
+    from gem.envs.registration import ENV_REGISTRY, register
+
+    from envaudit.adapters.gem_moves import fallback_moves
+
+    class MyGuess(GuessTheNumberEnv):
+        pass
+
+    register("envaudit:MyGuess-v0", entry_point=MyGuess, min_number=1, max_number=10, max_turns=4)
+    try:
+        env = G.GemEnv("envaudit:MyGuess-v0")
+        assert env.game is None and not env.has_reference and "reference" not in env.action_labels
+        assert env.adapter_info["success"] == "GEM's win message 'Congratulations' on the step that ends the game"
+        env.reset(seed=0)
+        drawn, source = fallback_moves(env.inner.unwrapped, env.prompt)
+        assert source == "sample_random_action" and len(drawn) == 4
+        moves = env.candidates()
+        picks = [moves[f"legal_{i}"] for i in (1, 2, 3)]
+        assert len(set(picks)) == 3 and set(picks) <= set(drawn)
+        assert moves["illegal"] == G.boxed(G.unboxed(drawn[0]) * 2) == "\\boxed{77}"
+        assert moves["unformatted"] == G.unboxed(picks[0])
+        play = env.adapter_info["playability"]
+        assert play["success_from"] == "message" and play["legal_valid_share"] == 1.0 and play["by_label"]["illegal"] == 0.0
+        secret = env.inner.unwrapped.game_number
+        obs, reward, terminated, _, info = env.step(G.boxed(str(secret)))
+        assert terminated and info["success"] is True and "Congratulations" in obs
+    finally:
+        ENV_REGISTRY.pop("envaudit:MyGuess-v0", None)
