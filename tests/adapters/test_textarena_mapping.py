@@ -195,7 +195,9 @@ def test_a_game_that_cannot_be_copied_is_measured_as_such_and_its_moves_are_unch
                                   "move could be tried"}
     assert env.adapter_info["move_trials_per_state"] == 0
     assert env.adapter_info["legal_moves"] == "read from the game's state (envaudit.adapters.textarena_games)"
-    from textarena.envs.Countdown.env import CountdownEnv  # no state reader: its text's moves go untried
+    from textarena.envs.Countdown.env import (
+        CountdownEnv,  # no state reader: its text's moves go untried
+    )
 
     monkeypatch.setattr(CountdownEnv, "__deepcopy__", no_copy, raising=False)
     assert T.TextArenaEnv("Countdown-v0").adapter_info["legal_moves"] == (
