@@ -129,3 +129,36 @@ def test_catan_action_moves_are_the_listed_indices_and_the_stall_ends_the_turn()
     moves = env.candidates()
     assert _legal(env) == ["[1]", "[2]"] and (moves["stall"], moves["illegal"]) == ("[2]", "[3]")
     assert _all_accepted(env, _legal(env)) and not stepped_copy(env, "[3]")[1]
+
+
+def test_colonel_blotto_splits_over_many_fields_are_a_uniform_sample_of_the_units():
+    """ColonelBlotto-v0-large: 50 units on 5 fields, C(54, 4) = 316,251 splits: up to ``MAX_LEGAL``
+    draws by stars and bars (4 cut points among 54 places), repeats dropped (1,994 from generator 0);
+    every split sums to 50, uses every field once and is accepted by the game."""
+    env = _game("ColonelBlotto-v0-large")
+    legal = _legal(env)
+    assert len(legal) == len(set(legal)) == 1994 and legal == _legal(env) and legal != _legal(env, rng=1)
+    splits = [[int(part[1:]) for part in m.strip("[]").split()] for m in legal]
+    assert all(len(s) == 5 and sum(s) == 50 and min(s) >= 0 for s in splits)
+    assert all([part[0] for part in m.strip("[]").split()] == list("ABCDE") for m in legal)
+    assert max(max(s) for s in splits) > 30 and sum(s.count(0) for s in splits) > 0  # the whole range is drawn
+    assert _all_accepted(env, legal) and env.candidates()["illegal"] == "[A51]"
+
+
+def test_santorini_illegal_move_leaves_its_worker_where_it_is():
+    env = _game("SantoriniBaseFixed-v0")
+    legal = _legal(env)
+    assert len(legal) == 68 and _all_accepted(env, legal)
+    worker, source = legal[0][1:3], legal[0][3:5]
+    assert env.candidates()["illegal"] == f"[{worker}{source}{source}{source}]" == "[N2B3B3B3]"
+    assert not stepped_copy(env, "[N2B3B3B3]")[1]
+
+
+def test_tower_of_hanoi_stall_without_a_move_to_undo_moves_the_smallest_disk():
+    env = _game("TowerOfHanoi-v0")
+    env.step("[A C]")
+    env.step("[A B]")  # the smallest disk on C, the next on B: undoing A B puts it back
+    assert env.candidates()["stall"] == "[B A]"
+    moves = env.known.stall(env.base, None)  # nothing to undo: the smallest disk (on C) moves
+    assert moves == "[C A]" and stepped_copy(env, moves)[1]
+    assert env.known.stall(env.base, "[X Y]") == "[C A]" and env.known.stall(env.base, "[A]") == "[C A]"
