@@ -148,7 +148,7 @@ def episode(env: Any, seed: int, choose: Any, max_steps: int, row: Row) -> tuple
 
     An episode in which the env's own code raises is recorded in ``row.env_errors`` and ends there
     (None), as a scan records an ``env-error`` finding and plays its other episodes: a game that
-    crashes on one kind of move (TextArena's Countdown passes its reason where the reward belongs
+    crashes on one kind of move (TextArena's ThreeCardMonte passes its reason where the reward belongs
     when a move is invalid) is still played by the others. An exception from envaudit's own code,
     or one that means the env cannot run here at all, is raised: that is the row's status."""
     row.episodes += 1

@@ -571,4 +571,4 @@ GAMES: dict[str, GameMoves] = {
 }
 """Env class name -> its readers."""
 
-__all__ = ["GAMES", "GameMoves"]
+__all__ = ["GAMES", "GameMoves", "crypt_solution"]
