@@ -144,17 +144,20 @@ def make(env_id: str, **options: Any) -> TextArenaEnv:
     return TextArenaEnv(env_id, **options)
 
 
+def _containers(game: Any) -> list[tuple[str, Any]]:
+    """Each wrapper's dict, list or set, as ``(Wrapper.attribute, value)`` (never ``env``, the layer it wraps)."""
+    return [(f"{type(layer).__name__}.{name}", value) for layer in layers(game)
+            for name, value in vars(layer).items() if isinstance(value, (dict, list, set))]
+
+
 def held_history(game: Any) -> list[str]:
     """The wrappers' containers that hold data, as ``Wrapper.attribute``: TextArena's ``Wrapper.reset``
     forwards to the env and clears none of them, so what they hold outlives a game."""
-    return [f"{type(layer).__name__}.{name}" for layer in layers(game)
-            for name, value in vars(layer).items()
-            if isinstance(value, (dict, list, set)) and value]  # never ``env``, the layer it wraps
+    return [label for label, value in _containers(game) if value]
 
 
 def stateful_wrappers(game: Any) -> list[str]:
-    return [f"{type(layer).__name__}.{name}" for layer in layers(game)
-            for name, value in vars(layer).items() if isinstance(value, (dict, list, set))]
+    return [label for label, _ in _containers(game)]
 
 
 # -- the game's verdict ----------------------------------------------------------------------------
