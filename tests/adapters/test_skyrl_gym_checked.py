@@ -80,3 +80,90 @@ def test_the_transplant_tries_at_most_the_next_three_rows(tmp_path):
     env = _env(tmp_path, [["teal"], ["teal"], ["teal"], ["teal"], ["1887"]])
     assert env.checked(0, "")["transplant"] == env.checked(0, "")["wrong"][0]  # row 4's 1887 is beyond the three
     assert env.checked(1, "")["transplant"] == "1887"
+
+
+KESSEL_POOL = wrong_answers("Kessel River", WRONG_POOL)
+"""Every candidate ``wrong_answers`` builds from "Kessel River" (its words rotated, reversed, a letter
+changed or added, digits appended): a row that lists them all as targets accepts each one."""
+
+
+def test_candidates_the_judge_accepts_are_relabelled_and_other_rows_answers_follow(tmp_path):
+    env = _env(tmp_path, [["teal"], ["Kessel River", *KESSEL_POOL], ["1887"]])
+    found = env.checked(1, env.first_prompt(1))
+    why = "a correct answer by the judge, not a wrong one"
+    assert found["relabelled"] == [{"label": "wrong_1", "text": c, "success": True, "why": why} for c in KESSEL_POOL]
+    # then the next rows' references, in order (row 2, then row 0 round the end), both rejected
+    assert found["wrong"] == ["1887", "teal"] and found["transplant"] == "1887"
+
+
+def test_with_every_candidate_accepted_and_no_other_row_a_marked_reference_stands_in(tmp_path):
+    env = _env(tmp_path, [["Kessel River", *KESSEL_POOL]])
+    found = env.checked(0, "")
+    assert found["wrong"] == ["Kessel River envaudit 0", "Kessel River envaudit 1"]
+    assert len(found["relabelled"]) == WRONG_POOL
+
+
+def test_a_scorer_that_pays_every_answer_keeps_the_first_two_it_paid(tmp_path, monkeypatch):
+    # A planted scorer: the env's step pays full marks whatever the answer (the hack the check is
+    # there to show). No candidate is left unpaid, so the first two paid stay, each relabelled.
+    env = _env(tmp_path, [["Kessel River"], ["teal"]])
+    monkeypatch.setattr(env, "fresh_reward", lambda text, row=None: 1.0)
+    found = env.checked(0, "")
+    assert found["wrong"] == KESSEL_POOL[:2]
+    why = "the scorer gives this wrong answer full marks"
+    paid = KESSEL_POOL + ["teal"]
+    assert found["relabelled"] == [{"label": "wrong_1", "text": c, "success": False, "score": 1.0, "why": why}
+                                   for c in paid]
+
+
+# -- code rows: the transplant is the first next row's solution that fails this row's tests --------
+ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+ADD_TOO = "print(sum(map(int, input().split())))\n"
+ADD_TESTS = [{"input": "3 4\n", "output": "7\n", "testtype": "stdin"},
+             {"input": "-5 12\n", "output": "7\n", "testtype": "stdin"}]
+MAX_TESTS = [{"input": "3\n1 9 3\n", "output": "9\n", "testtype": "stdin"},
+             {"input": "2\n-4 -7\n", "output": "-4\n", "testtype": "stdin"}]
+
+
+def _code_row(tests: list[dict] | None, reference: str | None) -> dict:
+    row = {"prompt": [{"role": "user", "content": "Solve it; read stdin, write stdout."}], "env_class": "lcb",
+           "extra_info": {"reference": reference} if reference else {}}
+    if tests is not None:
+        row["reward_spec"] = {"method": "rule", "ground_truth": json.dumps(tests)}
+    return row
+
+
+def _code_env(tmp_path: Path, rows: list[dict]) -> SkyRLGymEnv:
+    path = tmp_path / "code.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return SkyRLGymEnv("lcb", tasks=str(path))
+
+
+def _transplant(found: dict) -> str:
+    return next(s.text for s in found["strategies"] if s.label == "transplant")
+
+
+def test_code_transplant_skips_rows_without_tests_and_solutions_that_pass(tmp_path):
+    from envaudit.adapters.skyrl_code import fence, solution_for, tests_of
+
+    # row 0 adds; row 1 has no tests; row 2 adds too (its solution passes row 0's tests); row 3 takes
+    # a maximum and ships no solution, so its stand-in is a table of its tests' outputs.
+    rows = [_code_row(ADD_TESTS, ADD), _code_row(None, None), _code_row(ADD_TESTS, ADD_TOO), _code_row(MAX_TESTS, None)]
+    env = _code_env(tmp_path, rows)
+    table = solution_for(rows[3], tests_of(rows[3]["reward_spec"]["ground_truth"]))[0]
+    found = env.checked(0, env.first_prompt(0))
+    assert _transplant(found) == fence(table)  # k = 1 has no tests, k = 2 passes: k = 3
+    assert not [r for r in found["relabelled"] if r["label"] == "transplant"]
+    assert _transplant(env.checked(3, "")) == fence(ADD)  # round the end: row 0 is next
+    assert _transplant(env.checked(2, "")) == fence(table)  # row 3, the one after it
+
+
+def test_code_transplant_with_every_other_solution_passing_is_an_empty_program(tmp_path):
+    from envaudit.adapters.skyrl_code import fence
+
+    env = _code_env(tmp_path, [_code_row(ADD_TESTS, ADD), _code_row(ADD_TESTS, ADD_TOO)])
+    found = env.checked(0, "")
+    assert _transplant(found) == fence("pass\n")
+    assert [r for r in found["relabelled"] if r["label"] == "transplant"] == [
+        {"label": "transplant", "success": False,
+         "why": "no other row's solution fails this row's tests: an empty program stands in"}]
