@@ -201,7 +201,7 @@ class BridgeHarness(vf.Harness[BridgeHarnessConfig]):
 
         content = mcp_content_to_chat_content(result.content)
         text = content if isinstance(content, str) else json.dumps(content)
-        if getattr(result, "is_error", False) or getattr(result, "isError", False):
+        if result.is_error:  # mcp's CallToolResult (``isError`` on the wire)
             return text, {"status": "error", "error": text[:300]}
         return text, {"status": "ok"}
 
@@ -211,10 +211,15 @@ def patched_config(config: Any, bridge_id: str, max_turns: int | None) -> Any:
     """The env's config with every agent seat played through the bridge: the bridge harness in
     a local subprocess runtime, the bridge's model, one interception server on loopback, and no
     wall-clock deadlines (an audited episode waits on the auditor, so a seconds budget would make
-    outcomes depend on machine load). ``max_turns`` (when given) caps every seat's turns."""
-    harness = BridgeHarnessConfig(id=HARNESS_ID, env={BRIDGE_KEY: bridge_id})
+    outcomes depend on machine load). ``max_turns`` (when given) caps every seat's turns.
+
+    A seat keeps its own harness's ``tool_timeout``: how long a tool call may take is the env's
+    behaviour, not the auditor's, and a call that outlasts it must reach the audit as a tool timeout,
+    as it reaches the trained model (a seat without a harness has verifiers' default)."""
     updates: dict[str, Any] = {}
     for name, spec in agent_config_fields(config).items():
+        own = {"tool_timeout": spec.harness.tool_timeout} if spec.harness is not None else {}
+        harness = BridgeHarnessConfig(id=HARNESS_ID, env={BRIDGE_KEY: bridge_id}, **own)
         timeout = type(spec.timeout)(setup=NO_TIMEOUT, rollout=NO_TIMEOUT, finalize=NO_TIMEOUT, scoring=NO_TIMEOUT)
         seat = {"harness": harness, "runtime": SubprocessConfig(), "model": MODEL, "client": CLIENT,
                 "timeout": timeout}

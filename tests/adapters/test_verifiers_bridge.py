@@ -25,6 +25,7 @@ from envaudit.adapters.verifiers_bridge import (  # noqa: E402
 DATA = Path(__file__).parent / "data"
 GUESS = str(DATA / "vf_guess.py")
 LOOKUP = str(DATA / "vf_lookup.py")
+SLOW = str(DATA / "vf_slow_tool.py")
 
 
 def _call(i, name, arguments):
@@ -54,6 +55,38 @@ def test_every_seat_is_played_through_the_bridge_without_deadlines():
     # Without a cap of the adapter's, the seat keeps the env's own turn limit; the env's config is untouched.
     assert patched_config(config, "b", None).player.max_turns == 2
     assert config.player.max_turns == 2 and config.player.timeout.rollout is None
+
+
+def test_each_seat_keeps_its_own_tool_deadline():
+    """A tool deadline is the env's behaviour: vf_slow_tool's harness gives a tool call 0.5 s, and
+    the bridge's harness keeps it; a seat without a harness of its own keeps verifiers' default."""
+    import verifiers.v1 as vf
+
+    timed = patched_config(_import(SLOW).load_environment(tool_timeout=0.5), "b", None).agent.harness
+    assert (timed.id, timed.tool_timeout) == (HARNESS_ID, 0.5)
+    plain = _import(GUESS).load_environment(max_number=3, turns=2).config
+    assert plain.player.harness is None
+    assert patched_config(plain, "b", None).player.harness.tool_timeout == vf.HarnessConfig().tool_timeout == 600.0
+
+
+def test_a_tool_call_past_the_envs_deadline_is_a_tool_timeout(tmp_path):
+    slow = _import(SLOW)
+    url = _import(LOOKUP).serve_in_thread(tmp_path, slow.WaitTools(slow.WaitToolsConfig()))
+    env = VerifiersEnv(SLOW, tools_url=url, tool_timeout=0.5)
+    try:
+        env.reset(seed=0)
+
+        def wait(seconds: float):
+            obs, reward, terminated, truncated, info = env.step(
+                '<tool_call>{"name": "wait_tools_wait", "arguments": {"seconds": ' + str(seconds) + "}}</tool_call>")
+            assert (reward, terminated, truncated) == (0.0, False, False)
+            return obs, info["tool"]
+
+        assert wait(0.05) == ("waited 0.05 s", {"name": "wait_tools_wait", "status": "ok"})
+        assert wait(3) == ("error: tool 'wait_tools_wait' timed out",
+                           {"name": "wait_tools_wait", "status": "timeout", "error": "tool call timed out"})
+    finally:
+        env.close()
 
 
 @pytest.fixture(scope="module")
@@ -172,3 +205,52 @@ def test_a_rollout_that_never_asks_for_a_completion_is_an_error_not_a_hang(tmp_p
             assert check["playable"] is False
     finally:
         env.close()
+
+
+class _Asked:
+    """The bridge's side of one model call: records the request, answers with ``text``."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.requests = text, []
+
+    async def ask(self, request):
+        self.requests.append(request)
+        return self.text
+
+    def take_tool_statuses(self):
+        return [{"name": "lookup", "status": "ok"}]
+
+
+def test_the_client_answers_in_the_chat_completions_wire_format():
+    """What verifiers' interception server gets from the bridge's client, through verifiers' own chat
+    dialect: the reply as an OpenAI chat completion (its raw form is what verifiers records on the
+    trace), tool calls with ``finish_reason`` "tool_calls", numbered ids, the request's model."""
+    import asyncio
+
+    from verifiers.v1.dialects.chat import ChatDialect
+
+    from envaudit.adapters.verifiers_bridge import BridgeClient
+
+    asked = _Asked('calling <tool_call>{"name": "lookup", "arguments": {"key": "k1"}}</tool_call>')
+    client = BridgeClient(asked)
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    body = {"model": "m1", "messages": [{"role": "user", "content": "find k1"}], "tools": tools}
+    first = asyncio.run(client.get_response(ChatDialect(), body, None))
+    message = {"role": "assistant", "content": "calling", "tool_calls": [_call(0, "lookup", '{"key": "k1"}')]}
+    assert first.raw == {"id": "envaudit-0", "object": "chat.completion", "created": 0, "model": "m1",
+                         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+                         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+    assert first.finish_reason == "tool_calls" and first.message.content == "calling"
+    (request,) = asked.requests
+    assert [m.content for m in request.messages] == ["find k1"] and request.tools == tools
+    assert request.tool_statuses == [{"name": "lookup", "status": "ok"}]
+
+    asked.text = "\\boxed{v71}"
+    second = asyncio.run(client.get_response(ChatDialect(), {"messages": body["messages"]}, None))
+    assert second.raw["id"] == "envaudit-1" and second.raw["model"] == MODEL and second.finish_reason == "stop"
+    assert second.raw["choices"][0]["message"] == {"role": "assistant", "content": "\\boxed{v71}"}
+    assert asked.requests[1].tools == []
+
+    del asked  # the bridge is gone (its episode closed): the rollout's next call fails, saying so
+    with pytest.raises(RuntimeError, match="^the envaudit bridge of this rollout is gone$"):
+        asyncio.run(client.get_response(ChatDialect(), body, None))

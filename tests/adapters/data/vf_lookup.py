@@ -58,15 +58,15 @@ class LookupTaskset(vf.Taskset[LookupTask, LookupConfig]):
         return [LookupTools(LookupToolsConfig(url=config.tools_url))]
 
 
-def serve_in_thread(directory: Path) -> str:
-    """Run ``LookupTools`` the way verifiers' launcher does (``ServerBase._serve``), in a daemon
-    thread; return its MCP URL."""
+def serve_in_thread(directory: Path, toolset: vf.Toolset | None = None) -> str:
+    """Run ``toolset`` (default: ``LookupTools``) the way verifiers' launcher does
+    (``ServerBase._serve``), in a daemon thread; return its MCP URL."""
     import verifiers.v1.mcp.server as server
 
     port_file = directory / "port"
     os.environ["MCP_PORT_FILE"] = str(port_file)
     server._die_with_parent = lambda: None  # it would tie the test process to its parent's life
-    threading.Thread(target=LookupTools(LookupToolsConfig())._serve, daemon=True).start()
+    threading.Thread(target=(toolset or LookupTools(LookupToolsConfig()))._serve, daemon=True).start()
     for _ in range(200):
         if port_file.exists() and port_file.read_text():
             break
