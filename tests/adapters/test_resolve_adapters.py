@@ -71,3 +71,77 @@ def test_cli_passes_env_args_to_the_adapter(tmp_path, monkeypatch):
     assert report["env_id"] == "reasoning-gym:leg_counting"
     assert (report["fingerprint"]["adapter"]["size"], report["fingerprint"]["adapter"]["dataset_seed"]) == (20, 3)
     assert main(["scan", "reasoning-gym:leg_counting", "--env-arg", "size=-1", "--no-progress"]) == 2
+
+
+def test_every_prefix_and_what_is_not_one():
+    from envaudit.adapters import ADAPTERS
+
+    assert prefix_of("openenv+http://127.0.0.1:8000") == "openenv+http"
+    assert prefix_of("openenv:echo_env.server:EchoEnv") == "openenv" and prefix_of("skyrl-gym:gsm8k") == "skyrl-gym"
+    assert prefix_of("verifiers") is None and prefix_of(":leg_counting") is None and prefix_of("") is None
+    assert set(ADAPTERS) == {"reasoning-gym", "textarena", "gem", "skyrl-gym", "verifiers", "openenv", "openenv+http"}
+
+
+def test_a_target_naming_no_ecosystem_lists_them_all():
+    with pytest.raises(UsageError) as caught:
+        resolve_adapter("tetris:v1")
+    assert str(caught.value) == ("'tetris:v1' names no ecosystem; expected one of reasoning-gym:ID, textarena:ID, "
+                                 "gem:ID, skyrl-gym:ID, verifiers:ID, openenv:ID, openenv+http:ID")
+
+
+@pytest.mark.parametrize("target, example", [("textarena:", "textarena:GuessTheNumber-v0"),
+                                             ("skyrl-gym:   ", "skyrl-gym:gsm8k")])
+def test_an_empty_id_names_an_example_of_the_ecosystem(target, example):
+    with pytest.raises(UsageError) as caught:
+        resolve_adapter(target)
+    assert str(caught.value) == f"{target!r} has no id after {target.split(':')[0] + ':'!r}; e.g. {example}"
+
+
+def test_tasks_are_refused_where_the_ecosystem_makes_its_own():
+    pytest.importorskip("reasoning_gym")
+    with pytest.raises(UsageError) as caught:
+        resolve_adapter("reasoning-gym:leg_counting", {"tasks": "rows.jsonl"})
+    assert str(caught.value) == ("reasoning-gym makes its own tasks and takes no --tasks (env-arg tasks='rows.jsonl'); "
+                                 "drop it, or scan an ecosystem whose tasks are rows you supply, e.g. "
+                                 "skyrl-gym:gsm8k --tasks rows.jsonl")
+
+
+def test_the_factory_builds_a_fresh_env_with_the_options():
+    pytest.importorskip("reasoning_gym")
+    from envaudit.adapters import reasoning_gym
+
+    env_id, make = resolve_adapter(" reasoning-gym: leg_counting ".strip(), {"size": 12})
+    assert env_id == "reasoning-gym: leg_counting"
+    assert (make.func, make.args, make.keywords) == (reasoning_gym.make, ("leg_counting",), {"size": 12})
+    first, second = make(), make()
+    try:
+        assert first is not second and first.adapter_info["size"] == 12
+    finally:
+        first.close()
+        second.close()
+
+
+def test_require_imports_or_names_the_extra(tmp_path, monkeypatch):
+    import json as json_module
+
+    assert require("json", package="json", extra="none") is json_module
+    with pytest.raises(UsageError) as caught:
+        require("envaudit_no_such_package_xyz.sub", package="gem-llm", extra="gem")
+    assert str(caught.value) == ("the gem adapter needs the 'gem-llm' package, which is not installed; "
+                                 "install it with: pip install 'envaudit-rl[gem]'")
+    # The package is there but one of its own imports is missing: that is named, not the extra.
+    (tmp_path / "envaudit_half_installed.py").write_text("import envaudit_missing_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(UsageError) as caught:
+        require("envaudit_half_installed", package="half", extra="half")
+    assert str(caught.value) == ("importing 'envaudit_half_installed' failed: "
+                                 "No module named 'envaudit_missing_dependency_xyz'")
+
+
+def test_package_version_reads_the_installed_metadata():
+    import importlib.metadata
+
+    from envaudit.adapters import package_version
+
+    assert package_version("gymnasium") == importlib.metadata.version("gymnasium")
+    assert package_version("envaudit-no-such-distribution") is None
