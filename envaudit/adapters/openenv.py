@@ -181,9 +181,9 @@ def action_class_of(cls: type) -> type:
 
 
 def _result_of(obs: Any) -> Result:
+    # A tool call's ``result`` (fastmcp's CallToolResult) is dumped to its dict, as the server sends
+    # it: in process and over the wire the adapter reads the same shape.
     fields = obs.model_dump(exclude={"done", "reward", "metadata"})
-    if "result" in fields and hasattr(obs, "result"):
-        fields["result"] = obs.result  # a fastmcp CallToolResult: keep the object, its text is read below
     reward = obs.reward
     return Result(fields, None if reward is None else float(reward), bool(obs.done), dict(obs.metadata or {}))
 

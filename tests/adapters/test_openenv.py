@@ -199,6 +199,8 @@ def test_mcp_tool_statuses_come_from_openenvs_error_types():
         _, reward, terminated, truncated, info = env.step(env.action_labels.index(label))
         assert (info["tool"]["name"], info["tool"]["status"]) == (tool, status), label
         assert (info["tool"].get("error") or "").startswith(error_type or ""), label
+        if tool == "slow_lookup":  # the adapter's timeout_s reached the env's step (OpenEnv's default is 30 s)
+            assert info["tool"]["error"] == f"timeout: Tool 'slow_lookup' timed out after {TIMEOUT_S} seconds"
         assert reward == 0.0 and not terminated and not truncated
         if label not in ("list_tools", "repeat_last"):
             assert info.get("reward_none") is True  # OpenEnv leaves reward None on tool calls

@@ -90,6 +90,26 @@ def test_the_backend_maps_openenvs_observations():
     assert closed == [True]
 
 
+def test_the_backend_passes_the_seed_and_make_names_the_target_and_options():
+    import random
+
+    from tests.fixtures.openenv_envs import ArithmeticToolEnvironment
+
+    backend = O.InProcess(ArithmeticToolEnvironment, {})
+    for seed in (3, 4):
+        rng = random.Random(seed)  # the fixture draws a and b from the reset seed
+        a, b = rng.randint(1, 9), rng.randint(1, 9)
+        assert backend.reset(seed=seed, episode_id="e").metadata == {"task": f"What is {a} + {b}?"}
+    env = O.make(MCP, low=2, high=2, max_steps=3)
+    try:
+        info = env.adapter_info
+        assert (info["target"], info["options"], info["max_steps"]) == (f"openenv:{MCP}", {"low": "2", "high": "2"}, 3)
+        obs, _ = env.reset(seed=0)
+        assert "What is 2 + 2?" in obs
+    finally:
+        env.close()
+
+
 def test_the_action_model_of_an_mcp_env_is_openenvs_call_tool_action():
     from openenv.core.env_server.mcp_types import CallToolAction
 
