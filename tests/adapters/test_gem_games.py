@@ -162,3 +162,31 @@ def test_a_trial_records_the_move_and_the_games_answer_on_a_copy():
     short.reset(seed=0)
     last = try_move(short, boxed(str(next(n for n in range(1, 11) if n != short.game_number))))
     assert last.terminated and last.truncated  # GEM marks both at its turn limit
+
+
+def test_a_minesweeper_board_solved_by_a_flag_is_a_success_gem_never_ends():
+    """GEM checks ``_is_solved`` only after a reveal (``MinesweeperEnv.step``'s flag branch never does),
+    so a board whose last mine is flagged after every safe cell was revealed plays on to the turn limit
+    (25 on the easy variant) and ends with "You have reached the maximum number of turns." and no
+    win. Success is read from the board, not from that message: the episode is a truncated success.
+    Seed 0: the first reveal at (0, 0) opens 13 cells; 12 safe cells and 5 mines are left."""
+    from envaudit.adapters.gem import GemEnv
+
+    env = GemEnv("game:Minesweeper-v0-easy")
+    env.reset(seed=0)
+    base = env.inner.unwrapped
+    env.step(boxed("reveal 0 0"))
+    cells = [(r, c) for r in range(base.rows) for c in range(base.cols)]
+    safe = [(r, c) for r, c in cells if base.grid[r][c] != -1 and not base.revealed[r][c]]
+    mines = [(r, c) for r, c in cells if base.grid[r][c] == -1]
+    assert (len(safe), len(mines), base.max_turns) == (12, 5, 25)
+    for r, c in safe:
+        env.step(boxed(f"reveal {r} {c}"))
+    for r, c in mines:
+        obs, reward, terminated, truncated, info = env.step(boxed(f"flag {r} {c}"))
+    assert base._is_solved() and (terminated, truncated) == (False, False)  # solved, and the game goes on
+    assert obs.startswith("At turn 18, you added a flag") and "success" not in info
+    while not (terminated or truncated):
+        obs, reward, terminated, truncated, info = env.step(boxed("reveal 0 0"))  # already revealed: rejected
+    assert (obs, reward, terminated, truncated) == ("You have reached the maximum number of turns.", 0.0, False, True)
+    assert info["success"] is True and info["invalid_move"] is False and env._turn == 25
