@@ -156,6 +156,8 @@ def test_code_transplant_skips_rows_without_tests_and_solutions_that_pass(tmp_pa
     assert not [r for r in found["relabelled"] if r["label"] == "transplant"]
     assert _transplant(env.checked(3, "")) == fence(ADD)  # round the end: row 0 is next
     assert _transplant(env.checked(2, "")) == fence(table)  # row 3, the one after it
+    env.reset(seed=0)  # the catalogue of a state is its row's checked one
+    assert env.candidates()["transplant"] == fence(table) and env.candidates()["reference"] == fence(ADD)
 
 
 def test_code_transplant_with_every_other_solution_passing_is_an_empty_program(tmp_path):

@@ -108,3 +108,22 @@ def test_searchcode_first_tool_call_has_a_status():
         assert env.play_first(0, "<solution>#### 386</solution>") == (1.0, True, True, None)
     finally:
         env.close()
+
+
+def test_the_catalogue_of_a_state_carries_the_checked_answers_and_the_last_call():
+    """searchcode's catalogue (``searchcode_strategies``): the checked transplant (row 1's reference,
+    "820") and constant (row 0's, "386") in its answer format, and ``tool_repeat`` the last call
+    made in the episode (before any, the valid call)."""
+    from envaudit.adapters.skyrl_search import SEARCHCODE_VALID
+
+    env = SkyRLGymEnv("searchcode", tasks=str(DATA / "skyrl_searchcode.jsonl"))
+    try:
+        env.reset(seed=0)
+        first = env.candidates()
+        assert (first["transplant"], first["constant"]) == ("<solution>#### 820</solution>", "<solution>#### 386</solution>")
+        assert first["tool_repeat"] == SEARCHCODE_VALID and first["wrong_1"] == f"<solution>#### {env.checked(0, '')['wrong'][0]}</solution>"
+        call = "<tool><python>print(17 * 23)</python></tool>"
+        env.step(call)
+        assert env.candidates()["tool_repeat"] == call
+    finally:
+        env.close()
