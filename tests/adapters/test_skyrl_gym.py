@@ -186,6 +186,29 @@ def test_a_seed_replays_its_row_and_each_reset_makes_a_fresh_env():
     assert env.adapter_info["rows"] == 10 and env.adapter_info["env"] == "gsm8k"
 
 
+def test_the_turn_limit_and_the_info_come_from_the_env_and_its_rows(tmp_path):
+    """search's own turn limit is 2 without a row's ``max_turns`` (``SearchEnv.__init__``); a row that
+    declares more raises the limit; the adapter's cap bounds the episode. The info names how tool
+    statuses are read and the options as given."""
+    rows = [json.loads(line) for line in (DATA / "skyrl_search.jsonl").read_text().splitlines()]
+    for row in rows:
+        row.pop("max_turns", None)
+        (row.get("extra_info") or {}).pop("max_turns", None)
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = SkyRLGymEnv("search", tasks=str(plain), topk=2)
+    assert (env.turn_limit, env.turn_cap, env.adapter_info["max_turns"]) == (2, 2, 2)
+    assert env.adapter_info["env_config"] == {"topk": "2"}
+    assert env.adapter_info["tool_status"] == ("read from the reply and the search tool's answer "
+                                               "(envaudit.adapters.skyrl_search.search_status)")
+    longer = tmp_path / "longer.jsonl"
+    longer.write_text("".join(json.dumps({**r, "max_turns": 4 + i}) + "\n" for i, r in enumerate(rows)))
+    assert SkyRLGymEnv("search", tasks=str(longer)).turn_limit == 4 + len(rows) - 1
+    assert SkyRLGymEnv("search", tasks=str(longer), turn_cap=3).turn_cap == 3
+    assert _env("gsm8k", {"tasks": GSM8K}).adapter_info["tool_status"] == (
+        "read from skyrl-gym's error texts in the next observation (envaudit.adapters.skyrl_profiles.TOOL_TEXT)")
+
+
 def test_quick_scan_finds_the_format_score_paid_for_delaying():
     # Checked by hand: stepping gsm8k_multi_turn with '#### <wrong>' three times, then the ground
     # truth, pays 0.04 + 0.04 + 0.04 + 1.0 = 1.12 against 1.0 for answering at once (skyrl-gym's

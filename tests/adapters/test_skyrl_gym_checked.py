@@ -156,6 +156,9 @@ def test_code_transplant_skips_rows_without_tests_and_solutions_that_pass(tmp_pa
     assert not [r for r in found["relabelled"] if r["label"] == "transplant"]
     assert _transplant(env.checked(3, "")) == fence(ADD)  # round the end: row 0 is next
     assert _transplant(env.checked(2, "")) == fence(table)  # row 3, the one after it
+    assert env.adapter_info["reference"] == "the row's reference solution"  # row 0's
+    assert _code_env(tmp_path, rows[3:] + rows[:1]).adapter_info["reference"] == (
+        "a table of every test's output (the row ships no solution)")
     env.reset(seed=0)  # the catalogue of a state is its row's checked one
     assert env.candidates()["transplant"] == fence(table) and env.candidates()["reference"] == fence(ADD)
 
