@@ -127,3 +127,27 @@ def test_the_catalogue_of_a_state_carries_the_checked_answers_and_the_last_call(
         assert env.candidates()["tool_repeat"] == call
     finally:
         env.close()
+
+
+def test_searchcode_search_tool_points_where_the_option_says_and_logs_nothing():
+    """searchcode builds its SearchToolGroup with skyrl-gym's default server whatever its config says
+    (``SearchToolGroup(search_url="http://127.0.0.1:8000/retrieve", log_requests=True)``): the adapter
+    points it at ``search_url`` and turns its request log off, in the episode's env and a fresh one."""
+    def search_group(inner):
+        (group,) = [g for g in inner.tool_groups if hasattr(g, "search_url")]
+        return group
+
+    pointed = SkyRLGymEnv("searchcode", tasks=str(DATA / "skyrl_searchcode.jsonl"), search_url="http://127.0.0.1:9/retrieve")
+    plain = SkyRLGymEnv("searchcode", tasks=str(DATA / "skyrl_searchcode.jsonl"))
+    try:
+        pointed.reset(seed=0)
+        plain.reset(seed=0)
+        group = search_group(pointed.inner)
+        assert (group.search_url, group.log_requests) == ("http://127.0.0.1:9/retrieve", False)
+        assert (search_group(plain.inner).search_url, search_group(plain.inner).log_requests) == (
+            "http://127.0.0.1:8000/retrieve", False)
+        python = next(g for g in plain.inner.tool_groups if not hasattr(g, "search_url"))
+        assert not hasattr(python, "log_requests")
+    finally:
+        pointed.close()
+        plain.close()
