@@ -133,6 +133,30 @@ def test_the_action_model_of_an_mcp_env_is_openenvs_call_tool_action():
         O.action_class_of(Bare)
 
 
+def test_the_action_model_of_a_text_env_is_its_type_parameter_or_steps_annotation():
+    """``Environment[Act, Obs, State]`` names the action model (through a subclass of a subclass too);
+    without one, ``step``'s annotation does; a type parameter that is no Action is passed over."""
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.types import Observation, State
+
+    from tests.fixtures.openenv_envs import Annotated, Generic, Say, Shout, StateOnly
+
+    class Deeper(Generic):
+        pass
+
+    assert O.action_class_of(Generic) is Say and O.action_class_of(Deeper) is Say
+    assert O.action_class_of(Annotated) is Shout
+
+    class Plain(StateOnly, Environment[int, Observation, State]):  # a parameter that is no Action
+        step = Generic.step
+
+    with pytest.raises(UsageError) as caught:
+        O.action_class_of(Plain)
+    assert str(caught.value) == ("cannot tell the Action model of test_the_action_model_of_a_text_env_is_its_type_"
+                                 "parameter_or_steps_annotation.<locals>.Plain: annotate step(self, action: MyAction) "
+                                 "or subclass Environment[MyAction, MyObservation, State]")
+
+
 def test_the_text_field_is_named_or_chosen_and_a_wrong_name_lists_the_fields():
     schema = {"title": "Move", "required": ["text"], "properties": {
         "metadata": {"type": "string"}, "note": {"type": "string"}, "text": {"type": "string"}, "n": {"type": "integer"}}}

@@ -136,3 +136,63 @@ def test_the_step_cap_truncates_on_the_capped_step_and_a_named_limit_is_a_trunca
     assert _ends(OpenEnvEnv(NeverDone(stop_after=2), "t", max_steps=3)) == (2, True, False)
     limited = NeverDone(stop_after=2, metadata={"reason": "max_steps reached"})
     assert _ends(OpenEnvEnv(limited, "t", max_steps=5)) == (2, False, True)
+
+
+class Recording(Backend):
+    """A text env behind the Backend interface whose action has required fields beside the text,
+    recording what the adapter sends; its reset echoes the seed and episode id it was given."""
+
+    action_schema = {"title": "Order", "required": ["count", "message", "mode"], "properties": {
+        "count": {"type": "integer"}, "message": {"type": "string"}, "mode": {"enum": ["fast", "slow"]},
+        "note": {"type": "string", "default": ""}}}
+
+    def __init__(self) -> None:
+        self.sent, self.resets = [], []
+
+    def reset(self, seed, episode_id):
+        self.resets.append((seed, episode_id))
+        return Result({"greeting": "hi", "tools": [{"name": "a"}, SimpleNamespace(name="b"), "c"]}, None, False,
+                      {"task": f"seed {seed}"})
+
+    def step(self, payload, timeout_s):
+        self.sent.append(payload)
+        return Result({"result": {"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}},
+                      0.0, False)
+
+
+def test_a_text_action_fills_only_the_required_fields_and_the_observation_is_its_fields_as_json():
+    backend = Recording()
+    env = OpenEnvEnv(backend, "t", max_steps=4)
+    obs, info = env.reset(seed=7)
+    assert backend.resets == [(7, "envaudit-seed7")] and info == {"metadata": {"task": "seed 7"}}
+    # tool names read from dicts, objects and plain names; the metadata joins the fields
+    assert obs == '{"greeting": "hi", "metadata": {"task": "seed 7"}, "tools": ["a", "b", "c"]}'
+    obs, *_ = env.step("hello")
+    assert backend.sent == [{"count": 1, "mode": "fast", "message": "hello"}]  # arguments(schema, "valid")
+    assert obs == '{"result": "one\\ntwo"}'  # a tool result's texts, one per line
+
+
+def test_a_reset_without_a_seed_draws_one_from_the_envs_generator():
+    import numpy as np
+
+    backend = Recording()
+    env = OpenEnvEnv(backend, "t")
+    env.reset(seed=3)
+    env.reset()
+    drawn = int(np.random.default_rng(3).integers(2**31))  # Gymnasium seeds np_random with the first seed
+    assert backend.resets == [(3, "envaudit-seed3"), (drawn, f"envaudit-seed{drawn}")]
+
+
+def test_a_tool_results_error_flag_is_read_in_every_shape():
+    call = {"type": "call_tool", "tool_name": "t"}
+
+    def status(result):
+        return tool_info(call, Result({"tool_name": "t", "error": None, "result": result}, None, False))["status"]
+
+    text = [{"type": "text", "text": "no"}]
+    assert status(SimpleNamespace(is_error=True, content=[SimpleNamespace(text="no")])) == "error"  # fastmcp's object
+    assert status({"isError": True, "content": text}) == "error"  # MCP's wire name
+    assert status({"is_error": True, "content": text}) == "error"
+    assert status({"isError": False, "content": text}) == "ok" and status({"content": text}) == "ok"
+    assert status(SimpleNamespace(is_error=False, content=[])) == "ok" and status(None) == "ok"
+    assert result_text({"b": 1, "a": SimpleNamespace}) == '{"a": "' + str(SimpleNamespace) + '", "b": 1}'
