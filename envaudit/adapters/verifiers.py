@@ -83,7 +83,9 @@ def _bridge() -> Any:
 
 
 # -- resolving MODULE ----------------------------------------------------------------------
-def _import(target: str) -> Any:
+def import_target(target: str) -> Any:
+    """The module a ``verifiers:TARGET`` names: a ``.py`` file (imported once per path, under a
+    lower-cased name verifiers' plugin loader can import again) or an importable module name."""
     if target.endswith(".py") or "/" in target:
         path = Path(target)
         if not path.is_file():
@@ -147,7 +149,7 @@ def _split(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 def _builder(target: str, kwargs: Mapping[str, Any]):
     """``(module, build)``: ``build(patch)`` makes the verifiers Env under a patched config."""
     bridge = _bridge()
-    module = _import(target)
+    module = import_target(target)
     load = getattr(module, "load_environment", None)
     if callable(load) and getattr(load, "__module__", "").split(".")[0] != "verifiers":
         def build(patch):

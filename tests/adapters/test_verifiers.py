@@ -154,9 +154,9 @@ def test_usage_errors_exit_2(tmp_path, capsys, monkeypatch):
 
 @pytest.fixture(scope="module")
 def lookup_url(tmp_path_factory):
-    from envaudit.adapters.verifiers import _import
+    from envaudit.adapters.verifiers import import_target
 
-    return _import(LOOKUP).serve_in_thread(tmp_path_factory.mktemp("mcp"))
+    return import_target(LOOKUP).serve_in_thread(tmp_path_factory.mktemp("mcp"))
 
 
 def test_tool_calls_carry_the_status_the_harness_saw(lookup_url):

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("verifiers.v1")
 
-from envaudit.adapters.verifiers import VerifiersEnv, _import  # noqa: E402
+from envaudit.adapters.verifiers import VerifiersEnv, import_target  # noqa: E402
 from envaudit.adapters.verifiers_bridge import (  # noqa: E402
     BRIDGE_KEY,
     CLIENT,
@@ -43,7 +43,7 @@ def test_tool_calls_are_read_from_the_reply_text():
 
 
 def test_every_seat_is_played_through_the_bridge_without_deadlines():
-    config = _import(GUESS).load_environment(max_number=3, turns=2).config
+    config = import_target(GUESS).load_environment(max_number=3, turns=2).config
     patched = patched_config(config, "bridge-x", 7)
     seat = patched.player
     assert (seat.harness.id, seat.harness.env) == (HARNESS_ID, {BRIDGE_KEY: "bridge-x"})
@@ -62,16 +62,16 @@ def test_each_seat_keeps_its_own_tool_deadline():
     the bridge's harness keeps it; a seat without a harness of its own keeps verifiers' default."""
     import verifiers.v1 as vf
 
-    timed = patched_config(_import(SLOW).load_environment(tool_timeout=0.5), "b", None).agent.harness
+    timed = patched_config(import_target(SLOW).load_environment(tool_timeout=0.5), "b", None).agent.harness
     assert (timed.id, timed.tool_timeout) == (HARNESS_ID, 0.5)
-    plain = _import(GUESS).load_environment(max_number=3, turns=2).config
+    plain = import_target(GUESS).load_environment(max_number=3, turns=2).config
     assert plain.player.harness is None
     assert patched_config(plain, "b", None).player.harness.tool_timeout == vf.HarnessConfig().tool_timeout == 600.0
 
 
 def test_a_tool_call_past_the_envs_deadline_is_a_tool_timeout(tmp_path):
-    slow = _import(SLOW)
-    url = _import(LOOKUP).serve_in_thread(tmp_path, slow.WaitTools(slow.WaitToolsConfig()))
+    slow = import_target(SLOW)
+    url = import_target(LOOKUP).serve_in_thread(tmp_path, slow.WaitTools(slow.WaitToolsConfig()))
     env = VerifiersEnv(SLOW, tools_url=url, tool_timeout=0.5)
     try:
         env.reset(seed=0)
@@ -91,7 +91,7 @@ def test_a_tool_call_past_the_envs_deadline_is_a_tool_timeout(tmp_path):
 
 @pytest.fixture(scope="module")
 def lookup_url(tmp_path_factory):
-    return _import(LOOKUP).serve_in_thread(tmp_path_factory.mktemp("mcp"))
+    return import_target(LOOKUP).serve_in_thread(tmp_path_factory.mktemp("mcp"))
 
 
 def test_the_harness_reports_each_kind_of_tool_call(lookup_url):

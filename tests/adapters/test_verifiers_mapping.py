@@ -403,14 +403,14 @@ def test_a_taskset_plugin_gets_the_id_verifiers_loader_resolves():
 def test_a_file_is_imported_once_under_a_name_made_from_its_stem(tmp_path):
     import sys
 
-    from envaudit.adapters.verifiers import _import
+    from envaudit.adapters.verifiers import import_target
 
     path = tmp_path / "my-guess.py"
     path.write_text(Path(GUESS).read_text())
     env = VerifiersEnv(str(path), size=2)
     try:
         assert env.adapter_info["module"] == "envaudit_vf_my_guess"  # the stem's non-word characters as _
-        assert _import(str(path)) is sys.modules["envaudit_vf_my_guess"]  # the same module again, not a re-import
+        assert import_target(str(path)) is sys.modules["envaudit_vf_my_guess"]  # the same module again, not a re-import
     finally:
         env.close()
     # A taskset plugin file whose name has capitals: verifiers' loader imports its id lower-cased.
@@ -425,7 +425,7 @@ def test_a_file_is_imported_once_under_a_name_made_from_its_stem(tmp_path):
     other = tmp_path / "elsewhere"
     other.mkdir()
     (other / "my_guess.py").write_text("VALUE = 2\n")
-    assert _import(str(other / "my_guess.py")).VALUE == 2
+    assert import_target(str(other / "my_guess.py")).VALUE == 2
     # A file that fails to import leaves no half-made module behind.
     broken = _module(tmp_path, "vf_fails", "raise RuntimeError('at import')\n")
     with pytest.raises(RuntimeError, match="at import"):
