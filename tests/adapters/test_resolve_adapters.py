@@ -145,3 +145,16 @@ def test_package_version_reads_the_installed_metadata():
 
     assert package_version("gymnasium") == importlib.metadata.version("gymnasium")
     assert package_version("envaudit-no-such-distribution") is None
+
+
+def test_tasks_reach_an_ecosystem_that_takes_them_and_the_options_are_checked_first():
+    pytest.importorskip("skyrl_gym")
+    pytest.importorskip("reasoning_gym")
+    from pathlib import Path
+
+    rows = str(Path(__file__).parent / "data" / "skyrl_gsm8k.jsonl")
+    _, make = resolve_adapter("skyrl-gym:gsm8k", {"tasks": rows})
+    assert make.args == ("gsm8k",) and make.keywords == {"tasks": rows}
+    assert resolve_adapter("reasoning-gym:leg_counting")[1].args == ("leg_counting",)
+    with pytest.raises(UsageError, match="size"):  # the adapter's own check saw the option
+        resolve_adapter("reasoning-gym:leg_counting", {"size": -1})
