@@ -10,6 +10,7 @@ the right sum. Every message asserted is the adapter's contract: it names the fi
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -155,6 +156,35 @@ def test_the_action_model_of_a_text_env_is_its_type_parameter_or_steps_annotatio
     assert str(caught.value) == ("cannot tell the Action model of test_the_action_model_of_a_text_env_is_its_type_"
                                  "parameter_or_steps_annotation.<locals>.Plain: annotate step(self, action: MyAction) "
                                  "or subclass Environment[MyAction, MyObservation, State]")
+
+
+def _call(tool: str, arguments: dict) -> str:
+    return json.dumps({"arguments": arguments, "tool_name": tool, "type": "call_tool"}, sort_keys=True)
+
+
+def test_the_mcp_catalogue_rotates_over_the_tools_turn_by_turn():
+    """The fixture's tools, in listed order: add(a, b), divide(a, b), slow_lookup(key), submit(answer).
+    At turn t the three valid calls start at tool t (wrapping round); the failing call (edge values:
+    zeros) and the malformed one (a string for each integer) hit tool t; repeat_last is the last
+    action played, before any the first valid call. Arguments from ``arguments(schema, kind)``."""
+    env = O.make(MCP, low=2, high=2, max_steps=6)
+    try:
+        env.reset(seed=0)
+        first = env.candidates()
+        assert [first[f"call_{k}"] for k in (1, 2, 3)] == [
+            _call("add", {"a": 1, "b": 1}), _call("divide", {"a": 1, "b": 1}), _call("slow_lookup", {"key": "test"})]
+        assert first["failing_call"] == _call("add", {"a": 0, "b": 0})
+        assert first["malformed_call"] == _call("add", {"a": "not a number", "b": "not a number"})
+        assert first["repeat_last"] == first["call_1"] and first["list_tools"] == '{"type": "list_tools"}'
+        assert first["unknown_tool"] == '{"type": "call_tool", "tool_name": "envaudit_no_such_tool", "arguments": {}}'
+        for _ in range(3):
+            env.step(env.action_labels.index("list_tools"))
+        third = env.candidates()
+        assert [third[f"call_{k}"] for k in (1, 2, 3)] == [
+            _call("submit", {"answer": 1}), _call("add", {"a": 1, "b": 1}), _call("divide", {"a": 1, "b": 1})]
+        assert third["failing_call"] == _call("submit", {"answer": 0}) and third["repeat_last"] == first["list_tools"]
+    finally:
+        env.close()
 
 
 def test_the_text_field_is_named_or_chosen_and_a_wrong_name_lists_the_fields():

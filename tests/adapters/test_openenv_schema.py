@@ -196,3 +196,48 @@ def test_a_tool_results_error_flag_is_read_in_every_shape():
     assert status({"isError": False, "content": text}) == "ok" and status({"content": text}) == "ok"
     assert status(SimpleNamespace(is_error=False, content=[])) == "ok" and status(None) == "ok"
     assert result_text({"b": 1, "a": SimpleNamespace}) == '{"a": "' + str(SimpleNamespace) + '", "b": 1}'
+
+
+class Ending(NeverDone):
+    """NeverDone that counts the episodes the adapter ends and records each step's timeout_s."""
+
+    def __init__(self, stop_after: int | None = None) -> None:
+        super().__init__(stop_after)
+        self.ended, self.timeouts = 0, []
+
+    def step(self, payload, timeout_s):
+        self.timeouts.append(timeout_s)
+        return super().step(payload, timeout_s)
+
+    def end_episode(self) -> None:
+        self.ended += 1
+
+
+def test_an_episode_is_ended_once_when_it_ends_and_each_step_gets_the_timeout():
+    backend = Ending(stop_after=2)
+    env = OpenEnvEnv(backend, "t", max_steps=5, timeout_s=1.5)
+    env.reset(seed=0)
+    _, _, terminated, _, info = env.step("first")
+    assert not terminated and backend.ended == 0 and info == {"metadata": {}}
+    _, _, terminated, _, _ = env.step("second")
+    assert terminated and backend.ended == 1 and backend.timeouts == [1.5, 1.5]
+    capped = Ending()
+    assert _ends(OpenEnvEnv(capped, "t", max_steps=2)) == (2, False, True) and capped.ended == 1
+
+
+def test_the_text_catalogue_repeats_the_last_reply_or_answers_short():
+    env = OpenEnvEnv(NeverDone(), "t", max_steps=5)
+    env.reset(seed=0)
+    assert env.candidates()["repeat_last"] == "42" and env.candidates()["give_up"] == "I give up. I forfeit this game."
+    env.step("my own reply")
+    assert env.candidates()["repeat_last"] == "my own reply"
+
+
+def test_a_calls_name_is_the_results_or_else_the_actions():
+    call = {"type": "call_tool", "tool_name": "asked"}
+    assert tool_info(call, Result({"tool_name": "ran", "error": None}, None, False))["name"] == "ran"
+    assert tool_info(call, Result({"error": None}, None, False))["name"] == "asked"
+    assert tool_info({"type": "call_tool"}, Result({}, None, False))["name"] == ""
+    failed = tool_info(call, Result({"error": SimpleNamespace(error_type=SimpleNamespace(value="timeout"),
+                                                                message="slow")}, None, False))
+    assert failed == {"name": "asked", "status": "timeout", "error": "timeout: slow"}  # OpenEnv's objects in process
