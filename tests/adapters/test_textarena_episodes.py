@@ -54,6 +54,7 @@ def test_a_reward_of_the_wrong_type_names_the_games_own_line():
     with pytest.raises(RewardTypeError) as caught:
         env.step(env.action_labels.index("empty"))
     assert f"{file}:{line}" in str(caught.value) and "'Bad action. Use `[k]`.' (str)" in str(caught.value)
+    assert str(caught.value).startswith("TextArena's ThreeCardMonteEnv set player 0's reward to 'Bad action.")
     assert user_frame(caught.value) == f"{file}:{line}"  # where the scan's problem points
 
 
