@@ -50,7 +50,8 @@ def test_a_reward_of_the_wrong_type_names_the_games_own_line():
     file, line = _monte_line()
     env = TextArenaEnv("ThreeCardMonte-v0")
     env.reset(seed=1)
-    env.step(env.action_labels.index("empty"))  # the first bad move: TextArena lets the player retry
+    *_, info = env.step(env.action_labels.index("empty"))  # the first bad move: TextArena lets the player retry
+    assert info["tool"] == {"name": "move", "status": "error", "error": "TextArena counted an invalid move"}
     with pytest.raises(RewardTypeError) as caught:
         env.step(env.action_labels.index("empty"))
     assert f"{file}:{line}" in str(caught.value) and "'Bad action. Use `[k]`.' (str)" in str(caught.value)
@@ -178,3 +179,10 @@ def test_a_game_the_opponents_finish_first_is_dealt_again_from_the_seed():
     again, info_again = TextArenaEnv("SecretMafia-v0").reset(seed=0)
     assert (again, info_again) == (first, info)
     assert "deal" not in env.reset(seed=1)[1]  # a game that leaves player 0 a move is the seed's own
+
+
+def test_a_legal_move_the_game_goes_on_after_is_a_move_that_worked():
+    env = TextArenaEnv("TicTacToe-v0")
+    env.reset(seed=0)
+    _, reward, terminated, truncated, info = env.step(env.action_labels.index("legal_1"))
+    assert (reward, terminated, truncated) == (0.0, False, False) and info["tool"] == {"name": "move", "status": "ok"}
