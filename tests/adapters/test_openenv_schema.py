@@ -241,3 +241,42 @@ def test_a_calls_name_is_the_results_or_else_the_actions():
     failed = tool_info(call, Result({"error": SimpleNamespace(error_type=SimpleNamespace(value="timeout"),
                                                                 message="slow")}, None, False))
     assert failed == {"name": "asked", "status": "timeout", "error": "timeout: slow"}  # OpenEnv's objects in process
+
+
+def test_valid_arguments_take_examples_and_a_required_fields_default_and_odd_types_get_fallbacks():
+    schema = {"type": "object", "required": ["city", "units", "blob"], "properties": {
+        "city": {"type": "string", "examples": ["Oslo", "Lima"]},
+        "units": {"type": "string", "default": "metric"},  # required, with a default: the default
+        "days": {"type": "integer"},  # optional without a default: a plain value
+        "blob": {"type": "binary"},  # a type the adapter has no value for
+        "odd": "not a schema"}}
+    assert arguments(schema, "valid") == {"city": "Oslo", "units": "metric", "days": 1, "blob": "test", "odd": "test"}
+    assert arguments(schema, "edge") == {"city": "", "units": "", "days": 0, "blob": "", "odd": ""}
+    assert arguments(schema, "wrong") == {"city": 12345, "units": 12345, "days": "not a number", "blob": 12345,
+                                          "odd": 12345}
+
+
+def test_the_info_names_what_the_adapter_was_given():
+    from envaudit.adapters import package_version
+
+    env = OpenEnvEnv(Recording(), "openenv:my_env:Env", max_steps=4, timeout_s=2.0, success_key="won",
+                     text_field="note", options={"size": 3})
+    info = env.adapter_info
+    assert {k: info[k] for k in ("package", "version", "target", "kind", "action", "text_field", "tools", "options",
+                                 "max_steps", "timeout_s", "success")} == {
+        "package": "openenv", "version": package_version("openenv"), "target": "openenv:my_env:Env", "kind": "text",
+        "action": "Order", "text_field": "note", "tools": None, "options": {"size": "3"}, "max_steps": 4,
+        "timeout_s": 2.0, "success": "a boolean won in the observation's metadata or fields"}
+    assert info["reward_none"] == "a step whose observation has reward=None counts 0 (info['reward_none'] marks it)"
+    assert OpenEnvEnv(Recording(), "t").adapter_info["success"] == (
+        f"a boolean {' / '.join(SUCCESS_KEYS)} in the observation's metadata or fields")
+
+
+class NoTools(Backend):
+    mcp = True
+
+
+def test_an_mcp_env_without_tools_is_a_usage_error():
+    with pytest.raises(UsageError) as caught:
+        OpenEnvEnv(NoTools(), "openenv:x:Env")
+    assert str(caught.value) == "openenv:x:Env: the MCP env lists no tools, so there is nothing to call"
