@@ -254,3 +254,51 @@ def test_the_client_answers_in_the_chat_completions_wire_format():
     del asked  # the bridge is gone (its episode closed): the rollout's next call fails, saying so
     with pytest.raises(RuntimeError, match="^the envaudit bridge of this rollout is gone$"):
         asyncio.run(client.get_response(ChatDialect(), body, None))
+
+
+LISTED = '''
+import verifiers.v1 as vf
+
+
+class D(vf.TaskData):
+    answer: str
+
+
+class T(vf.Task[D, vf.State, vf.TaskConfig]):
+    pass
+
+
+class Tasks(vf.Taskset[T, vf.TasksetConfig]):
+    def load(self):
+        prompt = [{"role": "user", "content": "Say 1."}, {"role": "assistant", "content": "2?"},
+                  {"role": "user", "content": "No: 1."}]
+        yield T(D(prompt=prompt, answer="1"), self.config.task)
+
+
+__all__ = ["D", "T", "Tasks"]
+'''
+
+
+def test_the_harness_asks_with_the_system_prompt_then_the_tasks_messages(tmp_path):
+    """What the bridge's harness sends as the first request: vf_sums' system prompt, then its prompt
+    as one user message (task 0: 3 + 5); a prompt that is a list of messages goes as those messages
+    (verifiers' ``message_to_wire``), with no system message when the task has none."""
+    env = VerifiersEnv(str(DATA / "vf_sums.py"), size=2)
+    try:
+        env.bridge.begin(env.tasks[0])
+        request = env.bridge.next_event()
+        assert [(m.role, m.content) for m in request.messages] == [
+            ("system", import_target(str(DATA / "vf_sums.py")).SYSTEM_PROMPT), ("user", "What is 3 + 5?")]
+        assert request.tools == [] and request.tool_statuses == []
+    finally:
+        env.close()
+    path = tmp_path / "vf_listed.py"
+    path.write_text(LISTED)
+    listed = VerifiersEnv(str(path), size=1)
+    try:
+        listed.bridge.begin(listed.tasks[0])
+        request = listed.bridge.next_event()
+        assert [(m.role, m.content) for m in request.messages] == [
+            ("user", "Say 1."), ("assistant", "2?"), ("user", "No: 1.")]
+    finally:
+        listed.close()
