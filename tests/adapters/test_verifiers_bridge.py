@@ -70,8 +70,7 @@ def test_each_seat_keeps_its_own_tool_deadline():
 
 
 def test_a_tool_call_past_the_envs_deadline_is_a_tool_timeout(tmp_path):
-    slow = import_target(SLOW)
-    url = import_target(LOOKUP).serve_in_thread(tmp_path, slow.WaitTools(slow.WaitToolsConfig()))
+    url = import_target(SLOW).serve_in_thread(tmp_path)
     env = VerifiersEnv(SLOW, tools_url=url, tool_timeout=0.5)
     try:
         env.reset(seed=0)
