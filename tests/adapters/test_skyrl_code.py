@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from envaudit.adapters.catalogue import REFERENCE, WRONG
 from envaudit.adapters import skyrl_code as sc
+from envaudit.adapters.catalogue import REFERENCE, WRONG
 from envaudit.adapters.skyrl_code import (
     CODE_LABELS,
     Case,
@@ -19,14 +19,16 @@ from envaudit.adapters.skyrl_code import (
     code_of,
     code_strategies,
     fence,
+    grader_memory_program,
     judge,
     passes,
     reference_code,
     same_output,
     solution_for,
+    table_program,
     visible_cases,
+    wrong_programs,
 )
-from envaudit.adapters.skyrl_code import grader_memory_program, table_program, wrong_programs
 
 STDIN = sc.Tests((Case("2 3\n", "5\n"), Case("10 -4\n", "6\n")), None)
 """Add two numbers read from stdin."""
@@ -89,7 +91,7 @@ def test_the_grader_memory_program_finds_the_expected_output_only_in_the_graders
     exec(program, namespace)
 
     def grader(args):  # a harness that keeps the expected output in a local, as lcb's does
-        gt_out = 6
+        gt_out = 6  # noqa: F841 - the program looks for it in this frame
         return namespace["Solution"]().total(*args)
 
     assert grader([[1, 2, 3]]) == 6

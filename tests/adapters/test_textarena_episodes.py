@@ -80,7 +80,7 @@ def test_a_game_that_never_hands_the_turn_back_is_blamed_on_its_own_step():
     game_step = env.game.step
     env.game.step = lambda move: (moves.append((env.base.state.current_player_id, move)), game_step(move))[1]
     with pytest.raises(GameStalled) as caught:
-        for turn in range(60):
+        for turn in range(60):  # noqa: B007 - read after the loop: the step that raised
             env.step(env.action_labels.index("legal_1"))
     assert turn == STALLED_AT
     where = user_frame(caught.value)

@@ -21,7 +21,13 @@ pytest.importorskip("verifiers.v1")
 import verifiers.v1 as vf  # noqa: E402
 from verifiers.v1.trace import Error  # noqa: E402
 
-from envaudit.adapters.verifiers import CORRECTNESS, VerifiersEnv, check, correctness_key, map_episode  # noqa: E402
+from envaudit.adapters.verifiers import (  # noqa: E402
+    CORRECTNESS,
+    VerifiersEnv,
+    check,
+    correctness_key,
+    map_episode,
+)
 from envaudit.errors import UsageError  # noqa: E402
 
 DATA = Path(__file__).parent / "data"

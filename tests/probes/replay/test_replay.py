@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from envaudit.interpreter import other_hash_seeds
 from envaudit.probe import HUNG_NOTE, registered_probes
 from envaudit.probes.replay import (
     BRANCH,
@@ -32,7 +33,6 @@ from envaudit.probes.replay import (
     probe,
     same,
 )
-from envaudit.interpreter import other_hash_seeds
 from tests.fixtures import broken_envs as b
 from tests.fixtures import support_desk as sd
 from tests.fixtures.context import explore, misses, off_design, run_probe, sweep
