@@ -141,7 +141,7 @@ def test_the_catalogue_check_counts_tool_calls_that_ran_as_taken(lookup_url):
     }
 
 
-HUNG = """
+TASK = """
 import asyncio
 import verifiers.v1 as vf
 
@@ -152,7 +152,10 @@ class D(vf.TaskData):
 
 class T(vf.Task[D, vf.State, vf.TaskConfig]):
     pass
+"""
+"""The task classes of the verifiers modules the tests below write: an answer, no rubric."""
 
+HUNG = TASK + """
 
 class Tasks(vf.Taskset[T, vf.TasksetConfig]):
     def load(self):
@@ -255,17 +258,7 @@ def test_the_client_answers_in_the_chat_completions_wire_format():
         asyncio.run(client.get_response(ChatDialect(), body, None))
 
 
-LISTED = '''
-import verifiers.v1 as vf
-
-
-class D(vf.TaskData):
-    answer: str
-
-
-class T(vf.Task[D, vf.State, vf.TaskConfig]):
-    pass
-
+LISTED = TASK + '''
 
 class Tasks(vf.Taskset[T, vf.TasksetConfig]):
     def load(self):
