@@ -510,6 +510,31 @@ class CallablePolicy(Policy):
         return doc or f"the env's oracle ({getattr(self.fn, '__name__', type(self.fn).__name__)})"
 
 
+class ByIndex(Policy):
+    """Episode ``i`` of the run plays ``policies[i]`` (``Policy.for_episode``): scripted episodes
+    that share reset seeds (the replay probe plays one seed three times with one script) as one
+    run that fans out over the scan's workers."""
+
+    def __init__(self, policies: Sequence[Policy], name: str | None = None) -> None:
+        if not policies:
+            raise ValueError("ByIndex needs at least one episode's policy")
+        self.policies = list(policies)
+        self.name = name or self.policies[0].name
+        self._describe = self.policies[0].describe()
+
+    def for_episode(self, index: int, seed: int) -> Policy:
+        if not 0 <= index < len(self.policies):
+            raise IndexError(f"ByIndex has no policy for episode {index} (it has {len(self.policies)})")
+        return self.policies[index]
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        raise RuntimeError("ByIndex plays no episode itself: the runner asks for_episode(index, seed) for the "
+                           "episode's policy")
+
+    def describe(self) -> str:
+        return self._describe
+
+
 class BySeed(Policy):
     """Each episode plays the policy given for its reset seed (``Policy.for_episode``): replays of many
     recorded episodes, each with its own actions, as one run that fans out over the scan's workers
@@ -564,7 +589,7 @@ def oracle_policy(env: gym.Env) -> Policy | None:
 
 
 __all__ = [
-    "BySeed", "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan", "StallPolicy",
+    "ByIndex", "BySeed", "CallablePolicy", "ChoicePolicy", "PersistPolicy", "QuitOnFailurePolicy", "RepeatPolicy", "Replay", "ReplayPlan", "StallPolicy",
     "action_stats", "derive_policies", "describe_call", "oracle_policy", "persist_policy", "success_return",
     "tool_status",
 ]

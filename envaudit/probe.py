@@ -348,11 +348,13 @@ class ProbeContext:
         make_env: EnvFactory | None = None,
         ordered: bool | None = None,
         episode_tags: Sequence[Mapping[str, Any]] | None = None,
+        chains: Sequence[int] | None = None,
     ) -> RunResult:
         """Run ``policy`` once per seed (hang-protected, recorded); episodes the safety cap cuts
         are recorded as incomplete. ``ordered=True`` plays the seeds in order on one instance in
         this process (for wrappers or policies that report back through shared state).
-        ``episode_tags[i]`` adds tags to episode ``i`` only."""
+        ``episode_tags[i]`` adds tags to episode ``i`` only; ``chains`` plays consecutive stretches
+        of the seeds each on one fresh instance, the stretches over the workers (``Runner.run``)."""
         if self.env_hung(f"policy {policy.name!r}'s episodes"):
             return RunResult(Recorder().records(), [], stopped_early=True)
         seeds = list(seeds)
@@ -360,10 +362,11 @@ class ProbeContext:
             return RunResult(Recorder().records(), [], stopped_early=True)
         rng = self.rng("policy", rng_name or policy.name)
         tags = {"probe": self.name, "policy": policy.name, **(tags or {})}
-        result = self._remote_run(make_env, policy, seeds, rng, wrappers, tags, ordered, episode_tags)
+        result = self._remote_run(make_env, policy, seeds, rng, wrappers, tags, ordered, episode_tags, chains)
         if result is None:
             result = self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
-                                               deadline=self.deadline, ordered=ordered, episode_tags=episode_tags)
+                                               deadline=self.deadline, ordered=ordered, episode_tags=episode_tags,
+                                               chains=chains)
         self.hangs.extend(p for p in result.problems if p.kind == "hang")
         self.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
         if self.tally is not None:
@@ -378,7 +381,8 @@ class ProbeContext:
 
     def _remote_run(self, make_env: EnvFactory | None, policy: Policy, seeds: list[int], rng: np.random.Generator,
                     wrappers: Sequence[Callable[[gym.Env], gym.Env]], tags: dict[str, Any],
-                    ordered: bool | None, episode_tags: Sequence[Mapping[str, Any]] | None = None) -> RunResult | None:
+                    ordered: bool | None, episode_tags: Sequence[Mapping[str, Any]] | None = None,
+                    chains: Sequence[int] | None = None) -> RunResult | None:
         """In a probe run in a worker process (``envaudit.probe_host``): the run played on the scan's
         episode pool, or None when it stays here (in order on one instance, or not picklable)."""
         if getattr(self.executor, "kind", None) != "remote":
@@ -387,9 +391,9 @@ class ProbeContext:
         if ordered or (ordered is None and getattr(policy, "ordered", False)):
             return self.runner(make_env, ids=iter(ids)).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
                                                             deadline=self.deadline, ordered=True,
-                                                            episode_tags=episode_tags)
+                                                            episode_tags=episode_tags, chains=chains)
         kwargs = dict(config=self.config, policy=policy, seeds=seeds, ids=ids, rng=rng, wrappers=tuple(wrappers),
-                      tags=tags, deadline=self.deadline, episode_tags=episode_tags)
+                      tags=tags, deadline=self.deadline, episode_tags=episode_tags, chains=chains)
         try:
             request = cloudpickle.dumps((make_env, kwargs))
         except Exception as exc:
@@ -399,7 +403,7 @@ class ProbeContext:
                           stacklevel=3)
             return self.runner(make_env, ids=iter(ids)).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
                                                             deadline=self.deadline, ordered=True,
-                                                            episode_tags=episode_tags)
+                                                            episode_tags=episode_tags, chains=chains)
         return self.executor.run(request)
 
     # -- what goes into the report -------------------------------------------------------------

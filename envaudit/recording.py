@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import reduce
 from operator import add
@@ -121,6 +121,12 @@ class Records:
                 "is it a report folder written by `envaudit scan`?"
             )
         return cls(pd.read_parquet(folder / "steps.parquet"), pd.read_parquet(folder / "episodes.parquet"))
+
+    def of_episodes(self, ids: Iterable[int]) -> Records:
+        """The steps and episodes of the episodes ``ids`` only."""
+        ids = set(ids)
+        return Records(self.steps[self.steps["episode_id"].isin(ids)],
+                       self.episodes[self.episodes["episode_id"].isin(ids)])
 
     @classmethod
     def concat(cls, parts: list[Records]) -> Records:

@@ -146,6 +146,14 @@ class RunResult:
     records: Records
     problems: list[Problem] = field(default_factory=list)
     stopped_early: bool = False  # a hang or the deadline stopped the run
+    payloads: dict[int, Any] = field(default_factory=dict)
+    """Per seed index: what a wrapper of the episode's env handed back (``episode_payload()``, see
+    ``payload_of``), for the episodes that had one; it travels back from whatever worker played."""
+    episode_ids: list[int] = field(default_factory=list)
+    """The episode id handed out to each seed index (recorded or not)."""
+    finished: int = 0
+    """How many episodes from the first on were played to their end (an episode whose reset or step
+    raised included): a hang, an env that cannot be made or the cap stops the run at the next."""
 
     @property
     def hung(self) -> bool:
@@ -205,11 +213,26 @@ class _Run:
 
 @dataclass
 class _Episode:
-    """One work item's outcome: the episode's rows (when it was recorded) and its problem."""
+    """One episode's outcome: its rows (when it was recorded), its problem and its payload."""
 
     capture: EpisodeCapture | None = None
     problem: Problem | None = None
     stop: bool = False  # the run stops here: the env hung or cannot be made
+    payload: Any = None
+
+
+def payload_of(env: gym.Env) -> Any:
+    """What the first layer of ``env``'s wrapper stack with an ``episode_payload()`` method says about
+    the episode just played (a picklable value), or None. A wrapper that records what the agent saw
+    (the replay probe's ``Capture``) hands it back this way instead of through shared state, so its
+    runs fan out over the workers like any other."""
+    layer: Any = env
+    while layer is not None:
+        take = getattr(type(layer), "episode_payload", None)
+        if callable(take):
+            return layer.episode_payload()
+        layer = getattr(layer, "env", None)
+    return None
 
 
 @functools.lru_cache(maxsize=8)
@@ -265,18 +288,31 @@ def play(slot: Slot, run: _Run, item: tuple) -> _Episode:
     The whole episode runs on the slot's deadline thread (``Slot.run``), each env call under its
     deadline there; an env call that overran comes back here as ``DeadlineExceeded``."""
     _index, episode_id, seed, _rng_seed, _episode_tags = item
-    playing: dict[str, EpisodeCapture] = {}
+    playing: dict[str, Any] = {}
     try:
         return slot.run(lambda: _play(slot, run, item, playing), run.step_timeout_s)
     except DeadlineExceeded as exc:  # an env call hung: drop the env without calling into it again
         slot.abandon()
         if exc.call == "step":
+            env = playing.get("env")
             return _Episode(playing.get("capture"), Problem("hang", "step", str(exc), seed, exc.step, episode_id),
-                            stop=True)
+                            stop=True, payload=payload_of(env) if env is not None else None)
         return _Episode(problem=Problem("hang", exc.call, str(exc), seed), stop=True)
 
 
-def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, EpisodeCapture]) -> _Episode:
+def play_chain(slot: Slot, run: _Run, chain: Sequence[tuple]) -> list[_Episode]:
+    """Play a chain of episodes in order on one fresh env instance of ``slot`` (the work item of a
+    run with ``chains``); the chain stops at an episode that stops the run."""
+    _drop_env(slot)
+    out = []
+    for item in chain:
+        out.append(play(slot, run, item))
+        if out[-1].stop:
+            break
+    return out
+
+
+def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, Any]) -> _Episode:
     index, episode_id, seed, rng_seed, episode_tags = item
     T = run.step_timeout_s
     if "policy" not in slot.state:
@@ -291,6 +327,7 @@ def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, EpisodeCapture]
         slot.at_end(lambda: slot.guard(env.close, T, "close"))
     env, cap, policy = slot.state["env"], slot.state["cap"], slot.state["policy"].for_episode(index, seed)
     capture = playing["capture"] = EpisodeCapture(episode_id)
+    playing["env"] = env
     env.recorder = capture
     env.set_tags(**run.tags, **(episode_tags or {}))
     try:
@@ -309,14 +346,16 @@ def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, EpisodeCapture]
         try:
             obs, _, terminated, truncated, info = slot.guard(lambda a=action: env.step(a), T, "step", t)
         except Exception as exc:
+            payload = payload_of(env)
             _drop_env(slot)
             return _Episode(capture, Problem("exception", "step", f"{type(exc).__name__}: {exc}", seed, t,
-                                             episode_id, location=user_frame(exc)))
+                                             episode_id, location=user_frame(exc)), payload=payload)
         if terminated or truncated:
-            return _Episode(capture)
+            return _Episode(capture, payload=payload_of(env))
+    payload = payload_of(env)
     _drop_env(slot)
     return _Episode(capture, Problem("exception", "step", f"the episode did not end within its step limit of "
-                                     f"{cap} steps", seed, cap, episode_id))
+                                     f"{cap} steps", seed, cap, episode_id), payload=payload)
 
 
 def _lost(lost: Lost, item: tuple) -> _Episode:
@@ -377,18 +416,25 @@ class Runner:
         reset_options: Mapping[str, Any] | None = None,
         episode_tags: Sequence[Mapping[str, Any]] | None = None,
         ordered: bool | None = None,
+        chains: Sequence[int] | None = None,
     ) -> RunResult:
         """Run one episode per seed with ``policy``; returns the records of just these episodes.
 
         ``episode_tags[i]`` adds tags to episode ``i`` only. ``ordered`` (default: the policy's
         ``ordered``) plays the episodes in order on one instance in this process, for policies and
-        wrappers that report back through shared state.
+        wrappers that report back through shared state. ``chains``: the lengths of consecutive
+        stretches of ``seeds`` (summing to their number), each played in order on one fresh env
+        instance by one worker; the chains fan out over the workers as episodes do (the replay
+        probe's same-instance replays). ``RunResult.payloads`` has what the episodes' wrappers handed
+        back (``payload_of``).
         """
         seeds = [int(s) for s in seeds]
         if self.dead:
             return RunResult(Recorder().records(), [], stopped_early=bool(seeds))
         assert episode_tags is None or len(episode_tags) == len(seeds), (
             f"episode_tags needs one mapping per seed: {len(episode_tags or ())} for {len(seeds)} seeds")
+        assert chains is None or (all(n >= 1 for n in chains) and sum(chains) == len(seeds)), (
+            f"chains must be positive lengths summing to the {len(seeds)} seeds, got {list(chains or ())}")
         # Handed out before anything runs, so ids and randomness follow the index, not the schedule.
         ids = [next(self.ids) for _ in seeds]
         base = int(rng.integers(2**62))
@@ -414,13 +460,25 @@ class Runner:
             if shared is None:
                 executor, shared = InlineExecutor(), run
         outcomes: dict[int, _Episode] = {}
-        for i, outcome in executor.map(play, shared, items, keep_going):
-            if isinstance(outcome, Lost):
-                outcome = _lost(outcome, items[i])
-            outcomes[i] = outcome
-            if outcome.stop:
-                stop_at[0] = min(stop_at[0], i)
-                self.dead = self.dead or outcome.problem.kind == "hang"
+        if chains is None:
+            work: Sequence[Any] = items
+            first = list(range(len(items)))
+            fn: Callable = play
+        else:
+            first = list(itertools.accumulate(chains, initial=0))[:-1]
+            work = [items[a:a + n] for a, n in zip(first, chains, strict=True)]
+            fn = play_chain
+            stop_at[0] = len(work)  # counted in chains while they are handed out
+        for c, outcome in executor.map(fn, shared, work, keep_going):
+            played = [_lost(outcome, items[first[c]])] if isinstance(outcome, Lost) else (
+                outcome if chains is not None else [outcome])
+            for k, episode in enumerate(played):
+                outcomes[first[c] + k] = episode
+            if any(episode.stop for episode in played):
+                stop_at[0] = min(stop_at[0], c)
+                self.dead = self.dead or any(e.stop and e.problem.kind == "hang" for e in played)
+        # The run ends at its first episode that stopped it (counted in episodes, chains or not).
+        stop_at[0] = min((i for i, out in outcomes.items() if out.stop), default=len(items))
         recorder, problems = Recorder(), []
         for i in sorted(outcomes):
             if i > stop_at[0]:  # played by another worker after the run had to stop: not this run's
@@ -434,7 +492,10 @@ class Runner:
             if out.problem is not None:
                 problems.append(out.problem)
         done = sum(1 for i, out in outcomes.items() if i <= stop_at[0] and not out.stop)
-        return RunResult(recorder.records(), problems, stopped_early=done < len(items))
+        payloads = {i: out.payload for i, out in outcomes.items() if i <= stop_at[0] and out.payload is not None}
+        finished = next((i for i in range(len(items)) if i not in outcomes or outcomes[i].stop), len(items))
+        return RunResult(recorder.records(), problems, stopped_early=done < len(items), payloads=payloads,
+                         episode_ids=ids, finished=finished)
 
     def _executor_for(self, run: _Run, policy: Policy, ordered: bool | None) -> Any:
         if ordered or (ordered is None and getattr(policy, "ordered", False)):

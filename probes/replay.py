@@ -46,7 +46,9 @@ observations that carry wall-clock time on purpose. Float noise below the tolera
 from __future__ import annotations
 
 import copy
+import itertools
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,10 +60,10 @@ import pandas as pd
 from envaudit.counterfactual.digest import digest
 from envaudit.findings import Finding, Severity
 from envaudit.interpreter import TIMEOUT_S, Elsewhere, other_hash_seeds
-from envaudit.policies import oracle_policy
+from envaudit.policies import ByIndex, oracle_policy
 from envaudit.probe import Probe, ProbeContext
 from envaudit.protocol import TOOL_KEY
-from envaudit.rollout import Policy, Problem
+from envaudit.rollout import Policy, Problem, RunResult
 
 EPISODE_REPLAYS = 16  # replay units (each: the same instance twice, a fresh instance once)
 BRANCH_REPLAYS = 8  # mid-episode branches (each: two fresh instances)
@@ -113,7 +115,7 @@ class Step:
 class Trajectory:
     seed: int | None
     reset_obs: Any
-    instance: object
+    instance: Any  # the env instance that played it (``Capture.instance``)
     steps: list[Step] = field(default_factory=list)
 
     @property
@@ -130,18 +132,23 @@ def _snapshot(x: Any) -> Any:
 
 
 class Capture(gym.Wrapper):
-    """Append one ``Trajectory`` per reset to ``sink``; the 5-tuple passes through unchanged."""
+    """Keep a ``Trajectory`` of the episode being played; the 5-tuple passes through unchanged.
 
-    def __init__(self, env: gym.Env, sink: list[Trajectory]) -> None:
+    ``episode_payload()`` hands it back to the runner (``RunResult.payloads``), from whatever worker
+    played the episode, so the replays fan out over the scan's workers; ``instance`` names this env
+    instance (its process and its place there), which says whether two episodes shared one."""
+
+    _made = itertools.count()
+
+    def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self.sink = sink
-        self.instance = object()
+        self.instance = (os.getpid(), next(Capture._made))
         self.current: Trajectory | None = None
 
     def reset(self, *, seed=None, options=None):
+        self.current = None
         obs, info = self.env.reset(seed=seed, options=options)
         self.current = Trajectory(seed, _snapshot(obs), self.instance)
-        self.sink.append(self.current)
         return obs, info
 
     def step(self, action):
@@ -159,16 +166,18 @@ class Capture(gym.Wrapper):
                                            terminated, truncated, status))
         return out
 
+    def episode_payload(self) -> Trajectory | None:
+        return self.current
+
 
 class Scripted(Policy):
     """Play ``actions``, then sample from a copy of the action space seeded with ``seed``.
 
-    Independent of the run's generator, so two runs of the same ``Scripted`` play the same actions
+    Independent of the run's generator, so two plays of the same ``Scripted`` play the same actions
     whatever else the runs did.
     """
 
     name = "replay"
-    ordered = True  # its runs compare two episodes on one instance through Capture's sink
 
     def __init__(self, actions: list[Any], seed: int) -> None:
         self.actions = list(actions)
@@ -318,17 +327,16 @@ def oracle_plans(ctx: ProbeContext, tally: Tally, first_unit: int) -> list[tuple
         if ctx.over_cap(f"{ORACLE_UNITS - i} of {ORACLE_UNITS} oracle replay units"):
             tally.stopped = tally.stopped or CAPPED
             break
-        sink: list[Trajectory] = []
-        # In this process: Capture reports through ``sink`` (on the episode pool it stayed empty,
-        # and under --executor processes no oracle unit ran).
-        result = ctx.run(oracle, [seed], wrappers=[lambda env, sink=sink: Capture(env, sink)],
-                         tags={"unit": first_unit + i, "replay": "oracle"}, rng_name="replay-oracle", ordered=True)
+        # In this process, one after another: the oracle may read the probe's own env instance.
+        result = ctx.run(oracle, [seed], wrappers=[Capture], tags={"unit": first_unit + i, "replay": "oracle"},
+                         rng_name="replay-oracle", ordered=True)
         if result.hung:
             tally.stopped = "the env hung"
             tally.hang = next(p for p in result.problems if p.kind == "hang")
             break
-        if len(sink) == 1 and sink[0].steps:
-            out.append((seed, [_snapshot(a) for a in sink[0].actions], ctx.seeds(1, "oracle", i, "fallback")[0]))
+        played = result.payloads.get(0)
+        if played is not None and played.steps:
+            out.append((seed, [_snapshot(a) for a in played.actions], ctx.seeds(1, "oracle", i, "fallback")[0]))
     return out
 
 
@@ -351,70 +359,70 @@ class Tally:
         return divergence is not None
 
 
-def _play(ctx: ProbeContext, policy: Scripted, seeds: list[int], unit: int, tally: Tally):
-    """Run ``policy`` from each seed on one new instance; None when the probe must stop."""
-    sink: list[Trajectory] = []
-    result = ctx.run(policy, seeds, wrappers=[lambda env: Capture(env, sink)], tags={"unit": unit},
-                     rng_name="replay")
+def _play(ctx: ProbeContext, plays: list[tuple[int, Scripted, int]], chains: list[int],
+          tally: Tally) -> tuple[RunResult, int]:
+    """Play each ``(seed, script, unit)`` in one run over the scan's workers, each chain of
+    consecutive plays on one fresh instance; the result and how many plays from the first on can be
+    read (a hang or the cap stops there, and ``tally`` says so)."""
+    result = ctx.run(ByIndex([script for _, script, _ in plays]), [seed for seed, _, _ in plays], wrappers=[Capture],
+                     rng_name="replay", chains=chains, episode_tags=[{"unit": unit} for _, _, unit in plays])
     if result.hung:
         tally.stopped = "the env hung"
         tally.hang = next(p for p in result.problems if p.kind == "hang")
-        return None
-    if result.stopped_early:  # the cap cut the run (ctx.run recorded it as incomplete)
+    elif result.finished < len(plays):  # the cap cut the run (ctx.run recorded it as incomplete)
         tally.stopped = tally.stopped or CAPPED
-        return None
-    ids = result.records.episodes["episode_id"].tolist()
-    return sink, result.records, ids if len(ids) == len(sink) else []
+    return result, result.finished
 
 
-def _unit(ctx, tally, unit, seed, actions, fallback) -> Trajectory | None:
-    """Replay one seed three times (twice on one instance, once on a fresh one) and compare."""
-    policy = Scripted(actions, fallback)
-    played = _play(ctx, policy, [seed, seed], unit, tally)
-    if played is None:
-        return None
-    pair, records_b, ids_b = played
-    played = _play(ctx, policy, [seed], unit, tally)
-    if played is None:
-        return None
-    fresh, records_a, ids_a = played
-    if len(pair) != 2 or len(fresh) != 1:  # a reset raised: the api probe reports it
-        tally.skipped += 1
-        return None
-    b1, b2, a = pair[0], pair[1], fresh[0]
-    # The runner replaces an instance whose step() raised, so "same instance" is checked, not assumed.
-    shared = b1.instance is b2.instance
-    reset_check, episode_check = (RESET_SAME, EPISODE_SAME) if shared else (RESET_FRESH, EPISODE_FRESH)
-    diverged = [
-        tally.compare(reset_check, reset_difference(b1, b2, reset_check)),
-        tally.compare(RESET_FRESH, reset_difference(b1, a, RESET_FRESH)),
-        tally.compare(episode_check, episode_difference(b1, b2, episode_check)),
-        tally.compare(EPISODE_FRESH, episode_difference(b1, a, EPISODE_FRESH)),
-    ]
-    if any(diverged):
-        ctx.keep(records_b)
-        ctx.keep(records_a)
-        tally.examples.extend((ids_b + ids_a)[:3])
-    return b1
+def _units(ctx: ProbeContext, tally: Tally, units: list[tuple[int, int, list[Any], int]]) -> list[Trajectory | None]:
+    """Replay each ``(unit, seed, actions, fallback)`` three times (twice on one instance, once on a
+    fresh one) and compare, unit by unit in order; each unit's first play (None for a unit whose
+    reset raised, which the api probe reports), up to the unit where a hang or the cap stopped."""
+    plays = [(seed, Scripted(actions, fallback), unit) for unit, seed, actions, fallback in units for _ in range(3)]
+    result, finished = _play(ctx, plays, [2, 1] * len(units), tally)
+    out: list[Trajectory | None] = []
+    for k in range(len(units)):
+        if 3 * k + 3 > finished:
+            break
+        b1, b2, a = (result.payloads.get(3 * k + j) for j in range(3))
+        if b1 is None or b2 is None or a is None:
+            tally.skipped += 1
+            out.append(None)
+            continue
+        # The runner replaces an instance whose step() raised, so "same instance" is checked, not assumed.
+        shared = b1.instance == b2.instance
+        reset_check, episode_check = (RESET_SAME, EPISODE_SAME) if shared else (RESET_FRESH, EPISODE_FRESH)
+        diverged = [
+            tally.compare(reset_check, reset_difference(b1, b2, reset_check)),
+            tally.compare(RESET_FRESH, reset_difference(b1, a, RESET_FRESH)),
+            tally.compare(episode_check, episode_difference(b1, b2, episode_check)),
+            tally.compare(EPISODE_FRESH, episode_difference(b1, a, EPISODE_FRESH)),
+        ]
+        if any(diverged):
+            ids = result.episode_ids[3 * k:3 * k + 3]
+            ctx.keep(result.records.of_episodes(ids))
+            tally.examples.extend(ids)
+        out.append(b1)
+    return out
 
 
-def _branch(ctx, tally, unit, reference: Trajectory, cut: int, fallback: int) -> None:
-    """Replay a recorded prefix, then the same new suffix, on two fresh instances."""
-    policy = Scripted([_snapshot(a) for a in reference.actions[:cut]], fallback)
-    runs = []
-    for _ in range(2):
-        played = _play(ctx, policy, [reference.seed], unit, tally)
-        if played is None:
+def _branches(ctx: ProbeContext, tally: Tally, branches: list[tuple[int, Trajectory, int, int]]) -> None:
+    """For each ``(unit, reference, cut, fallback)``: the reference's first ``cut`` actions, then the
+    same new suffix, on two fresh instances, compared."""
+    plays = [(reference.seed, Scripted([_snapshot(a) for a in reference.actions[:cut]], fallback), unit)
+             for unit, reference, cut, fallback in branches for _ in range(2)]
+    result, finished = _play(ctx, plays, [1] * len(plays), tally)
+    for k in range(len(branches)):
+        if 2 * k + 2 > finished:
             return
-        runs.append(played)
-    (first, rec_1, ids_1), (second, rec_2, ids_2) = runs
-    if len(first) != 1 or len(second) != 1:
-        tally.skipped += 1
-        return
-    if tally.compare(BRANCH, episode_difference(first[0], second[0], BRANCH)):
-        ctx.keep(rec_1)
-        ctx.keep(rec_2)
-        tally.examples.extend((ids_1 + ids_2)[:2])
+        first, second = result.payloads.get(2 * k), result.payloads.get(2 * k + 1)
+        if first is None or second is None:
+            tally.skipped += 1
+            continue
+        if tally.compare(BRANCH, episode_difference(first, second, BRANCH)):
+            ids = result.episode_ids[2 * k:2 * k + 2]
+            ctx.keep(result.records.of_episodes(ids))
+            tally.examples.extend(ids)
 
 
 def _fix(tally: Tally) -> str:
@@ -489,49 +497,63 @@ def run(ctx: ProbeContext) -> list[Finding]:
     cfg = ctx.config
     tally = Tally()
     rng = ctx.rng("cuts")
-    references: list[Trajectory] = []
-    played: list[Trajectory] = []
-    units, min_steps, steps = cfg.scaled(EPISODE_REPLAYS), cfg.scaled(MIN_STEPS), 0
-    for unit, (seed, actions, fallback) in enumerate(plans(ctx, units * MAX_UNITS_FACTOR)):
-        if unit >= units and steps >= min_steps:
-            break
-        if not tally.stopped and ctx.over_cap(f"replay units from unit {unit} on (of {units} to "
-                                              f"{units * MAX_UNITS_FACTOR}) and every branch replay"):
-            tally.stopped = CAPPED
-        if tally.stopped:
-            break
-        reference = _unit(ctx, tally, unit, seed, actions, fallback)
-        if reference is not None:
-            steps += len(reference.steps)
-            played.append(reference)
-            if len(reference.steps) >= 2:
-                references.append(reference)
+    units, min_steps = cfg.scaled(EPISODE_REPLAYS), cfg.scaled(MIN_STEPS)
+    played = _exploration_units(ctx, tally, plans(ctx, units * MAX_UNITS_FACTOR), units, min_steps)
+    references = [t for t in played if len(t.steps) >= 2]
     oracle_played: list[Trajectory] = []
     first = units * MAX_UNITS_FACTOR  # unit tags past every exploration unit's
     if not tally.stopped:
-        for i, (seed, actions, fallback) in enumerate(oracle_plans(ctx, tally, first)):
-            if not tally.stopped and ctx.over_cap(f"oracle replay units from {i} on (of {ORACLE_UNITS})"):
-                tally.stopped = CAPPED
-            if tally.stopped:
-                break
-            reference = _unit(ctx, tally, first + ORACLE_UNITS + i, seed, actions, fallback)
-            if reference is not None:
-                oracle_played.append(reference)
+        oracle = oracle_plans(ctx, tally, first)
+        if oracle and not tally.stopped and ctx.over_cap(f"the {len(oracle)} oracle replay units"):
+            tally.stopped = CAPPED
+        if oracle and not tally.stopped:
+            replayed = _units(ctx, tally, [(first + ORACLE_UNITS + i, *plan) for i, plan in enumerate(oracle)])
+            oracle_played = [t for t in replayed if t is not None]
     elsewhere = _start_elsewhere(ctx, tally, oracle_played + played, len(oracle_played))
     branch_seeds = ctx.seeds(len(references), "branch")
     branches = references[: cfg.scaled(BRANCH_REPLAYS)]
-    for i, reference in enumerate(branches):
-        if not tally.stopped and ctx.over_cap(f"{len(branches) - i} of {len(branches)} branch replays"):
-            tally.stopped = CAPPED
-        if tally.stopped:
-            break
-        cut = int(rng.integers(1, len(reference.steps)))
-        _branch(ctx, tally, first + 2 * ORACLE_UNITS + i, reference, cut, branch_seeds[i])
+    if branches and not tally.stopped and ctx.over_cap(f"the {len(branches)} branch replays"):
+        tally.stopped = CAPPED
+    if branches and not tally.stopped:
+        _branches(ctx, tally, [(first + 2 * ORACLE_UNITS + i, reference, int(rng.integers(1, len(reference.steps))),
+                                branch_seeds[i]) for i, reference in enumerate(branches)])
     _compare_elsewhere(ctx, tally, elsewhere)
     ctx.notes.update({"replays": sum(tally.replays.values()), "skipped_units": tally.skipped,
                       "oracle_units": len(oracle_played), "stopped_early": tally.stopped})
     decided = [decide_non_replayable(tally), decide_env_error(tally.hang, cfg.step_timeout_s)]
     return [f for f in decided if f is not None]
+
+
+def _exploration_units(ctx: ProbeContext, tally: Tally, planned: list[tuple[int, list[Any], int]], units: int,
+                       min_steps: int) -> list[Trajectory]:
+    """The first plays of the replay units of ``planned`` (rarest first): the first ``units``, then
+    more until their replays hold ``min_steps`` steps. Played in waves that fan out over the
+    workers; a wave holds the units that the planned episodes' lengths say are still needed, so an
+    env that replays plays the units one at a time would (and never more)."""
+    played: list[Trajectory] = []
+    steps, start, size = 0, 0, units
+    while start < len(planned) and size and not tally.stopped:
+        if ctx.over_cap(f"replay units from unit {start} on (of {units} to {len(planned)}) and every branch replay"):
+            tally.stopped = CAPPED
+            break
+        wave = _units(ctx, tally, [(start + k, *plan) for k, plan in enumerate(planned[start:start + size])])
+        start += size
+        for reference in wave:
+            if reference is not None:
+                steps += len(reference.steps)
+                played.append(reference)
+        size = _units_for(planned[start:], min_steps - steps, steps / max(1, len(played)))
+    return played
+
+
+def _units_for(planned: list[tuple[int, list[Any], int]], missing: float, mean_length: float) -> int:
+    """How many of ``planned`` a replay of ``missing`` more steps takes, each as long as its planned
+    actions (``mean_length`` where it has none); 0 when none are missing."""
+    n = 0
+    while missing > 0 and n < len(planned):
+        missing -= len(planned[n][1]) or max(1.0, mean_length)
+        n += 1
+    return n
 
 
 def _seen(trajectory: Trajectory) -> int:

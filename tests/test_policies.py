@@ -283,3 +283,20 @@ def test_by_seed_hands_each_seed_its_policy_and_names_a_missing_one():
         by.act(None, {})
     with pytest.raises(ValueError, match="at least one"):
         BySeed({})
+
+
+def test_by_index_hands_each_episode_its_policy_whatever_its_seed():
+    from envaudit.policies import ByIndex
+    from envaudit.rollout import SequencePolicy
+
+    a, b = SequencePolicy([1], name="a"), SequencePolicy([2], name="b")
+    by = ByIndex([a, b, a])
+    assert [by.for_episode(i, 3) for i in range(3)] == [a, b, a] and by.for_episode(1, 99) is b
+    assert by.name == "a" and by.describe() == a.describe() and ByIndex([b], name="x").name == "x"
+    for bad in (-1, 3):
+        with pytest.raises(IndexError, match=f"no policy for episode {bad} \\(it has 3\\)"):
+            by.for_episode(bad, 3)
+    with pytest.raises(RuntimeError, match="for_episode"):
+        by.act(None, {})
+    with pytest.raises(ValueError, match="at least one"):
+        ByIndex([])

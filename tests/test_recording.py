@@ -329,3 +329,12 @@ def test_tags_may_not_overwrite_episode_columns():
     env = wrap(Counter())
     with pytest.raises(ValueError, match=r"tags \['seed'\] would overwrite episode columns"):
         env.set_tags(seed=3)
+
+
+def test_of_episodes_keeps_the_steps_and_episodes_of_those_ids_only():
+    steps = pd.DataFrame({"episode_id": [4, 4, 5, 6, 6, 6], "step": [0, 1, 0, 0, 1, 2]})
+    episodes = pd.DataFrame({"episode_id": [4, 5, 6], "length": [2, 1, 3]})
+    part = Records(steps, episodes).of_episodes(iter([6, 4, 9]))
+    assert part.steps["episode_id"].tolist() == [4, 4, 6, 6, 6] and part.steps["step"].tolist() == [0, 1, 0, 1, 2]
+    assert part.episodes["length"].tolist() == [2, 3]
+    assert Records(steps, episodes).of_episodes([]).episodes.empty

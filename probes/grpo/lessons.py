@@ -44,7 +44,6 @@ from envaudit.probes.grpo.drift import Move, drift, failure_cost
 from envaudit.probes.grpo.text import money
 from envaudit.probes.grpo.verdicts import failure_conditioned_endings, quitting_beats_persisting
 from envaudit.protocol import FAILURE, SUCCESS, TIMEOUT
-from envaudit.recording import Records
 from envaudit.stats import compare, exploit_ladder, reward_scale
 
 MIN_EFFECT = 0.1
@@ -393,7 +392,7 @@ def _step_limit_pays(ctx, result: SearchResult, run_episodes: pd.DataFrame, scal
 
     ev = result.evaluation
     ids = set(run_episodes["episode_id"])
-    timed_out = Records(ev.steps[ev.steps["episode_id"].isin(ids)], ev.episodes[ev.episodes["episode_id"].isin(ids)])
+    timed_out = ev.of_episodes(ids)
     marginal = stall_marginal(ctx, timed_out, scale, min_effect=MIN_EFFECT, tag=f"grpo-{result.mode}-limit")
     test = marginal.get("step_limit_pays")
     if test is None:

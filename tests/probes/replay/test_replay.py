@@ -343,3 +343,36 @@ def test_exploration_episodes_are_replayed_furthest_first():
                  if int(s) == seed and steps.get(e, []) == actions]
         planned.append(max(int(paying.get(e, 0)) for e in match))
     assert planned == counts  # the 8 furthest, furthest first
+
+
+@pytest.mark.parametrize("make_env", [b.LeakyReset, b.LateDivergence, b.PythonRandom])
+def test_the_replays_fan_out_and_say_the_same_on_any_number_of_workers(make_env):
+    """Each unit's same-instance pair is one chain on one fresh instance, its fresh replay another,
+    the chains over the workers: the same instances compared, the same tally, examples and notes."""
+    from envaudit.execution import ProcessExecutor, ThreadExecutor
+
+    out = []
+    for executor in (None, ThreadExecutor(4), ProcessExecutor(2)):
+        ctx = explore(make_env, probe="replay", seed=1, **SMALL)
+        ctx.shared.executor = executor
+        try:
+            findings = list(probe.run(ctx))
+        finally:
+            ctx.close()
+            if executor is not None:
+                executor.close()
+        f = one(findings)
+        first = {k: v for k, v in f.evidence["first_divergence"].items() if k != "values"}  # drawn from `random`
+        out.append((f.evidence["by_check"], first, f.examples, ctx.notes["replays"], ctx.notes["skipped_units"]))
+    assert out[1] == out[0] and out[2] == out[0]
+
+
+def test_past_the_first_units_only_the_units_their_planned_lengths_need_are_replayed():
+    from envaudit.probes.replay import _units_for
+
+    plans = [(0, [1] * 5, 9), (1, [2] * 3, 9), (2, [], 9), (3, [0] * 7, 9)]
+    assert _units_for(plans, 0, 4.0) == 0 and _units_for(plans, -2, 4.0) == 0
+    assert _units_for(plans, 5, 4.0) == 1 and _units_for(plans, 6, 4.0) == 2
+    assert _units_for(plans, 8, 4.0) == 2 and _units_for(plans, 9, 4.0) == 3  # no actions: the mean length
+    assert _units_for(plans, 9, 0.2) == 3  # at least one step each
+    assert _units_for(plans, 100, 4.0) == 4  # never more than planned
