@@ -15,8 +15,9 @@ import pytest
 from envaudit.families import EnvSpec, Flaw, ToolSpec, make_env
 from envaudit.findings import Severity
 from envaudit.probes.length import CODE, probe
-from envaudit.probes.length.search import bfs, clock_mask, follow, skeleton_of
-from tests.fixtures.context import flagged, run_probe
+from envaudit.probes.length.search import bfs, clock_mask, skeleton_of
+from envaudit.probes.length.search_runs import follow_seeds
+from tests.fixtures.context import explore, flagged, run_probe
 
 PATH = ("fetch_page", "summarize", "summarize", "read_file", "send_email")
 
@@ -73,7 +74,8 @@ def test_a_known_success_is_followed_on_other_seeds():
     env.reset(seed=0)
     statuses = [env.step(a)[4]["tool"]["status"] for a in seq]
     skeleton = skeleton_of(list(seq), statuses)
-    found = [follow(env, seed, skeleton, actions, budget=2000) for seed in range(1, 6)]
+    ctx = explore(lambda: make_env(spec), probe="length", episodes=4, group_size=2)
+    found = follow_seeds(ctx, list(range(1, 6)), skeleton, actions, budget=2000)
     # The skeleton retries failed calls, and every answer is tried last: it succeeds on every seed.
     assert all(f is not None for f in found)
 

@@ -10,14 +10,13 @@ expected number below follows from that.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import gymnasium as gym
 import numpy as np
 import pytest
 
 from envaudit.probes.length import search as L
-from tests.fixtures.frames import FakeContext, records
+from envaudit.probes.length.search_runs import follow_seeds
+from tests.fixtures.context import explore
 
 ACTIONS = [0, 1, 2, 3]
 
@@ -112,10 +111,37 @@ def test_bfs_counts_its_work_in_replayed_steps():
     assert box.used == 2 and env.progress == 2
     box.step(e, 0)
     assert box.used == 3
-    won, children = L._expand(L._Env(Lock(), 0), (1,), ACTIONS)
+    won, children = L._read((1,), L._EnvExpander(Lock(), 0)([(1,)], ACTIONS)[0], ACTIONS)
     assert won is None and [p for p, _ in children] == [(1, 0), (1, 1), (1, 2)]  # 3 failed the task: no child
-    won, children = L._expand(L._Env(Lock(), 0), (1, 2), ACTIONS)
+    expand = L._EnvExpander(Lock(), 0)
+    [tried] = expand([(1, 2)], ACTIONS)
+    won, children = L._read((1, 2), tried, ACTIONS)
     assert won == (1, 2, 3) and [p for p, _ in children] == [(1, 2, 0), (1, 2, 1), (1, 2, 2)]
+    assert [t[3] for t in tried] == [False, False, False, True] and expand.used == 4 * 3
+
+
+class Batches(L._EnvExpander):
+    """Records the size of each batch of cells it is asked to expand."""
+
+    def __init__(self, env, seed):
+        super().__init__(env, seed)
+        self.batches = []
+
+    def __call__(self, prefixes, actions):
+        self.batches.append(len(prefixes))
+        return super().__call__(prefixes, actions)
+
+
+@pytest.mark.parametrize("lock, seed", [(Lock(), 0), (Lock(flaky={5}), 5), (Lock(code=(1, 2, 1)), 0),
+                                        (Lock(code=(9,)), 0), (Lock(code=(2, 2, 1, 2)), 3)])
+@pytest.mark.parametrize("budget", [12, 40, 72, 71, 500, 20_000])
+def test_a_batch_of_cells_finds_what_one_cell_at_a_time_finds_within_the_same_budget(lock, seed, budget):
+    one = L.breadth_first(L._EnvExpander(lock, seed), ACTIONS, budget)
+    for batch in (2, 5, 64):
+        expand = Batches(lock, seed)
+        assert L.breadth_first(expand, ACTIONS, budget, batch=batch) == one
+        assert max(expand.batches) <= batch and expand.batches[:2] == [1, 1]  # the root, then its first child
+        assert budget < 40 or max(expand.batches) > 1  # past the first layers the cells went in batches
 
 
 def test_bfs_gives_up_within_its_budget():
@@ -151,32 +177,37 @@ def test_bfs_stops_when_nothing_runs_on():
 # -- following a known success -------------------------------------------------------------------
 
 def test_follow_retries_failed_calls_of_the_skeleton():
-    env = Lock(flaky={4})
-    assert L.follow(env, 4, [1, 2], ACTIONS, budget=1000) == (1, 1, 2, 3)
-    assert L.follow(env, 3, [1, 2], ACTIONS, budget=1000) == (1, 2, 3)
-    assert replays((1, 1, 2, 3), env, 4)
+    ctx = search_ctx(Lock(flaky={4}))
+    assert follow_seeds(ctx, [4, 3], [1, 2], ACTIONS, budget=1000) == [(1, 1, 2, 3), (1, 2, 3)]
+    assert replays((1, 1, 2, 3), Lock(flaky={4}), 4)
+    assert follow_seeds(ctx, [4, 5], [], [0, 3], budget=1000) == [None, None]  # an empty skeleton: the last action alone
+    assert follow_seeds(search_ctx(Lock(code=())), [1], [], ACTIONS, budget=1000) == [(3,)]
 
 
 def test_follow_fails_when_the_skeleton_ends_or_runs_out():
-    assert L.follow(Lock(), 0, [1, 3, 2], ACTIONS, budget=1000) is None   # the skeleton answers early
-    assert L.follow(Lock(limit=2), 0, [1, 2, 0], ACTIONS, budget=1000) is None  # cut by the step limit
-    assert L.follow(Lock(), 0, [2, 1], ACTIONS, budget=1000) is None      # no last action succeeds
-    assert L.follow(Lock(), 0, [1, 2], ACTIONS, budget=1) is None          # budget spent mid-skeleton
-    assert L.follow(Lock(), 0, [1, 2], ACTIONS, budget=2) == (1, 2, 3)
+    ctx = search_ctx(Lock())
+    assert follow_seeds(ctx, [0], [1, 3, 2], ACTIONS, budget=1000) == [None]   # the skeleton answers early
+    assert follow_seeds(search_ctx(Lock(limit=2)), [0], [1, 2, 0], ACTIONS, budget=1000) == [None]  # the step limit
+    assert follow_seeds(ctx, [0], [2, 1], ACTIONS, budget=1000) == [None]      # no last action succeeds
+    assert follow_seeds(ctx, [0], [1, 2], ACTIONS, budget=1) == [None]          # budget spent mid-skeleton
+    assert follow_seeds(ctx, [0, 1], [1, 2], ACTIONS, budget=2) == [(1, 2, 3), (1, 2, 3)]
 
 
 # -- the search over seeds -----------------------------------------------------------------------
 
 def search_ctx(env, **kw):
-    ctx = FakeContext(records(), env=env, **kw)
-    ctx.hangs = False
-    ctx.made = []
+    """A real probe context on locks like ``env`` (its runs play through the runner, one env
+    instance per run); ``ctx.search_steps()`` counts the steps played after exploration."""
+    made = []
 
     def make_env():
-        made = Lock(flaky=env.flaky, start=env.start, code=env.code, raise_on=env.raise_on, jammed=env.jammed)
-        ctx.made.append(made)
-        return made
-    ctx.make_env = make_env
+        lock = Lock(flaky=env.flaky, limit=env.limit, start=env.start, code=env.code, raise_on=env.raise_on,
+                    jammed=env.jammed)
+        made.append(lock)
+        return lock
+    ctx = explore(make_env, probe="length", episodes=4, group_size=2, step_timeout_s=5.0, **kw)
+    explored = sum(lock.steps for lock in made)
+    ctx.search_steps = lambda: sum(lock.steps for lock in made) - explored
     return ctx
 
 
@@ -184,16 +215,17 @@ def test_find_successes_searches_once_then_follows():
     ctx = search_ctx(Lock(flaky={2}))
     found = L.find_successes(ctx, 3, [0, 1, 2, 3])
     assert found == [(0, (1, 2, 3)), (1, (1, 2, 3)), (2, (1, 1, 2, 3))]
-    assert ctx.made[0].closed
     assert all(isinstance(a, int) for _, seq in found for a in seq)
 
 
 def test_find_successes_follows_the_first_success_instead_of_searching_again():
-    # seed 0 searched (72 steps), its skeleton replayed (3), then seeds 1 and 2 followed: the
-    # skeleton (2 steps) and each action as the last one from it (4 x 3): 14 steps each
+    # seed 0 searched (72 steps: the root's 4 actions, its first child's 4 x 2, then batches of 3
+    # cells, 3 x 4 x 2 and 3 x 4 x 3, the last holding (1, 2) whose action 3 wins), its skeleton
+    # replayed (3), then seeds 1 and 2 followed at once: the skeleton (2 steps each) and each action
+    # as the last one from it (4 x 3 each): 14 steps a seed
     ctx = search_ctx(Lock())
     assert L.find_successes(ctx, 3, [0, 1, 2]) == [(0, (1, 2, 3)), (1, (1, 2, 3)), (2, (1, 2, 3))]
-    assert ctx.made[0].steps == 72 + 3 + 2 * 14
+    assert ctx.search_steps() == 72 + 3 + 2 * 14
 
 
 def test_a_success_resets_the_count_of_misses():
@@ -213,33 +245,41 @@ def test_find_successes_uses_the_space_start():
 
 
 def test_find_successes_stops_after_misses_in_a_row():
+    tried = []
     ctx = search_ctx(Lock(code=(9,)))
-    assert L.find_successes(ctx, 5, list(range(10))) == []
-    assert len(ctx.made) == 1 and ctx.made[0].resets > 0
-    # exactly MISSES seeds are searched: each search resets the env at least once
-    seeds_tried = set()
-    orig = Lock.reset
+    ctx.shared.executor = None
+    original = ctx.run
 
-    def spy(self, *, seed=None, options=None):
-        seeds_tried.add(seed)
-        return orig(self, seed=seed, options=options)
-    Lock.reset = spy
+    def run(policy, seeds, **kw):
+        tried.extend(seeds)
+        return original(policy, seeds, **kw)
+    ctx.run = run
+    assert L.find_successes(ctx, 5, list(range(10))) == []
+    assert set(tried) == set(range(L.MISSES))  # exactly MISSES seeds are searched
+
+
+def test_find_successes_on_a_thread_pool_finds_what_it_finds_in_order():
+    from envaudit.execution import ThreadExecutor
+
+    alone = search_ctx(Lock(flaky={2}, jammed={4}))
+    ctx = search_ctx(Lock(flaky={2}, jammed={4}))
+    ctx.shared.executor = ThreadExecutor(4)
     try:
-        L.find_successes(search_ctx(Lock(code=(9,))), 5, list(range(10)))
+        found = L.find_successes(ctx, 4, list(range(8)))
     finally:
-        Lock.reset = orig
-    assert seeds_tried == set(range(L.MISSES))
+        ctx.shared.executor.close()
+    assert found == L.find_successes(alone, 4, list(range(8))) == [
+        (0, (1, 2, 3)), (1, (1, 2, 3)), (2, (1, 1, 2, 3)), (3, (1, 2, 3))]
+    assert ctx.search_steps() == alone.search_steps()
 
 
 def test_find_successes_stops_at_the_safety_cap_and_on_hangs():
-    ctx = search_ctx(Lock(), cap_reached=True)
-    assert L.find_successes(ctx, 2, [0, 1]) == [] and ctx.skipped == ["the search for successes"]
+    ctx = search_ctx(Lock(), budget_s=0.0)
+    assert L.find_successes(ctx, 2, [0, 1]) == [] and ctx.search_steps() == 0
+    assert any(gap["skipped"] == "the search for successes" for gap in ctx.skipped)
     ctx = search_ctx(Lock())
-    ctx.hangs = True
-    assert L.find_successes(ctx, 2, [0, 1]) == [] and ctx.made == []
-    ctx = search_ctx(Lock())
-    ctx.env = SimpleNamespace(action_space=gym.spaces.Box(0.0, 1.0, (1,)))
-    assert L.find_successes(ctx, 2, [0, 1]) == [] and ctx.made == []
+    ctx.shared.hangs.append(object())
+    assert L.find_successes(ctx, 2, [0, 1]) == [] and ctx.search_steps() == 0
 
 
 def test_find_successes_notes_an_env_that_raises():
@@ -247,7 +287,6 @@ def test_find_successes_notes_an_env_that_raises():
     assert L.find_successes(ctx, 3, [0, 1, 2]) == [(0, (1, 2, 3))]
     assert ctx.notes["success_search"] == ("stopped at seed 1: the env raised RuntimeError: the tool server is "
                                            "down (1 successes found before)")
-    assert ctx.made[0].closed
 
 
 def test_find_successes_stops_at_n():
@@ -270,16 +309,18 @@ def test_a_search_asked_for_more_goes_on_from_where_it_stopped():
     ctx = search_ctx(Lock(jammed={1}))
     assert L.find_successes(ctx, 1, [0, 1, 2, 3, 4], state) == [(0, (1, 2, 3))]
     assert (state.tried, state.misses, state.skeleton) == (1, 0, [1, 2])
-    first = ctx.made[0].steps
+    first = ctx.search_steps()
+    assert first == 72 + 3
     assert L.find_successes(ctx, 3, [0, 1, 2, 3, 4], state) == [(0, (1, 2, 3)), (2, (1, 2, 3)), (3, (1, 2, 3))]
     assert (state.tried, state.misses) == (4, 0)
     alone = search_ctx(Lock(jammed={1}))
     assert L.find_successes(alone, 3, [0, 1, 2, 3, 4]) == state.found
     # Seed 0's search and skeleton are paid once: the two calls together cost what one search does.
-    assert first + ctx.made[1].steps == alone.made[0].steps
-    # Nothing left to do: no env is made.
-    assert L.find_successes(ctx, 3, [0, 1, 2, 3, 4], state) == state.found and len(ctx.made) == 2
+    assert ctx.search_steps() == alone.search_steps()
+    # Nothing left to do: nothing is played.
+    spent = ctx.search_steps()
+    assert L.find_successes(ctx, 3, [0, 1, 2, 3, 4], state) == state.found
     done = L.SearchState(tried=5)
-    assert L.find_successes(ctx, 9, [0, 1, 2, 3, 4], done) == [] and len(ctx.made) == 2
+    assert L.find_successes(ctx, 9, [0, 1, 2, 3, 4], done) == []
     out = L.SearchState(misses=L.MISSES)
-    assert L.find_successes(ctx, 9, [0, 1, 2, 3, 4], out) == [] and len(ctx.made) == 2
+    assert L.find_successes(ctx, 9, [0, 1, 2, 3, 4], out) == [] and ctx.search_steps() == spent
