@@ -58,6 +58,9 @@ def _checked(result: RunResult, n: int) -> RunResult:
     raised = next((p for p in result.problems if p.kind in ("exception", "reset_exception")), None)
     if raised is not None:
         raise Stopped(f"the env raised {raised.message}", raised=True)
+    died = next((p for p in result.problems if p.kind in ("crash", "memory")), None)
+    if died is not None:  # its worker process died with it: the scan's env-error finding lists it
+        raise Stopped(f"the env's process died: {died.message}", raised=True)
     if result.finished < n:
         raise Stopped("the env hung" if result.hung else "the scan's cap was reached", raised=False)
     return result

@@ -324,3 +324,23 @@ def test_a_search_asked_for_more_goes_on_from_where_it_stopped():
     assert L.find_successes(ctx, 9, [0, 1, 2, 3, 4], done) == []
     out = L.SearchState(misses=L.MISSES)
     assert L.find_successes(ctx, 9, [0, 1, 2, 3, 4], out) == [] and ctx.search_steps() == spent
+
+
+@pytest.mark.parametrize("kind, raised, says", [
+    ("exception", True, "the env raised boom"), ("reset_exception", True, "the env raised boom"),
+    ("crash", True, "the env's process died: boom"), ("memory", True, "the env's process died: boom"),
+    ("hang", False, "the env hung")])
+def test_a_search_run_that_cannot_be_read_whole_stops_the_search(kind, raised, says):
+    from envaudit.probes.length.search_runs import Stopped, _checked
+    from envaudit.recording import Recorder
+    from envaudit.rollout import Problem, RunResult
+
+    result = RunResult(Recorder().records(), [Problem(kind, "step", "boom", 3)], episode_ids=[0, 1], finished=1)
+    with pytest.raises(Stopped, match=says) as stop:
+        _checked(result, 2)
+    assert stop.value.raised is raised
+    whole = RunResult(Recorder().records(), [], episode_ids=[0, 1], finished=2)
+    assert _checked(whole, 2) is whole
+    with pytest.raises(Stopped, match="the scan's cap was reached") as stop:
+        _checked(RunResult(Recorder().records(), [], finished=1), 2)
+    assert not stop.value.raised
