@@ -329,7 +329,7 @@ def _play(slot: Slot, run: _Run, item: tuple, playing: dict[str, Any]) -> _Episo
     capture = playing["capture"] = EpisodeCapture(episode_id)
     playing["env"] = env
     env.recorder = capture
-    env.set_tags(**run.tags, **(episode_tags or {}))
+    env.set_tags(**{**run.tags, **(episode_tags or {})})  # an episode's own tags over the run's
     try:
         obs, info = slot.guard(lambda: env.reset(seed=seed, options=run.reset_options), T, "reset")
     except Exception as exc:
@@ -420,9 +420,10 @@ class Runner:
     ) -> RunResult:
         """Run one episode per seed with ``policy``; returns the records of just these episodes.
 
-        ``episode_tags[i]`` adds tags to episode ``i`` only. ``ordered`` (default: the policy's
-        ``ordered``) plays the episodes in order on one instance in this process, for policies and
-        wrappers that report back through shared state. ``chains``: the lengths of consecutive
+        ``episode_tags[i]`` adds tags to episode ``i`` only (over the run's of the same name).
+        ``ordered`` (default: the policy's ``ordered``) plays the episodes in order on one instance
+        in this process, for policies and wrappers that report back through shared state.
+        ``chains``: the lengths of consecutive
         stretches of ``seeds`` (summing to their number), each played in order on one fresh env
         instance by one worker; the chains fan out over the workers as episodes do (the replay
         probe's same-instance replays). ``RunResult.payloads`` has what the episodes' wrappers handed

@@ -28,11 +28,12 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding
-from envaudit.policies import BySeed, action_stats, oracle_policy
+from envaudit.policies import ByIndex, BySeed, action_stats, oracle_policy
 from envaudit.probe import ProbeContext
 from envaudit.probes.length.decisions import decide_length_bias
 from envaudit.probes.length.search import MISSES, SearchState, find_successes
 from envaudit.protocol import SUCCESS
+from envaudit.recording import Records
 from envaudit.rollout import Policy, SequencePolicy, step_limit
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
 
@@ -248,32 +249,63 @@ def _replay(ctx: ProbeContext, sequences: Sequence[Success], action: int, k: int
         part = sequences[first:start]
         if not part:
             break
-        policies = [DelayPolicy(s.actions, action, k, label, at=at,
-                                follow=oracle_policy(ctx.env) if s.oracle and at == "start" else None) for s in part]
+        policies = [_delay_policy(ctx, s, action, k, label, at) for s in part]
         result = ctx.run(BySeed({s.seed: p for s, p in zip(part, policies, strict=True)}), [s.seed for s in part],
                          tags={"arm": f"delay-{tag}", "delay_action": label, "delay_at": at},
                          rng_name=f"delay-{tag}-{at}-{action}-{first}")
-        eps, steps = result.records.episodes, result.records.steps
-        if eps.empty:
+        if result.records.episodes.empty:
             continue
         kept.append(result.records)
-        by_seed = {int(ep["seed"]): ep for ep in eps.to_dict("records")}
-        for s, policy in zip(part, policies, strict=True):
-            ep = by_seed.get(s.seed)
-            if ep is None:
-                continue
-            mine = steps[steps["episode_id"] == ep["episode_id"]].sort_values("step")
-            failed = _failed(mine).to_numpy()
-            inserted = policy.inserted(len(s.actions))
-            inside = [j for j in inserted if j < len(failed)]
-            own = int(failed[inside].sum())
-            rest = int(failed.sum()) - own
-            won = ep["outcome"] == SUCCESS and int(ep["length"]) > inserted[-1] + 1
-            rows.append({"seed": s.seed, "source": s.source, "original_return": s.ret,
-                         "original_length": len(s.actions), "delayed_return": float(ep["return"]),
-                         "delayed_length": int(ep["length"]), "delayed_success": bool(won),
-                         "matched": bool(won and rest == s.failed and own == 0), "episode_id": int(ep["episode_id"])})
+        rows += _pairs(part, policies, result.records)
     return pd.DataFrame(rows), kept
+
+
+def _delay_policy(ctx: ProbeContext, s: Success, action: int, k: int, label: str, at: str) -> DelayPolicy:
+    return DelayPolicy(s.actions, action, k, label, at=at,
+                       follow=oracle_policy(ctx.env) if s.oracle and at == "start" else None)
+
+
+def _pairs(part: Sequence[Success], policies: Sequence[DelayPolicy], records: Records) -> list[dict[str, Any]]:
+    """One row per success of ``part`` whose delayed replay (by ``policies``, in ``records``) was
+    recorded: the original against the delayed, and whether they pair (``_replay``'s ``matched``)."""
+    eps, steps = records.episodes, records.steps
+    by_seed = {int(ep["seed"]): ep for ep in eps.to_dict("records")}
+    rows = []
+    for s, policy in zip(part, policies, strict=True):
+        ep = by_seed.get(s.seed)
+        if ep is None:
+            continue
+        mine = steps[steps["episode_id"] == ep["episode_id"]].sort_values("step")
+        failed = _failed(mine).to_numpy()
+        inserted = policy.inserted(len(s.actions))
+        inside = [j for j in inserted if j < len(failed)]
+        own = int(failed[inside].sum())
+        rest = int(failed.sum()) - own
+        won = ep["outcome"] == SUCCESS and int(ep["length"]) > inserted[-1] + 1
+        rows.append({"seed": s.seed, "source": s.source, "original_return": s.ret,
+                     "original_length": len(s.actions), "delayed_return": float(ep["return"]),
+                     "delayed_length": int(ep["length"]), "delayed_success": bool(won),
+                     "matched": bool(won and rest == s.failed and own == 0), "episode_id": int(ep["episode_id"])})
+    return rows
+
+
+def _screen(ctx: ProbeContext, screen: Sequence[Success], arms: Sequence[tuple[int, str]],
+            k: int) -> dict[tuple[int, str], pd.DataFrame]:
+    """``_replay``'s pairs for every ``(action, position)`` arm on the ``screen`` successes, every arm's
+    replays in one run over the workers (each episode its arm's policy and tags)."""
+    plays = [(a, at, s, _delay_policy(ctx, s, a, k, ctx.describe_action(a), at)) for a, at in arms for s in screen]
+    if not plays:
+        return {}
+    result = ctx.run(ByIndex([p for *_, p in plays]), [s.seed for _, _, s, _ in plays], tags={"arm": "delay-screen"},
+                     rng_name="delay-screen",
+                     episode_tags=[{"policy": p.name, "delay_action": ctx.describe_action(a), "delay_at": at}
+                                   for a, at, _, p in plays])
+    out = {}
+    for j, (a, at) in enumerate(arms):
+        part = slice(j * len(screen), (j + 1) * len(screen))
+        records = result.records.of_episodes(result.episode_ids[part])
+        out[(a, at)] = pd.DataFrame(_pairs(screen, [p for *_, p in plays[part]], records))
+    return out
 
 
 def paired_gain(table: pd.DataFrame) -> np.ndarray:
@@ -324,14 +356,14 @@ def delay_success(ctx: ProbeContext, others: Sequence[int], scale: float, rng: n
         """The confirming successes grown to ``n`` (within the pool), each with room for the delay."""
         return fitting(min(pool, n_screen + n), room=k)[n_screen:] if len(confirm) < pool - n_screen else confirm
     gains, evidence = {}, {}
-    for a in _delay_actions(ctx, others if candidates is None else candidates):
-        for at in POSITIONS:
-            diffs = paired_gain(_replay(ctx, screen, a, k, at, "screen")[0])
-            if len(diffs):
-                gains[(a, at)] = float(diffs.mean())
-                # What the arm will show on the confirming successes: its gain where it pairs,
-                # times how often it pairs (a fixed replay shifted by a first delay often does not).
-                evidence[(a, at)] = gains[(a, at)] * len(diffs) / len(screen)
+    arms = [(a, at) for a in _delay_actions(ctx, others if candidates is None else candidates) for at in POSITIONS]
+    for (a, at), table in _screen(ctx, screen, arms, k).items():
+        diffs = paired_gain(table)
+        if len(diffs):
+            gains[(a, at)] = float(diffs.mean())
+            # What the arm will show on the confirming successes: its gain where it pairs,
+            # times how often it pairs (a fixed replay shifted by a first delay often does not).
+            evidence[(a, at)] = gains[(a, at)] * len(diffs) / len(screen)
     if not gains:
         ctx.notes["delay_success"] = "no delayed replay still succeeded"
         return None

@@ -73,3 +73,12 @@ def test_payload_of_reads_the_first_wrapper_that_has_one():
     assert payload_of(env)[0] == env.me and payload_of(CleanWalk()) is None
     lock = threading.Lock()  # any object without the method: walked past, not called
     assert payload_of(lock) is None
+
+
+def test_an_episode_s_own_tags_override_the_run_s_of_the_same_name():
+    result = Runner(CleanWalk).run(RandomPolicy(), [1, 2], rng=np.random.default_rng(0),
+                                   tags={"probe": "t", "policy": "run", "arm": "a"},
+                                   episode_tags=[{"policy": "first", "at": "end"}, {"at": "start"}])
+    eps = result.records.episodes
+    assert eps["policy"].tolist() == ["first", "run"] and eps["arm"].tolist() == ["a", "a"]
+    assert eps["at"].tolist() == ["end", "start"]

@@ -47,8 +47,8 @@ class Task:
         if self.oracle:
             self.env.oracle = lambda: list(ORACLE)
 
-    def plan(self, policy, seed):
-        policy = policy.for_episode(0, seed)
+    def plan(self, policy, seed, index=0):
+        policy = policy.for_episode(index, seed)
         if isinstance(policy, D.DelayPolicy):
             if policy.follow is not None:
                 return [policy.plan[0]] * policy.k + self.plan(policy.follow, seed)
@@ -58,8 +58,8 @@ class Task:
 
     def play(self, policy, seeds, kwargs):
         eps = []
-        for seed in seeds:
-            plan, rows, worked, outcome = self.plan(policy, seed), [], 0, TIMEOUT
+        for index, seed in enumerate(seeds):
+            plan, rows, worked, outcome = self.plan(policy, seed, index), [], 0, TIMEOUT
             for t in range(self.limit):
                 a = plan[min(t, len(plan) - 1)]
                 if a == ANSWER:
@@ -370,8 +370,12 @@ def test_a_delay_that_pays_per_chat_fails():
     assert notes["n_replayed"] == MIN_SAMPLES and len(ctx.kept) == 1 and ctx.kept[0] is not None
     assert f.probe == "length" and notes["n_pairs"] == MIN_SAMPLES and notes["k"] == k and notes["at"] == "end"
     assert notes["gain_ci"] == ev["gain_ci"] and notes["min_effect"] == ev["min_effect"]
-    screens = [r for r in ctx.runs if r[2].get("tags", {}).get("arm") == "delay-screen"]
-    assert len(screens) == 4 and all(len(r[1]) == MIN_SAMPLES for r in screens)
+    # The screen is one run (it fans out over the workers): its four arms, each on the screen's successes.
+    [screen] = [r for r in ctx.runs if r[2].get("tags", {}).get("arm") == "delay-screen"]
+    arms = [(t["policy"], t["delay_action"], t["delay_at"]) for t in screen[2]["episode_tags"]]
+    assert len(arms) == 4 * MIN_SAMPLES and screen[1] == screen[1][:MIN_SAMPLES] * 4
+    assert arms == [(f"delay {a} x{k} at {at}", a, at) for a in ("chat", "idle") for at in D.POSITIONS
+                    for _ in range(MIN_SAMPLES)]
 
 
 def test_the_delay_gain_is_judged_against_min_effect_of_the_scale():
