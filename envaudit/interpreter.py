@@ -70,29 +70,36 @@ def _status(info: Any) -> str | None:
     return tool.get("status") if isinstance(tool, Mapping) else None
 
 
-def play_plans(make_env: Any, plans: Sequence[tuple[int | None, Sequence[Any]]]) -> list[Replayed]:
+def play_plans(make_env: Any, plans: Sequence[tuple[int | None, Sequence[Any]]], workers: int = 1) -> list[Replayed]:
     """Each plan played once, each on a new env instance (as the first episode of an instance, so
     state an instance carries from one episode to the next plays no part): ``reset(seed=seed)``,
-    then its actions until the episode ends or a step raises."""
-    out: list[Replayed] = []
-    for seed, actions in plans:
-        env = make_env()
-        try:
-            obs, _ = env.reset(seed=seed)
-            played = Replayed(seed, obs)
-            out.append(played)
-            for action in actions:
-                try:
-                    obs, reward, terminated, truncated, info = env.step(action)
-                except Exception as exc:
-                    played.steps.append((action, None, None, None, None, None, type(exc).__name__))
-                    break
-                played.steps.append((action, obs, reward, bool(terminated), bool(truncated), _status(info), None))
-                if terminated or truncated:
-                    break
-        finally:
-            env.close()
-    return out
+    then its actions until the episode ends or a step raises. ``workers`` > 1 plays that many plans
+    at once on threads (each on its own instance), in plan order."""
+    if workers > 1 and len(plans) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(workers, len(plans)), thread_name_prefix="envaudit-elsewhere") as pool:
+            return list(pool.map(lambda plan: _play_plan(make_env, *plan), plans))
+    return [_play_plan(make_env, seed, actions) for seed, actions in plans]
+
+
+def _play_plan(make_env: Any, seed: int | None, actions: Sequence[Any]) -> Replayed:
+    env = make_env()
+    try:
+        obs, _ = env.reset(seed=seed)
+        played = Replayed(seed, obs)
+        for action in actions:
+            try:
+                obs, reward, terminated, truncated, info = env.step(action)
+            except Exception as exc:
+                played.steps.append((action, None, None, None, None, None, type(exc).__name__))
+                break
+            played.steps.append((action, obs, reward, bool(terminated), bool(truncated), _status(info), None))
+            if terminated or truncated:
+                break
+        return played
+    finally:
+        env.close()
 
 
 def child_main(request_path: str, answer_path: str) -> None:
@@ -100,9 +107,9 @@ def child_main(request_path: str, answer_path: str) -> None:
     the exit status and stderr)."""
     from envaudit.rollout import enter_scan_place, env_factory
 
-    spec, make_env, where, plans = pickle.loads(Path(request_path).read_bytes())
+    spec, make_env, where, plans, workers = pickle.loads(Path(request_path).read_bytes())
     enter_scan_place(where)
-    episodes = play_plans(env_factory(spec, make_env), plans)
+    episodes = play_plans(env_factory(spec, make_env), plans, workers)
     Path(answer_path).write_bytes(pickle.dumps(episodes))
 
 
@@ -110,10 +117,13 @@ class Elsewhere:
     """The plans played in a child interpreter with ``hash_seed``; started now, read by ``result``.
 
     ``spec`` (a target the child resolves) or ``make_env`` (sent with ``cloudpickle``) names the env.
+    ``workers``: plans the child plays at once, on threads (``play_plans``); 1 (one after another)
+    unless the scan itself steps several instances of the env in one process (``--executor threads``
+    or ``asyncio``), since nothing else runs two of them in one process.
     """
 
     def __init__(self, spec: str | None, make_env: Any, plans: Sequence[tuple[int | None, Sequence[Any]]], *,
-                 hash_seed: str | None = None, timeout_s: float = TIMEOUT_S) -> None:
+                 hash_seed: str | None = None, timeout_s: float = TIMEOUT_S, workers: int = 1) -> None:
         import cloudpickle
 
         self.hash_seed = hash_seed or other_hash_seed()
@@ -126,7 +136,8 @@ class Elsewhere:
         self.reason: str | None = None
         try:
             where = (os.getcwd(), list(sys.path))
-            self._request.write_bytes(cloudpickle.dumps((spec, None if spec else make_env, where, self.plans)))
+            self._request.write_bytes(cloudpickle.dumps((spec, None if spec else make_env, where, self.plans,
+                                                         max(1, int(workers)))))
         except Exception as exc:  # a factory cloudpickle cannot send
             self.reason = f"the env factory could not be sent to another interpreter ({type(exc).__name__}: {exc})"
             return

@@ -587,7 +587,10 @@ def _start_elsewhere(ctx: ProbeContext, tally: Tally, played: list[Trajectory],
         return None
     timeout_s = max(1.0, min(TIMEOUT_S, ctx.time_left()))
     plans = [(t.seed, t.actions) for t in chosen]
-    return [Elsewhere(ctx.spec, ctx.make_env, plans, hash_seed=h, timeout_s=timeout_s)
+    # Threads in the child only where the scan itself steps several env instances in one process.
+    executor = ctx.executor
+    workers = getattr(executor, "workers", 1) if getattr(executor, "kind", None) in ("threads", "asyncio") else 1
+    return [Elsewhere(ctx.spec, ctx.make_env, plans, hash_seed=h, timeout_s=timeout_s, workers=workers)
             for h in other_hash_seeds(ELSEWHERE_INTERPRETERS)], chosen
 
 

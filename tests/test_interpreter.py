@@ -141,3 +141,30 @@ def test_other_hash_seeds_are_distinct_fixed_and_never_this_ones(monkeypatch, cu
     else:
         monkeypatch.setenv("PYTHONHASHSEED", current)
     assert other_hash_seeds(3) == others and other_hash_seeds(1) == [other_hash_seed()]
+
+
+def test_a_child_with_workers_plays_its_plans_at_once_in_plan_order():
+    import threading
+    import time
+
+    threads = set()
+
+    class Slow(gym.Env):
+        observation_space = gym.spaces.Discrete(1)
+        action_space = gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            threads.add(threading.current_thread().name)
+            return 0, {}
+
+        def step(self, action):
+            time.sleep(0.05)
+            return int(action), float(action), True, False, {}
+
+    plans = [(s, [s % 2]) for s in range(6)]
+    serial, at_once = play_plans(Slow, plans), play_plans(Slow, plans, workers=3)
+    assert rows(at_once) == rows(serial) and [e.seed for e in at_once] == list(range(6))
+    assert len([t for t in threads if t.startswith("envaudit-elsewhere")]) == 3
+    there = Elsewhere("envaudit/FlakySearch-v0", None, PLANS[:2], workers=4).result()
+    assert rows(there) == rows(play_plans(lambda: gym.make("envaudit/FlakySearch-v0"), PLANS[:2]))
