@@ -36,7 +36,7 @@ from envaudit.execution import InlineExecutor
 from envaudit.findings import CODES, Finding
 from envaudit.pipeline import Pipeline
 from envaudit.recording import Recorder, Records
-from envaudit.rollout import EnvFactory, Policy, Problem, Runner, RunResult
+from envaudit.rollout import EnvFactory, Policy, Problem, Run, Runner, RunResult, Segments
 from envaudit.seeding import child_rng, child_seed
 from envaudit.toolenv import ToolEnv
 
@@ -349,12 +349,14 @@ class ProbeContext:
         ordered: bool | None = None,
         episode_tags: Sequence[Mapping[str, Any]] | None = None,
         chains: Sequence[int] | None = None,
+        rng_seeds: Sequence[int] | None = None,
     ) -> RunResult:
         """Run ``policy`` once per seed (hang-protected, recorded); episodes the safety cap cuts
         are recorded as incomplete. ``ordered=True`` plays the seeds in order on one instance in
         this process (for wrappers or policies that report back through shared state).
         ``episode_tags[i]`` adds tags to episode ``i`` only; ``chains`` plays consecutive stretches
-        of the seeds each on one fresh instance, the stretches over the workers (``Runner.run``)."""
+        of the seeds each on one fresh instance, the stretches over the workers; ``rng_seeds`` gives
+        each episode's policy randomness (``Runner.run``)."""
         if self.env_hung(f"policy {policy.name!r}'s episodes"):
             return RunResult(Recorder().records(), [], stopped_early=True)
         seeds = list(seeds)
@@ -362,11 +364,11 @@ class ProbeContext:
             return RunResult(Recorder().records(), [], stopped_early=True)
         rng = self.rng("policy", rng_name or policy.name)
         tags = {"probe": self.name, "policy": policy.name, **(tags or {})}
-        result = self._remote_run(make_env, policy, seeds, rng, wrappers, tags, ordered, episode_tags, chains)
+        more = dict(episode_tags=episode_tags, chains=chains, rng_seeds=rng_seeds)
+        result = self._remote_run(make_env, policy, seeds, rng, wrappers, tags, ordered, **more)
         if result is None:
             result = self.runner(make_env).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
-                                               deadline=self.deadline, ordered=ordered, episode_tags=episode_tags,
-                                               chains=chains)
+                                               deadline=self.deadline, ordered=ordered, **more)
         self.hangs.extend(p for p in result.problems if p.kind == "hang")
         self.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
         if self.tally is not None:
@@ -379,10 +381,31 @@ class ProbeContext:
             self.incomplete(f"{len(seeds) - done} of {len(seeds)} episodes of policy {policy.name!r}")
         return result
 
+    def run_all(self, runs: Sequence[Run]) -> list[Records]:
+        """Several independent runs played as one, over the workers at once, each episode as it would
+        play in its own ``run`` (its policy, its tags, its policy randomness from the run's
+        ``rng_name``, the episode ids handed out in the runs' order): the records of each run. For a
+        probe's runs that do not depend on each other (its scripted policies on the same seeds)."""
+        runs = [r for r in runs if len(r.seeds)]
+        if not runs:
+            return []
+        parts, seeds, tags, rng_seeds = [], [], [], []
+        for r in runs:
+            base = int(self.rng("policy", r.rng_name or r.policy.name).integers(2**62))
+            parts.append((r.policy, len(r.seeds)))
+            seeds += [int(s) for s in r.seeds]
+            tags += [{"policy": r.policy.name, **(r.tags or {})}] * len(r.seeds)
+            rng_seeds += [child_seed(base, j) for j in range(len(r.seeds))]
+        result = self.run(Segments(parts), seeds, episode_tags=tags, rng_seeds=rng_seeds)
+        out, start = [], 0
+        for _, n in parts:
+            out.append(result.records.of_episodes(result.episode_ids[start:start + n]))
+            start += n
+        return out
+
     def _remote_run(self, make_env: EnvFactory | None, policy: Policy, seeds: list[int], rng: np.random.Generator,
                     wrappers: Sequence[Callable[[gym.Env], gym.Env]], tags: dict[str, Any],
-                    ordered: bool | None, episode_tags: Sequence[Mapping[str, Any]] | None = None,
-                    chains: Sequence[int] | None = None) -> RunResult | None:
+                    ordered: bool | None, **more: Any) -> RunResult | None:
         """In a probe run in a worker process (``envaudit.probe_host``): the run played on the scan's
         episode pool, or None when it stays here (in order on one instance, or not picklable)."""
         if getattr(self.executor, "kind", None) != "remote":
@@ -390,10 +413,9 @@ class ProbeContext:
         ids = [next(self.ids) for _ in seeds]  # what the runner would draw, in the same order
         if ordered or (ordered is None and getattr(policy, "ordered", False)):
             return self.runner(make_env, ids=iter(ids)).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
-                                                            deadline=self.deadline, ordered=True,
-                                                            episode_tags=episode_tags, chains=chains)
+                                                            deadline=self.deadline, ordered=True, **more)
         kwargs = dict(config=self.config, policy=policy, seeds=seeds, ids=ids, rng=rng, wrappers=tuple(wrappers),
-                      tags=tags, deadline=self.deadline, episode_tags=episode_tags, chains=chains)
+                      tags=tags, deadline=self.deadline, **more)
         try:
             request = cloudpickle.dumps((make_env, kwargs))
         except Exception as exc:
@@ -402,8 +424,7 @@ class ProbeContext:
                           "factory, policy and wrappers picklable, or scan a spec string", RuntimeWarning,
                           stacklevel=3)
             return self.runner(make_env, ids=iter(ids)).run(policy, seeds, rng=rng, wrappers=wrappers, tags=tags,
-                                                            deadline=self.deadline, ordered=True,
-                                                            episode_tags=episode_tags, chains=chains)
+                                                            deadline=self.deadline, ordered=True, **more)
         return self.executor.run(request)
 
     # -- what goes into the report -------------------------------------------------------------

@@ -15,6 +15,7 @@ together in index order.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 import functools
@@ -123,6 +124,40 @@ class SequencePolicy(Policy):
         if self.fallback is not None:
             return self.fallback(obs, info)
         return self.actions[-1]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of ``ProbeContext.run_all``: ``policy`` once per seed, with ``tags`` and its policy
+    randomness named ``rng_name`` (default: the policy's name), as ``ProbeContext.run`` takes them."""
+
+    policy: Policy
+    seeds: Sequence[int]
+    tags: Mapping[str, Any] | None = None
+    rng_name: str | None = None
+
+
+class Segments(Policy):
+    """Several runs' policies as one run's: ``parts`` are ``(policy, episodes)`` in order, and episode
+    ``i`` plays its part's policy (that policy's own ``for_episode`` for its place in the part)."""
+
+    def __init__(self, parts: Sequence[tuple[Policy, int]]) -> None:
+        assert parts and all(n >= 1 for _, n in parts), f"Segments needs parts of at least one episode, got {parts}"
+        self.parts = list(parts)
+        self.starts = list(itertools.accumulate((n for _, n in parts), initial=0))
+        self.name = self.parts[0][0].name
+
+    def for_episode(self, index: int, seed: int) -> Policy:
+        k = bisect.bisect_right(self.starts, index) - 1
+        if not 0 <= k < len(self.parts) or index >= self.starts[-1]:
+            raise IndexError(f"Segments has no policy for episode {index} (it has {self.starts[-1]})")
+        return self.parts[k][0].for_episode(index - self.starts[k], seed)
+
+    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
+        raise RuntimeError("Segments plays no episode itself: the runner asks for_episode(index, seed)")
+
+    def describe(self) -> str:
+        return "; ".join(p.describe() for p, _ in self.parts)
 
 
 @dataclass
@@ -417,6 +452,7 @@ class Runner:
         episode_tags: Sequence[Mapping[str, Any]] | None = None,
         ordered: bool | None = None,
         chains: Sequence[int] | None = None,
+        rng_seeds: Sequence[int] | None = None,
     ) -> RunResult:
         """Run one episode per seed with ``policy``; returns the records of just these episodes.
 
@@ -427,7 +463,9 @@ class Runner:
         stretches of ``seeds`` (summing to their number), each played in order on one fresh env
         instance by one worker; the chains fan out over the workers as episodes do (the replay
         probe's same-instance replays). ``RunResult.payloads`` has what the episodes' wrappers handed
-        back (``payload_of``).
+        back (``payload_of``). ``rng_seeds[i]``: the seed of episode ``i``'s policy randomness
+        (default: drawn from ``rng`` and the index), so runs merged into one play as they would apart
+        (``ProbeContext.run_all``).
         """
         seeds = [int(s) for s in seeds]
         if self.dead:
@@ -436,11 +474,13 @@ class Runner:
             f"episode_tags needs one mapping per seed: {len(episode_tags or ())} for {len(seeds)} seeds")
         assert chains is None or (all(n >= 1 for n in chains) and sum(chains) == len(seeds)), (
             f"chains must be positive lengths summing to the {len(seeds)} seeds, got {list(chains or ())}")
+        assert rng_seeds is None or len(rng_seeds) == len(seeds), (
+            f"rng_seeds needs one seed per episode: {len(rng_seeds or ())} for {len(seeds)} seeds")
         # Handed out before anything runs, so ids and randomness follow the index, not the schedule.
         ids = [next(self.ids) for _ in seeds]
         base = int(rng.integers(2**62))
-        items = [(i, ids[i], s, child_seed(base, i), episode_tags[i] if episode_tags else None)
-                 for i, s in enumerate(seeds)]
+        items = [(i, ids[i], s, child_seed(base, i) if rng_seeds is None else int(rng_seeds[i]),
+                  episode_tags[i] if episode_tags else None) for i, s in enumerate(seeds)]
         run = _Run(self.make_env, None, tuple(wrappers), policy, dict(tags or {}), reset_options, self.tool_key,
                    self.success_threshold, self.max_steps, self.step_timeout_s)
         executor = self._executor_for(run, policy, ordered)

@@ -82,7 +82,7 @@ from envaudit.protocol import (
     TOOL_TIMEOUT,
 )
 from envaudit.recording import Records
-from envaudit.rollout import Policy, RandomPolicy
+from envaudit.rollout import Policy, RandomPolicy, Run
 from envaudit.stats import (
     MIN_SAMPLES,
     exploit_ladder,
@@ -201,15 +201,18 @@ def _scripted_arms(ctx: ProbeContext, success: np.ndarray, failure: np.ndarray, 
             label = ctx.describe_action(a)
             why = f"its tool timed out in {float(rate.max()):.0%} of exploration calls"
             policies.append((f"repeat-{label}", RepeatPolicy.repeating(a, label, why)))
-    arms = []
+    runnable = []
     for name, policy in policies:
         if ctx.over_cap(f"scripted arm {name!r} and those after it"):
             break
-        result = ctx.run(policy, ctx.seeds(n, name), tags={"arm": name})
-        ctx.keep(result.records)
-        eps = result.records.episodes
-        verdict = arm_verdict(ctx, result.records, success, failure, rng)
-        arms.append(arm_row(name, policy.describe(), eps, result.records.steps, verdict))
+        runnable.append((name, policy))
+    # Every arm's episodes in one run over the workers, each as its own run would play it.
+    played = ctx.run_all([Run(policy, ctx.seeds(n, name), tags={"arm": name}) for name, policy in runnable])
+    arms = []
+    for (name, policy), records in zip(runnable, played, strict=True):
+        ctx.keep(records)
+        verdict = arm_verdict(ctx, records, success, failure, rng)
+        arms.append(arm_row(name, policy.describe(), records.episodes, records.steps, verdict))
     return arms
 
 
