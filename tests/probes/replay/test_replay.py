@@ -327,12 +327,12 @@ def test_exploration_episodes_are_replayed_furthest_first():
 
     from envaudit.families import flawed_case
     from envaudit.families.envs import make_env
-    from envaudit.probes.replay import _paying_steps, plans
+    from envaudit.probes.replay.plans import paying_steps, plans
 
     spec = replace(flawed_case(7, 5, kind="unseeded-answer").spec, shaping="progress", shaping_scale=0.3,
                    has_oracle=False)
     ctx = explore(lambda: make_env(spec), probe="replay", **SMALL)
-    paying = _paying_steps(ctx.exploration.steps)
+    paying = paying_steps(ctx.exploration.steps)
     eps = ctx.exploration.episodes
     counts = sorted(paying.tolist(), reverse=True)[:8]
     assert counts[0] > 0  # some episode made progress
@@ -368,11 +368,11 @@ def test_the_replays_fan_out_and_say_the_same_on_any_number_of_workers(make_env)
 
 
 def test_past_the_first_units_only_the_units_their_planned_lengths_need_are_replayed():
-    from envaudit.probes.replay import _units_for
+    from envaudit.probes.replay import units_for
 
     plans = [(0, [1] * 5, 9), (1, [2] * 3, 9), (2, [], 9), (3, [0] * 7, 9)]
-    assert _units_for(plans, 0, 4.0) == 0 and _units_for(plans, -2, 4.0) == 0
-    assert _units_for(plans, 5, 4.0) == 1 and _units_for(plans, 6, 4.0) == 2
-    assert _units_for(plans, 8, 4.0) == 2 and _units_for(plans, 9, 4.0) == 3  # no actions: the mean length
-    assert _units_for(plans, 9, 0.2) == 3  # at least one step each
-    assert _units_for(plans, 100, 4.0) == 4  # never more than planned
+    assert units_for(plans, 0, 4.0) == 0 and units_for(plans, -2, 4.0) == 0
+    assert units_for(plans, 5, 4.0) == 1 and units_for(plans, 6, 4.0) == 2
+    assert units_for(plans, 8, 4.0) == 2 and units_for(plans, 9, 4.0) == 3  # no actions: the mean length
+    assert units_for(plans, 9, 0.2) == 3  # at least one step each
+    assert units_for(plans, 100, 4.0) == 4  # never more than planned

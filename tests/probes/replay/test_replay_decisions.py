@@ -52,11 +52,11 @@ def test_same_falls_back_to_equality_for_what_numpy_cannot_hold():
 
 
 def test_show_is_short():
-    assert R._show(np.float32(0.5)) == "0.5" and R._show("ab") == "'ab'"
-    assert R._show("x" * 100) == "'" + "x" * 76 + "..." and len(R._show("x" * 100)) == 80
-    assert R._show("x" * 78) == "'" + "x" * 78 + "'"  # 80 characters: kept whole
-    assert R._show(np.arange(3)) == "[0 1 2]"
-    assert R._show(np.arange(20)).startswith("[ 0  1  2 ...")
+    assert R.shown(np.float32(0.5)) == "0.5" and R.shown("ab") == "'ab'"
+    assert R.shown("x" * 100) == "'" + "x" * 76 + "..." and len(R.shown("x" * 100)) == 80
+    assert R.shown("x" * 78) == "'" + "x" * 78 + "'"  # 80 characters: kept whole
+    assert R.shown(np.arange(3)) == "[0 1 2]"
+    assert R.shown(np.arange(20)).startswith("[ 0  1  2 ...")
 
 
 def traj(seed, reset_obs, *steps, instance=None):
@@ -81,7 +81,7 @@ def test_reset_difference():
 def test_episode_difference_names_the_first_field_that_differs(field, label, u, v):
     a = traj(7, 0, step(), step(**{field: u}), step(reward=5.0))
     b = traj(7, 0, step(), step(**{field: v}), step(reward=6.0))
-    assert R.episode_difference(a, b, R.EPISODE_SAME) == R.Divergence(R.EPISODE_SAME, 7, 1, label, R._show(u), R._show(v))
+    assert R.episode_difference(a, b, R.EPISODE_SAME) == R.Divergence(R.EPISODE_SAME, 7, 1, label, R.shown(u), R.shown(v))
 
 
 def test_episode_difference_of_length_and_of_nothing():
@@ -94,8 +94,8 @@ def test_episode_difference_of_length_and_of_nothing():
 
 
 def test_is_int_excludes_bools():
-    assert R._is_int(3) and R._is_int(np.int64(3)) and not R._is_int(True) and not R._is_int(np.bool_(True))
-    assert not R._is_int(3.0) and not R._is_int("3")
+    assert R.is_int(3) and R.is_int(np.int64(3)) and not R.is_int(True) and not R.is_int(np.bool_(True))
+    assert not R.is_int(3.0) and not R.is_int("3")
 
 
 def test_plans_prefer_distinct_exploration_seeds_with_their_actions():
@@ -226,6 +226,6 @@ def test_tally_counts_every_divergence():
 
 
 def test_show_prints_floats_to_12_digits_and_eight_items():
-    assert R._show(np.array([1 / 3])) == "[0.333333333333]"
-    assert R._show(np.arange(9)).startswith("[0 1 2 ...")  # more than 8 items: summarised
-    assert R._show(np.arange(8)) == "[0 1 2 3 4 5 6 7]"
+    assert R.shown(np.array([1 / 3])) == "[0.333333333333]"
+    assert R.shown(np.arange(9)).startswith("[0 1 2 ...")  # more than 8 items: summarised
+    assert R.shown(np.arange(8)) == "[0 1 2 3 4 5 6 7]"
