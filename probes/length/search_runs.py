@@ -21,9 +21,6 @@ from envaudit.probe import ProbeContext
 from envaudit.protocol import TOOL_FAILED
 from envaudit.rollout import Policy, RunResult
 
-TAGS = {"arm": "success-search"}
-
-
 class Stopped(RuntimeError):
     """One of the search's runs could not be read whole: the env raised (``raised``: the api
     probe's finding), hung, or the scan's cap was reached. The search stops there."""
@@ -69,7 +66,7 @@ def _checked(result: RunResult, n: int) -> RunResult:
 def replay_ends(ctx: ProbeContext, replays: list[Replay]) -> list[tuple]:
     """Play each replay in one run; per replay its payload ``(reset obs, steps, last step)``."""
     plan = ReplayPlan(replays, name="success search")
-    result = _checked(ctx.run(plan.policy(), plan.seeds, wrappers=(_Ends, *plan.wrappers()), tags=TAGS), len(replays))
+    result = _checked(ctx.run(plan.policy(), plan.seeds, wrappers=(_Ends, *plan.wrappers())), len(replays))
     return [result.payloads[k] for k in range(len(replays))]
 
 
@@ -145,8 +142,8 @@ def follow_seeds(ctx: ProbeContext, seeds: Sequence[int], skeleton: Sequence[Any
     """``search.follow`` on every seed at once: the skeleton on each (one run), then every action as
     the last one after each skeleton played (one run); per seed the first success's actions, or None."""
     if skeleton:
-        played = _checked(ctx.run(_PlaySkeleton(), list(seeds), tags=TAGS,
-                                  wrappers=[lambda env: _Skeleton(env, skeleton, budget)]), len(seeds))
+        played = _checked(ctx.run(_PlaySkeleton(), list(seeds), wrappers=[lambda env: _Skeleton(env, skeleton, budget)]),
+                          len(seeds))
         prefixes = [played.payloads.get(k) for k in range(len(seeds))]
     else:
         prefixes = [() for _ in seeds]
@@ -163,7 +160,7 @@ def follow_seeds(ctx: ProbeContext, seeds: Sequence[int], skeleton: Sequence[Any
 def statuses_of(ctx: ProbeContext, seed: int, actions: Sequence[Any]) -> list[Any]:
     """The tool status of each step of ``actions`` replayed once from ``seed``."""
     plan = ReplayPlan([Replay(seed, tuple(int(a) for a in actions))], name="success search")
-    records = _checked(plan.run(ctx, tags=TAGS), 1).records
+    records = _checked(plan.run(ctx), 1).records
     return records.steps["tool_status"].tolist()
 
 

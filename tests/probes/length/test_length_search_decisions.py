@@ -344,3 +344,41 @@ def test_a_search_run_that_cannot_be_read_whole_stops_the_search(kind, raised, s
     with pytest.raises(Stopped, match="the scan's cap was reached") as stop:
         _checked(RunResult(Recorder().records(), [], finished=1), 2)
     assert not stop.value.raised
+
+
+def test_the_run_expander_counts_its_steps_and_reads_every_action_of_every_cell():
+    from envaudit.probes.length.search_runs import RunExpander
+
+    expand = RunExpander(search_ctx(Lock(limit=3)), 0)
+    root, one, two = expand([(), (1,), (1, 2)], ACTIONS)
+    assert expand.used == 4 * 1 + 4 * 2 + 4 * 3 and expand.reset_obs.tolist() == [0, 0]
+    assert [len(t) for t in (root, one, two)] == [4, 4, 4]
+    # action 3 answers: terminated, a success only once the lock is open; the third step hits the limit
+    assert [t[1:] for t in root] == [(False, False, False)] * 3 + [(True, False, False)]
+    assert two[3][1:] == (True, False, True) and two[0][1:] == (False, True, False)
+    assert two[2][0].tolist() == [2, 3]
+
+
+def test_a_prefix_that_ends_before_its_last_action_is_a_dead_end():
+    from envaudit.probes.length.search_runs import RunExpander
+
+    [tried] = RunExpander(search_ctx(Lock()), 0)([(3,)], ACTIONS)  # the answer ends every replay at once
+    assert [t[1:] for t in tried] == [(True, False, False)] * 4
+    assert all(t[0].tolist() == [0, 1] for t in tried)  # the observation the episode ended on
+
+
+def test_the_skeleton_wrapper_cuts_where_the_skeleton_ends_and_says_when_the_env_ended_it():
+    from envaudit.probes.length.search_runs import _Skeleton
+
+    done = _Skeleton(Lock(flaky={0}), [1, 2], budget=100)
+    done.reset(seed=0)
+    assert done.next_action() == 1 and done.step(1)[3] is False and done.next_action() == 1  # failed: retried
+    assert done.step(1)[3] is False and done.next_action() == 2
+    assert done.step(2)[3] is True and done.episode_payload() == (1, 1, 2)  # cut after the skeleton
+    ended = _Skeleton(Lock(), [1, 3], budget=100)
+    ended.reset(seed=0)
+    ended.step(1)
+    assert ended.step(3)[2] is True and ended.episode_payload() is None  # the env ended it on its last action
+    short = _Skeleton(Lock(), [1, 2], budget=1)
+    short.reset(seed=0)
+    assert short.step(1)[3] is True and short.episode_payload() is None  # the budget cut it mid-skeleton
