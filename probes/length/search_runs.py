@@ -21,6 +21,7 @@ from envaudit.probe import ProbeContext
 from envaudit.protocol import TOOL_FAILED
 from envaudit.rollout import Policy, RunResult
 
+
 class Stopped(RuntimeError):
     """One of the search's runs could not be read whole: the env raised (``raised``: the api
     probe's finding), hung, or the scan's cap was reached. The search stops there."""
