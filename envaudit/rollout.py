@@ -148,9 +148,9 @@ class Segments(Policy):
         self.name = self.parts[0][0].name
 
     def for_episode(self, index: int, seed: int) -> Policy:
-        k = bisect.bisect_right(self.starts, index) - 1
-        if not 0 <= k < len(self.parts) or index >= self.starts[-1]:
+        if not 0 <= index < self.starts[-1]:
             raise IndexError(f"Segments has no policy for episode {index} (it has {self.starts[-1]})")
+        k = bisect.bisect_right(self.starts, index) - 1
         return self.parts[k][0].for_episode(index - self.starts[k], seed)
 
     def act(self, obs: Any, info: Mapping[str, Any]) -> Any:

@@ -55,5 +55,11 @@ def test_segments_hands_each_episode_its_part_s_own_policy():
             seg.for_episode(bad, 5)
     with pytest.raises(RuntimeError, match="for_episode"):
         seg.act(None, {})
+    # A part whose policy picks by index gets the episode's place within its part.
+    from envaudit.policies import ByIndex
+
+    x, y = SequencePolicy([0], name="x"), SequencePolicy([1], name="y")
+    by_place = Segments([(a, 3), (ByIndex([x, y]), 2)])
+    assert [by_place.for_episode(i, 0).name for i in range(5)] == ["a", "a", "a", "x", "y"]
     with pytest.raises(AssertionError):
         Segments([(a, 0)])
