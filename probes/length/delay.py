@@ -28,13 +28,13 @@ import numpy as np
 import pandas as pd
 
 from envaudit.findings import Finding
-from envaudit.policies import ByIndex, BySeed, action_stats, oracle_policy
+from envaudit.policies import BySeed, action_stats, oracle_policy
 from envaudit.probe import ProbeContext
 from envaudit.probes.length.decisions import decide_length_bias
 from envaudit.probes.length.search import MISSES, SearchState, find_successes
 from envaudit.protocol import SUCCESS
 from envaudit.recording import Records
-from envaudit.rollout import Policy, SequencePolicy, step_limit
+from envaudit.rollout import Policy, Run, SequencePolicy, step_limit
 from envaudit.stats import MIN_SAMPLES, bootstrap_ci, signed_rank_p
 
 DELAY_STEPS = 4
@@ -291,21 +291,15 @@ def _pairs(part: Sequence[Success], policies: Sequence[DelayPolicy], records: Re
 
 def _screen(ctx: ProbeContext, screen: Sequence[Success], arms: Sequence[tuple[int, str]],
             k: int) -> dict[tuple[int, str], pd.DataFrame]:
-    """``_replay``'s pairs for every ``(action, position)`` arm on the ``screen`` successes, every arm's
-    replays in one run over the workers (each episode its arm's policy and tags)."""
-    plays = [(a, at, s, _delay_policy(ctx, s, a, k, ctx.describe_action(a), at)) for a, at in arms for s in screen]
-    if not plays:
-        return {}
-    result = ctx.run(ByIndex([p for *_, p in plays]), [s.seed for _, _, s, _ in plays], tags={"arm": "delay-screen"},
-                     rng_name="delay-screen",
-                     episode_tags=[{"policy": p.name, "delay_action": ctx.describe_action(a), "delay_at": at}
-                                   for a, at, _, p in plays])
-    out = {}
-    for j, (a, at) in enumerate(arms):
-        part = slice(j * len(screen), (j + 1) * len(screen))
-        records = result.records.of_episodes(result.episode_ids[part])
-        out[(a, at)] = pd.DataFrame(_pairs(screen, [p for *_, p in plays[part]], records))
-    return out
+    """``_replay``'s pairs for every ``(action, position)`` arm on the ``screen`` successes: every arm's
+    replays in one run over the workers (``ctx.run_all``), each as the arm's own run plays them."""
+    policies = {(a, at): [_delay_policy(ctx, s, a, k, ctx.describe_action(a), at) for s in screen] for a, at in arms}
+    runs = [Run(BySeed({s.seed: p for s, p in zip(screen, policies[(a, at)], strict=True)}), [s.seed for s in screen],
+                tags={"arm": "delay-screen", "delay_action": ctx.describe_action(a), "delay_at": at},
+                rng_name=f"delay-screen-{at}-{a}-0") for a, at in arms]
+    played = ctx.run_all(runs) if screen else []
+    return {(a, at): pd.DataFrame(_pairs(screen, policies[(a, at)], records))
+            for (a, at), records in zip(arms, played, strict=True)}
 
 
 def paired_gain(table: pd.DataFrame) -> np.ndarray:

@@ -370,12 +370,11 @@ def test_a_delay_that_pays_per_chat_fails():
     assert notes["n_replayed"] == MIN_SAMPLES and len(ctx.kept) == 1 and ctx.kept[0] is not None
     assert f.probe == "length" and notes["n_pairs"] == MIN_SAMPLES and notes["k"] == k and notes["at"] == "end"
     assert notes["gain_ci"] == ev["gain_ci"] and notes["min_effect"] == ev["min_effect"]
-    # The screen is one run (it fans out over the workers): its four arms, each on the screen's successes.
-    [screen] = [r for r in ctx.runs if r[2].get("tags", {}).get("arm") == "delay-screen"]
-    arms = [(t["policy"], t["delay_action"], t["delay_at"]) for t in screen[2]["episode_tags"]]
-    assert len(arms) == 4 * MIN_SAMPLES and screen[1] == screen[1][:MIN_SAMPLES] * 4
-    assert arms == [(f"delay {a} x{k} at {at}", a, at) for a in ("chat", "idle") for at in D.POSITIONS
-                    for _ in range(MIN_SAMPLES)]
+    # The screen's four arms (one run over the workers, ctx.run_all), each on the screen's successes.
+    screens = [r for r in ctx.runs if r[2].get("tags", {}).get("arm") == "delay-screen"]
+    assert len(screens) == 4 and all(len(r[1]) == MIN_SAMPLES for r in screens)
+    assert [(r[2]["tags"]["delay_action"], r[2]["tags"]["delay_at"], r[2]["rng_name"]) for r in screens] == [
+        (a, at, f"delay-screen-{at}-{action}-0") for a, action in (("chat", CHAT), ("idle", IDLE)) for at in D.POSITIONS]
 
 
 def test_the_delay_gain_is_judged_against_min_effect_of_the_scale():
