@@ -82,6 +82,13 @@ class ScanConfig:
         """A number of work units for this scan: ``n`` normally, about a quarter of it under ``--quick``."""
         return max(2, n // 4) if self.quick else n
 
+    def exploration_groups(self) -> tuple[int, int]:
+        """``(G, groups)``: exploration plays ``groups`` reset seeds, ``G`` episodes each (the scaled
+        ``episodes``, rounded up to whole groups)."""
+        n_episodes = self.scaled(self.episodes)
+        group_size = min(self.group_size, n_episodes)
+        return group_size, max(1, -(-n_episodes // group_size))
+
     def rollout_pipeline(self) -> Pipeline:
         """The rollout pipeline the scan models: a named preset, or the simple timeout handling."""
         if self.pipeline is not None:

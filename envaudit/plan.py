@@ -10,7 +10,6 @@ the pool can do. No report folder is written.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -103,9 +102,7 @@ def plan_scan(target: str | Callable[[], gym.Env], config: ScanConfig, *, worker
         make_env, env_id = target, getattr(target, "__name__", repr(target))
     make_env = sync_factory(make_env)
     probes = select_probes(config.probes)
-    n_explore = config.scaled(config.episodes)
-    group_size = min(config.group_size, n_explore)
-    n_groups = max(1, math.ceil(n_explore / group_size))
+    group_size, n_groups = config.exploration_groups()
     # The scan's own first group: the same seed and policy stream as exploration's start.
     seed = child_seed(config.seed, "explore", "group", 0) % (2**31 - 1)
     runner = Runner(make_env, step_timeout_s=config.step_timeout_s, max_steps=config.max_steps,

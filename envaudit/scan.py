@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import datetime as _dt
 import difflib
-import math
 import signal
 import threading
 import time
@@ -82,9 +81,7 @@ def _explore(make_env, config: ScanConfig, ids, deadline: float, skipped: list[d
     """Random-policy rollouts in GRPO-style groups: G episodes from each reset seed, all of them
     unless the env hangs or the safety cap (``deadline``) is reached, which ``skipped`` records.
     The groups go out as one run, so every worker has an episode to play."""
-    n_episodes = config.scaled(config.episodes)
-    group_size = min(config.group_size, n_episodes)
-    n_groups = max(1, math.ceil(n_episodes / group_size))
+    group_size, n_groups = config.exploration_groups()
     runner = Runner(make_env, step_timeout_s=config.step_timeout_s, max_steps=config.max_steps,
                     success_threshold=config.success_threshold, ids=ids, executor=executor, spec=spec)
     rng = child_rng(config.seed, "explore", "policy")

@@ -71,3 +71,14 @@ def test_cli_plan_prints_the_table_and_writes_no_report(tmp_path, monkeypatch, c
     out = capsys.readouterr().out
     assert "grpo" in out and "--workers 3" in out
     assert not (tmp_path / "out").exists() and not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("options", [SMALL, dict(seed=0, quick=True, episodes=64, group_size=8, fail_on="never")])
+def test_the_replay_probe_declares_its_episodes_exactly_on_a_fixed_length_env(options):
+    # Units (three plays each) up to what exploration played or MIN_STEPS of replays take, two plays per
+    # branch, and the other interpreters' episodes: all of them LENGTH steps long here.
+    config = ScanConfig(probes=("replay",), **options)
+    plan = plan_scan(TARGET, config, workers=1)
+    real = run_scan(TARGET, config).cost["probes"]["replay"]
+    predicted = next(p for p in plan.probes if p.name == "replay")
+    assert (predicted.episodes, predicted.env_steps) == (real["episodes"], real["env_steps"]) and not predicted.cap

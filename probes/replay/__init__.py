@@ -45,8 +45,12 @@ observations that carry wall-clock time on purpose. Float noise below the tolera
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import pandas as pd
+
+from envaudit.config import ScanConfig
 from envaudit.findings import Finding, Severity
 from envaudit.policies import ByIndex
 from envaudit.probe import Probe, ProbeContext
@@ -312,6 +316,20 @@ def _hang_text(hang: Problem, timeout: float) -> tuple[str, str, str]:
             "or a backend sometimes never answers.")
 
 
+def planned_episodes(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool) -> int:
+    """The episodes the probe plays at these settings (``envaudit scan --plan``), from the mean length
+    of exploration's first episodes: the units (three plays each; past the first ones, as many as
+    ``MIN_STEPS`` of replays take, at most as many as exploration plays episodes), two plays per
+    branch and ``ELSEWHERE_UNITS`` per other interpreter. An env with an ``oracle()`` adds
+    ``ORACLE_UNITS`` units and their first plays (16 episodes), which the plan cannot know."""
+    length = float(explore["length"].mean()) if len(explore) else 1.0
+    group_size, groups = scan.exploration_groups()
+    first, floor = scan.scaled(EPISODE_REPLAYS), scan.scaled(MIN_STEPS)
+    units = min(group_size * groups, first * MAX_UNITS_FACTOR, max(first, math.ceil(floor / max(length, 1e-9))))
+    branches = min(scan.scaled(BRANCH_REPLAYS), units) if length >= 2 else 0
+    return 3 * units + 2 * branches + ELSEWHERE_INTERPRETERS * min(ELSEWHERE_UNITS, units)
+
+
 probe = Probe(
     name="replay",
     run=run,
@@ -319,6 +337,7 @@ probe = Probe(
     codes=("non-replayable", "env-error"),
     decisions={"non-replayable": decide_non_replayable, "env-error": decide_env_error},
     order=20,
+    plan=planned_episodes,
 )
 
 
@@ -326,6 +345,7 @@ __all__ = [
     "ATOL", "BRANCH", "BRANCH_REPLAYS", "CAPPED", "CHECKS", "ELSEWHERE", "ELSEWHERE_INTERPRETERS", "ELSEWHERE_UNITS",
     "EPISODE_FRESH", "EPISODE_REPLAYS", "EPISODE_SAME", "MAX_UNITS_FACTOR", "MIN_STEPS", "ORACLE_MISS", "ORACLE_UNITS",
     "RESET_FRESH", "RESET_SAME", "RTOL", "Divergence", "Scripted", "Step", "Tally", "Trajectory",
-    "decide_env_error", "decide_non_replayable", "elsewhere_choice", "episode_difference", "is_int", "plans",
+    "decide_env_error", "decide_non_replayable", "elsewhere_choice", "episode_difference", "is_int", "planned_episodes",
+    "plans",
     "probe", "reset_difference", "run", "same", "shown", "units_for",
 ]
