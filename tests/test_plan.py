@@ -82,3 +82,19 @@ def test_the_replay_probe_declares_its_episodes_exactly_on_a_fixed_length_env(op
     real = run_scan(TARGET, config).cost["probes"]["replay"]
     predicted = next(p for p in plan.probes if p.name == "replay")
     assert (predicted.episodes, predicted.env_steps) == (real["episodes"], real["env_steps"]) and not predicted.cap
+
+
+def test_the_replay_plan_of_short_episodes_caps_its_units_and_has_no_branches():
+    import pandas as pd
+
+    from envaudit.probes.replay import planned_episodes
+
+    config = ScanConfig(seed=0)  # 256 episodes explored; 16 first units, 200 steps of replays, 8 branches
+    pilot = lambda *lengths: pd.DataFrame({"length": list(lengths)})  # noqa: E731
+    # one-step episodes: 200 units wanted, 4 x 16 allowed; no branch fits in one step; 2 x 7 elsewhere
+    assert planned_episodes(config, pilot(1, 1), False) == 3 * 64 + 0 + 14
+    assert planned_episodes(config, pilot(), False) == 3 * 64 + 14  # no pilot episode: one step each
+    assert planned_episodes(config, pilot(2, 2), False) == 3 * 64 + 2 * 8 + 14  # two steps: branches
+    assert planned_episodes(config, pilot(10, 30), False) == 3 * 16 + 2 * 8 + 14  # long: the first units only
+    few = ScanConfig(seed=0, episodes=12, group_size=4)  # 12 explored: at most 12 units
+    assert planned_episodes(few, pilot(1), False) == 3 * 12 + 14
