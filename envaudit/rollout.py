@@ -511,8 +511,12 @@ class Runner:
             fn = play_chain
             stop_at[0] = len(work)  # counted in chains while they are handed out
         for c, outcome in executor.map(fn, shared, work, keep_going):
-            played = [_lost(outcome, items[first[c]])] if isinstance(outcome, Lost) else (
-                outcome if chains is not None else [outcome])
+            if isinstance(outcome, Lost):
+                # A chain's worker died: its episodes' rows died with it; the death is one problem.
+                played = [_lost(outcome, items[first[c]])] + [_Episode() for _ in work[c][1:]] if chains else [
+                    _lost(outcome, items[first[c]])]
+            else:
+                played = outcome if chains is not None else [outcome]
             for k, episode in enumerate(played):
                 outcomes[first[c] + k] = episode
             if any(episode.stop for episode in played):

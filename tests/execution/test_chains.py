@@ -82,3 +82,24 @@ def test_an_episode_s_own_tags_override_the_run_s_of_the_same_name():
     eps = result.records.episodes
     assert eps["policy"].tolist() == ["first", "run"] and eps["arm"].tolist() == ["a", "a"]
     assert eps["at"].tolist() == ["end", "start"]
+
+
+def test_a_chain_whose_worker_dies_is_one_problem_and_the_run_goes_on():
+    from envaudit.policies import ByIndex
+    from envaudit.rollout import SequencePolicy
+    from tests.fixtures.crash_envs import BREAK_AT, TRIGGER, SegfaultWalk
+
+    dies, lives = SequencePolicy([TRIGGER] * 8, name="dies"), SequencePolicy([0, 1] * 8, name="lives")
+    executor = ProcessExecutor(2)
+    try:
+        result = Runner(SegfaultWalk, ids=iter(range(10)), executor=executor, step_timeout_s=20.0,
+                        spec="tests.fixtures.crash_envs:SegfaultWalk").run(
+            ByIndex([lives, dies, lives, lives]), [0, 0, 1, 2], rng=np.random.default_rng(0), wrappers=[Told],
+            chains=[2, 1, 1])
+    finally:
+        executor.close()
+    [problem] = result.problems
+    assert (problem.kind, problem.where, problem.step, problem.seed) == ("crash", "step", BREAK_AT, 0)
+    # The dead chain's two episodes left no rows and no payload; the other chains played whole.
+    assert sorted(result.payloads) == [2, 3] and result.records.episodes["seed"].tolist() == [1, 2]
+    assert not result.stopped_early and result.finished == 4
