@@ -96,10 +96,10 @@ MAX_UNITS_FACTOR = 4
 
 
 def _play(ctx: ProbeContext, plays: list[tuple[int, Scripted, int]], chains: list[int],
-          tally: Tally) -> tuple[RunResult, int]:
+          tally: Tally) -> RunResult:
     """Play each ``(seed, script, unit)`` in one run over the scan's workers, each chain of
-    consecutive plays on one fresh instance; the result and how many plays from the first on can be
-    read (a hang or the cap stops there, and ``tally`` says so)."""
+    consecutive plays on one fresh instance; the plays from ``result.finished`` on cannot be read (a
+    hang or the cap stopped there, and ``tally`` says so)."""
     result = ctx.run(ByIndex([script for _, script, _ in plays]), [seed for seed, _, _ in plays], wrappers=[Capture],
                      rng_name="replay", chains=chains, episode_tags=[{"unit": unit} for _, _, unit in plays])
     if result.hung:
@@ -107,7 +107,7 @@ def _play(ctx: ProbeContext, plays: list[tuple[int, Scripted, int]], chains: lis
         tally.hang = next(p for p in result.problems if p.kind == "hang")
     elif result.finished < len(plays):  # the cap cut the run (ctx.run recorded it as incomplete)
         tally.stopped = tally.stopped or CAPPED
-    return result, result.finished
+    return result
 
 
 def _units(ctx: ProbeContext, tally: Tally, units: list[tuple[int, int, list[Any], int]]) -> list[Trajectory | None]:
@@ -115,10 +115,10 @@ def _units(ctx: ProbeContext, tally: Tally, units: list[tuple[int, int, list[Any
     fresh one) and compare, unit by unit in order; each unit's first play (None for a unit whose
     reset raised, which the api probe reports), up to the unit where a hang or the cap stopped."""
     plays = [(seed, Scripted(actions, fallback), unit) for unit, seed, actions, fallback in units for _ in range(3)]
-    result, finished = _play(ctx, plays, [2, 1] * len(units), tally)
+    result = _play(ctx, plays, [2, 1] * len(units), tally)
     out: list[Trajectory | None] = []
     for k in range(len(units)):
-        if 3 * k + 3 > finished:
+        if 3 * k + 3 > result.finished:
             break
         b1, b2, a = (result.payloads.get(3 * k + j) for j in range(3))
         if b1 is None or b2 is None or a is None:
@@ -147,9 +147,9 @@ def _branches(ctx: ProbeContext, tally: Tally, branches: list[tuple[int, Traject
     same new suffix, on two fresh instances, compared."""
     plays = [(reference.seed, Scripted([snapshot(a) for a in reference.actions[:cut]], fallback), unit)
              for unit, reference, cut, fallback in branches for _ in range(2)]
-    result, finished = _play(ctx, plays, [1] * len(plays), tally)
+    result = _play(ctx, plays, [1] * len(plays), tally)
     for k in range(len(branches)):
-        if 2 * k + 2 > finished:
+        if 2 * k + 2 > result.finished:
             return
         first, second = result.payloads.get(2 * k), result.payloads.get(2 * k + 1)
         if first is None or second is None:
