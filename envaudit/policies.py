@@ -25,7 +25,7 @@ import pandas as pd
 from envaudit.faults import FaultInjector
 from envaudit.protocol import SUCCESS, TOOL_ERROR, TOOL_OK, TOOL_TIMEOUT, read_tool_info
 from envaudit.recording import Records, action_labels_of
-from envaudit.rollout import Policy, RandomPolicy, SequencePolicy
+from envaudit.rollout import Policy, RandomPolicy, Segments, SequencePolicy
 
 MAX_REPEAT_POLICIES = 8
 """At most this many one-action policies; larger catalogues keep the best-paying actions."""
@@ -510,26 +510,17 @@ class CallablePolicy(Policy):
         return doc or f"the env's oracle ({getattr(self.fn, '__name__', type(self.fn).__name__)})"
 
 
-class ByIndex(Policy):
+class ByIndex(Segments):
     """Episode ``i`` of the run plays ``policies[i]`` (``Policy.for_episode``): scripted episodes
     that share reset seeds (the replay probe plays one seed three times with one script) as one
-    run that fans out over the scan's workers."""
+    run that fans out over the scan's workers. ``rollout.Segments`` with one episode a part."""
 
     def __init__(self, policies: Sequence[Policy], name: str | None = None) -> None:
         if not policies:
             raise ValueError("ByIndex needs at least one episode's policy")
-        self.policies = list(policies)
-        self.name = name or self.policies[0].name
-        self._describe = self.policies[0].describe()
-
-    def for_episode(self, index: int, seed: int) -> Policy:
-        if not 0 <= index < len(self.policies):
-            raise IndexError(f"ByIndex has no policy for episode {index} (it has {len(self.policies)})")
-        return self.policies[index]
-
-    def act(self, obs: Any, info: Mapping[str, Any]) -> Any:
-        raise RuntimeError("ByIndex plays no episode itself: the runner asks for_episode(index, seed) for the "
-                           "episode's policy")
+        super().__init__([(p, 1) for p in policies])
+        self.name = name or self.name
+        self._describe = policies[0].describe()
 
     def describe(self) -> str:
         return self._describe

@@ -36,7 +36,16 @@ from envaudit.execution import InlineExecutor
 from envaudit.findings import CODES, Finding
 from envaudit.pipeline import Pipeline
 from envaudit.recording import Recorder, Records
-from envaudit.rollout import EnvFactory, Policy, Problem, Run, Runner, RunResult, Segments
+from envaudit.rollout import (
+    EnvFactory,
+    Policy,
+    Problem,
+    Run,
+    Runner,
+    RunResult,
+    Segments,
+    policy_seeds,
+)
 from envaudit.seeding import child_rng, child_seed
 from envaudit.toolenv import ToolEnv
 
@@ -391,11 +400,10 @@ class ProbeContext:
             return []
         parts, seeds, tags, rng_seeds = [], [], [], []
         for r in runs:
-            base = int(self.rng("policy", r.rng_name or r.policy.name).integers(2**62))
             parts.append((r.policy, len(r.seeds)))
             seeds += [int(s) for s in r.seeds]
             tags += [{"policy": r.policy.name, **(r.tags or {})}] * len(r.seeds)
-            rng_seeds += [child_seed(base, j) for j in range(len(r.seeds))]
+            rng_seeds += policy_seeds(self.rng("policy", r.rng_name or r.policy.name), len(r.seeds))
         result = self.run(Segments(parts), seeds, episode_tags=tags, rng_seeds=rng_seeds)
         out, start = [], 0
         for _, n in parts:

@@ -408,6 +408,14 @@ def _lost(lost: Lost, item: tuple) -> _Episode:
     return _Episode(problem=Problem(lost.kind, where, message, seed, lost.step), stop=where == "make")
 
 
+def policy_seeds(rng: np.random.Generator, n: int) -> list[int]:
+    """The seeds of the policy randomness of a run's ``n`` episodes, drawn from the run's ``rng``:
+    each follows the episode's index, never the schedule (``ProbeContext.run_all`` draws them as
+    each merged run would)."""
+    base = int(rng.integers(2**62))
+    return [child_seed(base, i) for i in range(n)]
+
+
 class Runner:
     """Runs episodes of envs from one factory with hang protection, recording into one Recorder.
 
@@ -478,9 +486,8 @@ class Runner:
             f"rng_seeds needs one seed per episode: {len(rng_seeds or ())} for {len(seeds)} seeds")
         # Handed out before anything runs, so ids and randomness follow the index, not the schedule.
         ids = [next(self.ids) for _ in seeds]
-        base = int(rng.integers(2**62))
-        items = [(i, ids[i], s, child_seed(base, i) if rng_seeds is None else int(rng_seeds[i]),
-                  episode_tags[i] if episode_tags else None) for i, s in enumerate(seeds)]
+        rng_seeds = policy_seeds(rng, len(seeds)) if rng_seeds is None else [int(s) for s in rng_seeds]
+        items = [(i, ids[i], s, rng_seeds[i], episode_tags[i] if episode_tags else None) for i, s in enumerate(seeds)]
         run = _Run(self.make_env, None, tuple(wrappers), policy, dict(tags or {}), reset_options, self.tool_key,
                    self.success_threshold, self.max_steps, self.step_timeout_s)
         executor = self._executor_for(run, policy, ordered)
