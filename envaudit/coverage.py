@@ -66,6 +66,14 @@ class ReturnTally:
         if len(self.seeds) < MIN_SEEDS:
             self.seeds.update(int(s) for s in episodes["seed"].dropna().unique()[:MIN_SEEDS])
 
+    def merge(self, other: ReturnTally) -> None:
+        """Add what ``other`` counted (a probe that played beside the others kept a tally of its own)."""
+        self.n += other.n
+        self.n_success += other.n_success
+        self.low, self.high = min(self.low, other.low), max(self.high, other.high)
+        if len(self.seeds) < MIN_SEEDS:
+            self.seeds.update(sorted(other.seeds)[:MIN_SEEDS])
+
     @property
     def constant(self) -> bool:
         return self.n >= MIN_EPISODES and len(self.seeds) >= MIN_SEEDS and self.low == self.high

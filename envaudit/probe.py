@@ -81,6 +81,11 @@ class Probe:
     """Relative cost of the probe's work, for the progress bar only (work is sized in units)."""
     order: int = 50
     """Probes run in ascending order (cheap API checks first)."""
+    beside: bool = False
+    """The probe plays beside the others where the executor's workers can be shared (threads,
+    asyncio): it reads only exploration, numbers its episodes from an id block of its own and sees
+    only the hangs exploration met, so its report is the same whether it ran beside the other
+    probes or after them (``envaudit.scan``)."""
     preload: tuple[str, ...] = ()
     """Modules the probe's run imports that hold much memory (torch): a probe run in a worker
     process imports them first, and the memory cap counts what the env adds from there."""

@@ -233,7 +233,6 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
            env_fingerprint, action_space, host: ProbeHost | None = None) -> Report:
     """Explore and run the probes (everything after the env proved it can be made); ``host`` runs
     each probe in a worker process of its own."""
-    findings: list[Finding] = []
     # Progress by the probes' relative cost; exploration counts as one probe of weight 1.
     total_weight = 1.0 + sum(p.weight for p in probes)
     tell("exploring", 0.0)
@@ -243,7 +242,6 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
     cost = EnvCost(config.max_env_steps)  # every probe's env steps and episodes, exploration's first
     cost.add_episodes("explore", exploration.episodes)
     lost = [p for p in problems if p.kind in ("crash", "memory")]
-    lost_in = {id(p): "explore" for p in lost}  # which probe's work each lost episode was
     tally = ReturnTally()  # every episode any probe runs, kept or not: the coverage check's view
     tally.add(exploration.episodes)
     hung = _hung_before_enough(exploration, problems)
@@ -258,41 +256,59 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
     hangs = [p for p in problems if p.kind == "hang"]
     shared = ScanShared(deadline=deadline, ids=ids, hangs=hangs, lost=lost, tally=tally, executor=executor,
                         cost=cost)
+    # A probe that plays beside the others has state of its own: its id block, exploration's hangs.
+    own = {p.name: ScanShared(deadline=deadline, ids=IdCounter(k * BESIDE_IDS), hangs=list(hangs), lost=[],
+                              tally=ReturnTally(), executor=executor, cost=cost)
+           for k, p in enumerate((p for p in probes if p.beside), start=1)}
+    for probe in probes:  # every probe is listed in the cost section, in order, even one that stepped no env
+        cost.add(probe.name, 0, 0)
+
+    def context(probe: Probe) -> ProbeContext:
+        mine = exploration if probe.name not in own else Records(exploration.steps.copy(), exploration.episodes.copy())
+        return ProbeContext(ProbeInputs(env_id, make_env, config, mine, problems, pipeline, probe.name, spec),
+                            own.get(probe.name, shared))
+
+    played: dict[str, _Played] = {}
+    alongside = _plays_beside(probes, config, executor, host)
+    beside = {p.name: _Beside(p, context(p), played) for p in probes if p.name in alongside}
+    done_weight = 1.0
+    try:
+        for probe in probes:
+            if probe.name in beside:
+                continue
+            tell(f"probe {probe.name}", done_weight / total_weight)
+            done_weight += probe.weight
+            if time.monotonic() >= deadline:
+                played[probe.name] = _Played.not_run(probe, "the wall-clock safety cap was reached",
+                                                     cap_reason(config.budget_s))
+                continue
+            if cost.reached():  # the unit cap: the same seed skips the same probes
+                played[probe.name] = _Played.not_run(probe, cost.cap_reason(), cost.cap_reason())
+                continue
+            played[probe.name] = _play(probe, context(probe), host)
+        for name, running in beside.items():
+            tell(f"probe {name}", done_weight / total_weight)
+            running.wait()
+            done_weight += running.probe.weight
+    finally:
+        for name, running in beside.items():
+            running.stop(own[name])
+    findings: list[Finding] = []
     kept: list[Records] = [exploration]
     tables: dict[str, pd.DataFrame] = {}
     statuses: list[ProbeStatus] = []
-    done_weight = 1.0
+    lost_in = {id(p): "explore" for p in lost}  # which probe's work each lost episode was
     for probe in probes:
-        now = time.monotonic()
-        cost.add(probe.name, 0, 0)  # listed in the cost section even when it stepped no env
-        tell(f"probe {probe.name}", done_weight / total_weight)
-        done_weight += probe.weight
-        if now >= deadline:
-            incomplete.append({"probe": probe.name, "skipped": "the whole probe",
-                               "reason": cap_reason(config.budget_s)})
-            statuses.append(ProbeStatus(probe.name, "skipped", 0.0, 0, "the wall-clock safety cap was reached"))
-            continue
-        if cost.reached():  # the unit cap: the same seed skips the same probes
-            incomplete.append({"probe": probe.name, "skipped": "the whole probe", "reason": cost.cap_reason()})
-            statuses.append(ProbeStatus(probe.name, "skipped", 0.0, 0, cost.cap_reason()))
-            continue
-        ctx = ProbeContext(ProbeInputs(env_id, make_env, config, exploration, problems, pipeline, probe.name, spec),
-                           shared)
-        hangs_before = len(shared.hangs)
-        status, error, produced = _run_probe(probe, ctx, host)
-        if status == "ok" and (len(shared.hangs) > hangs_before or HUNG_NOTE in ctx.notes):
-            # Its env work stopped at a hang (its own, or one seen before it): not a full run.
-            status = "hung"
-            error = ctx.notes.get(HUNG_NOTE) or f"stopped by a hang: {shared.hangs[hangs_before].message}"
-        if status == "crashed" and not produced:  # its worker process died: its checks are missing
-            produced = [probe_failure(probe, status, error)]
-        lost_in.update({id(p): probe.name for p in lost if id(p) not in lost_in})
-        findings.extend(produced)
-        kept.extend(ctx.kept)
-        incomplete.extend(ctx.skipped)
-        tables.update({f"{probe.name}_{k}": v for k, v in ctx.tables.items()})
-        statuses.append(ProbeStatus(probe.name, status, time.monotonic() - now, len(produced), error, ctx.notes))
-        ctx.close()
+        part = played[probe.name]
+        findings.extend(part.findings)
+        kept.extend(part.kept)
+        incomplete.extend(part.skipped)
+        tables.update({f"{probe.name}_{k}": v for k, v in part.tables.items()})
+        statuses.append(part.status)
+        if probe.name in own:  # the scan's own lists hold the others' already
+            lost.extend(part.lost)
+            tally.merge(own[probe.name].tally)
+        lost_in.update({id(p): probe.name for p in part.lost})
     tell("done", 1.0)
     if lost:
         findings.append(lost_finding(lost, [lost_in.get(id(p), "") for p in lost]))
@@ -306,6 +322,87 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
                     after_correction=coverage_findings(records, action_space, tally,
                                                      (env_fingerprint or {}).get("adapter")),
                     cost=cost.section())  # never a falsely clean report
+
+
+BESIDE_IDS = 10**9
+"""The k-th probe that plays beside the others (``Probe.beside``, k = 1, 2, ... in probe order)
+numbers its episodes from ``k * BESIDE_IDS``: its ids do not depend on what played at the same time."""
+
+
+@dataclasses.dataclass
+class _Played:
+    """One probe's part of the report, put in probe order once every probe is done."""
+
+    status: ProbeStatus
+    findings: list[Finding]
+    kept: list[Records]
+    skipped: list[dict[str, str]]
+    tables: dict[str, pd.DataFrame]
+    lost: list[Problem]
+    """The episodes whose worker process died in its runs."""
+
+    @classmethod
+    def not_run(cls, probe: Probe, why: str, reason: str) -> _Played:
+        """A probe the scan skipped: ``why`` in its status, ``reason`` in the report's ``incomplete``."""
+        return cls(ProbeStatus(probe.name, "skipped", 0.0, 0, why), [], [], [
+            {"probe": probe.name, "skipped": "the whole probe", "reason": reason}], {}, [])
+
+
+def _play(probe: Probe, ctx: ProbeContext, host: ProbeHost | None) -> _Played:
+    """Run one probe (``_run_probe``) and take its part of the report."""
+    now = time.monotonic()
+    hangs_before, lost_before = len(ctx.hangs), len(ctx.lost)
+    status, error, produced = _run_probe(probe, ctx, host)
+    if status == "ok" and (len(ctx.hangs) > hangs_before or HUNG_NOTE in ctx.notes):
+        # Its env work stopped at a hang (its own, or one seen before it): not a full run.
+        status = "hung"
+        error = ctx.notes.get(HUNG_NOTE) or f"stopped by a hang: {ctx.hangs[hangs_before].message}"
+    if status == "crashed" and not produced:  # its worker process died: its checks are missing
+        produced = [probe_failure(probe, status, error)]
+    part = _Played(ProbeStatus(probe.name, status, time.monotonic() - now, len(produced), error, ctx.notes),
+                   produced, list(ctx.kept), list(ctx.skipped), dict(ctx.tables), list(ctx.lost[lost_before:]))
+    ctx.close()
+    return part
+
+
+def _plays_beside(probes: Sequence[Probe], config: ScanConfig, executor: Any, host: ProbeHost | None) -> set[str]:
+    """The probes that play on a thread of their own while the others play in order: those marked
+    ``beside``, where the executor's workers bound every env call in flight together (threads,
+    asyncio) and no unit cap is set (``--max-env-steps`` stops the probe that crosses it, which must
+    not depend on timing). Elsewhere they play in their place, with the same state of their own."""
+    if host is not None or getattr(executor, "kind", None) not in ("threads", "asyncio") \
+            or config.max_env_steps is not None or len(probes) < 2:
+        return set()
+    return {p.name for p in probes if p.beside}
+
+
+class _Beside:
+    """A probe playing on a thread of its own (``_plays_beside``); its part lands in ``played``."""
+
+    def __init__(self, probe: Probe, ctx: ProbeContext, played: dict[str, _Played]) -> None:
+        self.probe = probe
+        self.error: BaseException | None = None
+
+        def body() -> None:
+            try:
+                played[probe.name] = _play(probe, ctx, None)
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the scan's thread
+                self.error = exc
+
+        self.thread = threading.Thread(target=body, name=f"envaudit-beside-{probe.name}", daemon=True)
+        self.thread.start()
+
+    def wait(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def stop(self, state: ScanShared) -> None:
+        """After the scan's own thread failed (an interrupt): the probe stops at its next check of the
+        safety cap."""
+        if self.thread.is_alive():
+            state.deadline = float("-inf")
+            self.thread.join(timeout=5.0)
 
 
 def _run_probe(probe: Probe, ctx: ProbeContext, host: ProbeHost | None = None) -> tuple[str, str | None, list[Finding]]:

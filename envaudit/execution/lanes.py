@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envaudit.deadline import DeadlineExceeded
+from envaudit.execution.places import Places
 from envaudit.execution.slots import Lost, Slot
 
 LaneFn = Callable[[Slot, Any, int, Any], Any]
@@ -85,12 +86,14 @@ class InlineLanes:
     """Every lane on one slot in the caller's process (the sequential path)."""
 
     def __init__(self, fn: LaneFn, shared: Any, lanes: int, poll_s: float | None, *, shares_objects: bool = False,
-                 workers: int = 1) -> None:
+                 workers: int = 1, places: Places | None = None) -> None:
         self.shared = (fn, shared)
         self.lanes = lanes
         self.poll_s = poll_s
         self.workers = max(1, min(workers, lanes))
-        self.slots = [Slot(f"envaudit-lane-{k}", shares_objects=shares_objects) for k in range(self.workers)]
+        # A lane's calls take the executor's free places first: a turn waits on its slowest lane.
+        self.slots = [Slot(f"envaudit-lane-{k}", shares_objects=shares_objects, places=places, urgent=True)
+                      for k in range(self.workers)]
 
     def _split(self, requests: Sequence[tuple[int, Any]]) -> dict[int, list[int]]:
         by_worker: dict[int, list[int]] = {}
@@ -115,8 +118,9 @@ class InlineLanes:
 class ThreadLanes(InlineLanes):
     """Lanes on ``workers`` threads of the caller's process, each with its own slot."""
 
-    def __init__(self, fn: LaneFn, shared: Any, lanes: int, poll_s: float | None, workers: int) -> None:
-        super().__init__(fn, shared, lanes, poll_s, shares_objects=True, workers=workers)
+    def __init__(self, fn: LaneFn, shared: Any, lanes: int, poll_s: float | None, workers: int,
+                 places: Places | None = None) -> None:
+        super().__init__(fn, shared, lanes, poll_s, shares_objects=True, workers=workers, places=places)
         self._inbox: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in self.slots]
         self._outbox: queue.SimpleQueue = queue.SimpleQueue()
         # Worker 0's share runs on the caller's thread (it would only wait otherwise): one thread
@@ -205,7 +209,7 @@ def open_lanes(executor: Any, fn: LaneFn, shared: Any, lanes: int, poll_s: float
     for anything else, Ray included). ``poll_s``: the shortest deadline of the lanes' calls."""
     kind = getattr(executor, "kind", "inline")
     if kind in ("threads", "asyncio"):
-        return ThreadLanes(fn, shared, lanes, poll_s, executor.workers)
+        return ThreadLanes(fn, shared, lanes, poll_s, executor.workers, getattr(executor, "places", None))
     if kind == "processes":
         return ProcessLanes(executor, fn, shared, lanes)
     if kind == "remote":

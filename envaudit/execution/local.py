@@ -4,7 +4,8 @@
 reports back through shared state keeps working), items in order. ``ThreadExecutor`` steps several
 env instances at once for I/O-bound envs (a tool call that waits on HTTP or a subprocess releases
 the GIL); each thread has its own slot, env and copy of the policy. Neither isolates: env code
-that kills the process kills the scan.
+that kills the process kills the scan. A ``ThreadExecutor``'s workers bound the env calls in flight
+over everything playing on it at once (``execution.places``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from envaudit.execution.places import Places
 from envaudit.execution.slots import Slot
 
 
@@ -49,6 +51,9 @@ class ThreadExecutor:
     def __init__(self, workers: int) -> None:
         assert workers >= 1, f"a thread pool needs at least one worker, got {workers}"
         self.workers = workers
+        self.places = Places(workers)
+        """At most ``workers`` env calls in flight over every run and lane set playing on this
+        executor at once (``execution.places``)."""
 
     def map(self, fn: Callable[[Slot, Any, Any], Any], shared: Any, items: Sequence[Any],
             keep_going: Callable[[int], bool] = lambda _i: True) -> Iterator[tuple[int, Any]]:
@@ -78,7 +83,7 @@ class ThreadExecutor:
                 slot.end()
                 results.put(_DONE)
 
-        slots = [Slot(f"envaudit-env-{k}") for k in range(min(self.workers, n))]
+        slots = [Slot(f"envaudit-env-{k}", places=self.places) for k in range(min(self.workers, n))]
         threads = [threading.Thread(target=serve, args=(s,), name=f"envaudit-rollout-{k}", daemon=True)
                    for k, s in enumerate(slots)]
         for t in threads:

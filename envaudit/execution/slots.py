@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envaudit.deadline import DeadlineWorker
+from envaudit.execution.places import Places, Token
 
 # Codes of the env call a process worker is in, shared with the parent through shared memory so a
 # worker that dies says what it was doing (the parent cannot ask a dead process).
@@ -74,7 +75,8 @@ def _noted(fn: Callable[[], Any], call: str, step: int | None) -> Any:
 class Slot:
     """One env instance's home in an in-process executor (the caller's thread or a pool thread)."""
 
-    def __init__(self, name: str, *, shares_objects: bool = True) -> None:
+    def __init__(self, name: str, *, shares_objects: bool = True, places: Places | None = None,
+                 urgent: bool = False) -> None:
         self.state: dict[str, Any] = {}
         self.shares_objects = shares_objects
         """True when other slots see the same objects (pool threads): a slot copies the stateful
@@ -83,6 +85,11 @@ class Slot:
         self._deadline = DeadlineWorker(name)
         self._closer = DeadlineWorker(f"{name}-close")
         self._at_end: list[Callable[[], None]] = []
+        self.places, self.urgent = places, urgent
+        """The executor's workers, shared with whatever else plays on it at once: each env call
+        holds a place while it runs (``execution.places``); None: this slot's calls are not bounded.
+        ``urgent``: its calls take free places first (a lockstep lane's)."""
+        self._token: Token | None = None
 
     def run(self, fn: Callable[[], Any], poll_s: float | None) -> Any:
         """Run one work item (an episode) on the slot's deadline thread, in one handoff: its env
@@ -97,6 +104,17 @@ class Slot:
         Inside ``run`` the call runs on the item's thread and ``run`` keeps its time, except
         ``close``: closing an env is best effort wherever it happens, so a hang there is caught
         and the item goes on (on a thread of its own, as outside ``run``)."""
+        if self.places is None or self._token is not None:
+            return self._guarded(fn, deadline_s, call, step)
+        self._token = token = self.places.take(self.urgent)  # waiting here is not the call's time
+        try:
+            return self._guarded(fn, deadline_s, call, step)
+        finally:
+            if self._token is token:  # an abandoned call that returns late leaves a newer call's alone
+                self._token = None
+            self.places.give(token)
+
+    def _guarded(self, fn: Callable[[], Any], deadline_s: float | None, call: str, step: int | None) -> Any:
         what = f"{call}()" if call != "make" else "making the env"
         worker = self._deadline
         if worker.watching() and call != "close":
@@ -125,7 +143,11 @@ class Slot:
 
     def abandon(self) -> None:
         """The slot's env hung: drop it without calling into it again (the deadline worker has
-        already left its stuck thread behind and starts a fresh one for the next call)."""
+        already left its stuck thread behind and starts a fresh one for the next call); the stuck
+        call's place is given back."""
+        token, self._token = self._token, None
+        if token is not None and self.places is not None:
+            self.places.give(token)
         self._at_end.clear()
         self.state.clear()
 
