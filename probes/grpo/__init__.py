@@ -31,8 +31,10 @@ from envaudit.probes.grpo.training import NAME, planned_episodes, run
 
 
 def train_unless_hung(ctx: ProbeContext) -> list[Finding]:
-    """The probe's run; none once the env has hung: its lockstep groups step envs outside
-    ``ctx.run``, and each would wait on the hang again (a deadline per group, minutes per scan)."""
+    """The probe's run; none once the env has hung in exploration (the probe plays beside the
+    others, so it sees only exploration's hangs): its lockstep groups step envs outside ``ctx.run``,
+    and each would wait on the hang again (a deadline per group, minutes per scan). A hang of its
+    own stops the run it meets it in and skips the runs after it."""
     if ctx.env_hung("GRPO training"):
         return []
     found = run(ctx)
@@ -40,8 +42,8 @@ def train_unless_hung(ctx: ProbeContext) -> list[Finding]:
     if hung:  # its own hang: the run stopped there, and its numbers are not read
         r = ctx.notes["runs"][hung[0]]
         ctx.notes.setdefault(HUNG_NOTE, f"GRPO run {hung[0]!r} stopped at a hang after {r['iterations']} "
-                                        f"iteration{'s' if r['iterations'] != 1 else ''}; the runs after it "
-                                        "were skipped")
+                                        f"iteration{'s' if r['iterations'] != 1 else ''}; the runs that would "
+                                        "have started after its wave were skipped")
     return found
 
 
@@ -53,6 +55,7 @@ probe = Probe(
            "reward-without-success", "length-bias"),
     weight=4.0,
     order=90,
+    beside=True,  # its iterations leave workers idle (lockstep turns, updates) that the others fill
     preload=("envaudit.grpo.torch_engine",),
     plan=planned_episodes,
     plan_is_cap=True,

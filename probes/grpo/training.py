@@ -62,6 +62,7 @@ so a missing finding is weak evidence.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import gymnasium as gym
@@ -165,32 +166,45 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
     results: dict[str, SearchResult] = {}
     stood_in: dict[str, str] = {}
     skipped: list[str] = []
-    for i, plan in enumerate(plans):
-        if plan.name == "target-success" and stands_in_for_success(results.get(STAND_IN)):
-            stood_in[plan.name] = STAND_IN  # it holds what the search would reach (``sparing``)
+    for wave in waves(plans):
+        todo = []
+        for plan in wave:
+            if plan.name == "target-success" and stands_in_for_success(results.get(STAND_IN)):
+                stood_in[plan.name] = STAND_IN  # it holds what the search would reach (``sparing``)
+            else:
+                todo.append(plan)
+        if not todo:
             continue
+        later = plans[plans.index(todo[0]):]
         if ctx.time_left() <= 0:
-            _incomplete(ctx, [p.name for p in plans[i:]], f"before {plan.name} started")
+            _incomplete(ctx, [p.name for p in later], f"before {todo[0].name} started")
             break
-        if ctx.steps_capped(f"GRPO runs {', '.join(p.name for p in plans[i:])}"):
+        if ctx.steps_capped(f"GRPO runs {', '.join(p.name for p in later)}"):
             break
+        # Every run of a wave reads only the waves before it (the ceilings: honest success so far).
         honest_so_far = _honest(explore, results, reference)
-        result = _execute(ctx, plan, config.replace(iterations=plan.iterations), reference, eval_groups,
-                          ceilings(plan.behaviour, honest_so_far, explore["return"].to_numpy(float))
-                          if plan.kind == "target" else ())
-        evaluated = result.played
-        ctx.count_env(result.training.env_steps + (int(evaluated["length"].sum()) if len(evaluated) else 0),
-                      len(result.training.episodes) + len(evaluated))
-        # A rollout whose env killed its worker process: the scan's env-error finding lists it.
-        ctx.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
-        if result.stopped == "deadline":
-            # A run the cap cut is not comparable with a full one: none of its numbers are read.
-            _incomplete(ctx, [p.name for p in plans[i:]], f"during {plan.name} (iteration "
+        played = _execute_wave(ctx, todo, [
+            (config.replace(iterations=plan.iterations), ceilings(plan.behaviour, honest_so_far,
+                                                                   explore["return"].to_numpy(float))
+             if plan.kind == "target" else ()) for plan in todo], reference, eval_groups)
+        for result in played:  # every run of the wave played, whatever is read of it below
+            evaluated = result.played
+            ctx.count_env(result.training.env_steps + (int(evaluated["length"].sum()) if len(evaluated) else 0),
+                          len(result.training.episodes) + len(evaluated))
+            # A rollout whose env killed its worker process: the scan's env-error finding lists it.
+            ctx.lost.extend(p for p in result.problems if p.kind in ("crash", "memory"))
+        cut = next((k for k, r in enumerate(played) if r.stopped == "deadline"), None)
+        results.update({plan.name: r for plan, r in zip(todo[:cut], played[:cut], strict=True)})
+        if cut is not None:
+            # A run the cap cut is not comparable with a full one: none of its numbers are read, nor
+            # those of the runs after it.
+            plan, result = todo[cut], played[cut]
+            _incomplete(ctx, [p.name for p in plans[plans.index(plan):]], f"during {plan.name} (iteration "
                         f"{len(result.training.curves)} of {plan.iterations})")
             break
-        results[plan.name] = result
-        if result.stopped == "hang":
-            skipped += [p.name for p in plans[i + 1:]]
+        if any(r.stopped == "hang" for r in played):
+            # A hang ends the probe's env work: the runs of later waves would wait on it again.
+            skipped += [p.name for p in plans[plans.index(wave[-1]) + 1:]]
             break
 
     for result in results.values():
@@ -285,6 +299,63 @@ def planned_episodes(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool)
                for p in run_plans(scan, explore, is_tool_env))
 
 
+def waves(plans: list[Plan]) -> list[list[Plan]]:
+    """The runs in the order they can play, those of a wave side by side: the natural runs (natural,
+    faults) first; then the success search, which the natural run may stand in for; then the other
+    targets, whose ceilings read honest success from both (``sparing.ceilings``). Nothing else
+    passes between runs, so a wave's runs are independent."""
+    def wave(plan: Plan) -> int:
+        return 0 if plan.kind != "target" else 1 if plan.behaviour == "success" else 2
+    return [w for k in range(3) if (w := [p for p in plans if wave(p) == k])]
+
+
+def _execute_wave(ctx: ProbeContext, plans: list[Plan], settings: list[tuple[GRPOConfig, tuple[Ceiling, ...]]],
+                  reference: Reference, eval_groups: int) -> list[SearchResult]:
+    """The runs of one wave, each as it plays alone: side by side on threads where the executor's
+    workers are shared by whatever plays on them at once (threads, asyncio: ``execution.places``),
+    one after another elsewhere (inline, worker processes, Ray; and the language-model engine, whose
+    model is one). Each run numbers its episodes from its own stride of ids (``strided_ids``), so the
+    ids do not depend on which run reached a reset first."""
+    ids = strided_ids(ctx.ids, len(plans))
+
+    def one(k: int) -> SearchResult:
+        config, stops = settings[k]
+        return _execute(ctx, plans[k], config, reference, eval_groups, stops, ids=ids[k])
+
+    side_by_side = len(plans) > 1 and hasattr(ctx.executor, "places") and ctx.config.engine == "torch"
+    if not side_by_side:
+        out = [one(k) for k in range(len(plans))]
+    else:
+        with ThreadPoolExecutor(len(plans), thread_name_prefix="envaudit-grpo-run") as pool:
+            out = list(pool.map(one, range(len(plans))))
+    # The probe's later episodes (replays) number on from the highest id the wave handed out.
+    used = max((i.last for i in ids if i.last is not None), default=None)
+    while used is not None and next(ctx.ids) < used:
+        pass
+    return out
+
+
+class _Stride:
+    """Ids ``first, first + n, first + 2n, ...``; remembers the last it handed out."""
+
+    def __init__(self, first: int, n: int) -> None:
+        self.next, self.n, self.last = first, n, None
+
+    def __iter__(self) -> _Stride:
+        return self
+
+    def __next__(self) -> int:
+        self.last, self.next = self.next, self.next + self.n
+        return self.last
+
+
+def strided_ids(ids, n: int) -> list[_Stride]:
+    """``n`` id iterators that never meet, from the next id of ``ids`` on: the k-th hands out every
+    n-th id from that id + k. ``ids`` itself is not advanced (``_execute_wave`` does that)."""
+    first = next(ids)
+    return [_Stride(first + k, n) for k in range(n)]
+
+
 def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
     """Record that the safety cap cut these runs: the report lists them and the scan exits 4."""
     ctx.incomplete(f"GRPO runs {', '.join(runs)}", f"{cap_reason(ctx.config.budget_s)}, {when}")
@@ -292,11 +363,11 @@ def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
 
 # -- runs -------------------------------------------------------------------------------------
 def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Reference, eval_groups: int,
-             stops: tuple[Ceiling, ...] = ()) -> SearchResult:
+             stops: tuple[Ceiling, ...] = (), ids=None) -> SearchResult:
     # The scan's deadline is a safety cap only; the work is ``config.iterations`` and ``eval_groups``.
     make_env = _env_factory(ctx)
     # The rollouts' envs step on the scan's workers (one lane each); the policy stays here.
-    common = dict(ids=ctx.ids, deadline=ctx.deadline, eval_groups=eval_groups, executor=ctx.executor,
+    common = dict(ids=ctx.ids if ids is None else ids, deadline=ctx.deadline, eval_groups=eval_groups, executor=ctx.executor,
                   spec=ctx.spec if make_env is ctx.make_env else None)
     # The uniform explorer's episodes count towards a barren run's quiet rollouts, and are a barren
     # run's evaluation, where the untrained policy is that explorer: uniform over a Discrete space,
