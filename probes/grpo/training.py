@@ -62,8 +62,8 @@ so a missing finding is weak evidence.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 
 import gymnasium as gym
 import numpy as np
@@ -103,6 +103,7 @@ from envaudit.probes.grpo.lessons import (
 )
 from envaudit.probes.grpo.met import REPLAY, kept, replay_met
 from envaudit.probes.grpo.sparing import STAND_IN, ceilings, stand_in_reach, stands_in_for_success
+from envaudit.probes.grpo.waves import play_wave, waves
 from envaudit.protocol import FAILURE, SUCCESS
 from envaudit.recording import Records, explored_episodes
 from envaudit.stats import MIN_SAMPLES, exploit_ladder, reward_scale
@@ -183,10 +184,10 @@ def run(ctx: ProbeContext, *, only: tuple[str, ...] | None = None) -> list[Findi
             break
         # Every run of a wave reads only the waves before it (the ceilings: honest success so far).
         honest_so_far = _honest(explore, results, reference)
-        played = _execute_wave(ctx, todo, [
-            (config.replace(iterations=plan.iterations), ceilings(plan.behaviour, honest_so_far,
-                                                                   explore["return"].to_numpy(float))
-             if plan.kind == "target" else ()) for plan in todo], reference, eval_groups)
+        played = play_wave(ctx, [partial(_execute, ctx, plan, config.replace(iterations=plan.iterations), reference,
+                                         eval_groups, ceilings(plan.behaviour, honest_so_far,
+                                                               explore["return"].to_numpy(float))
+                                         if plan.kind == "target" else ()) for plan in todo])
         for result in played:  # every run of the wave played, whatever is read of it below
             evaluated = result.played
             ctx.count_env(result.training.env_steps + (int(evaluated["length"].sum()) if len(evaluated) else 0),
@@ -297,63 +298,6 @@ def planned_episodes(scan: ScanConfig, explore: pd.DataFrame, is_tool_env: bool)
     eval_groups = QUICK_EVAL_GROUPS if scan.quick else EVAL_GROUPS
     return sum((p.iterations * config.groups_per_iteration + eval_groups) * config.group_size
                for p in run_plans(scan, explore, is_tool_env))
-
-
-def waves(plans: list[Plan]) -> list[list[Plan]]:
-    """The runs in the order they can play, those of a wave side by side: the natural runs (natural,
-    faults) first; then the success search, which the natural run may stand in for; then the other
-    targets, whose ceilings read honest success from both (``sparing.ceilings``). Nothing else
-    passes between runs, so a wave's runs are independent."""
-    def wave(plan: Plan) -> int:
-        return 0 if plan.kind != "target" else 1 if plan.behaviour == "success" else 2
-    return [w for k in range(3) if (w := [p for p in plans if wave(p) == k])]
-
-
-def _execute_wave(ctx: ProbeContext, plans: list[Plan], settings: list[tuple[GRPOConfig, tuple[Ceiling, ...]]],
-                  reference: Reference, eval_groups: int) -> list[SearchResult]:
-    """The runs of one wave, each as it plays alone: side by side on threads where the executor's
-    workers are shared by whatever plays on them at once (threads, asyncio: ``execution.places``),
-    one after another elsewhere (inline, worker processes, Ray; and the language-model engine, whose
-    model is one). Each run numbers its episodes from its own stride of ids (``strided_ids``), so the
-    ids do not depend on which run reached a reset first."""
-    ids = strided_ids(ctx.ids, len(plans))
-
-    def one(k: int) -> SearchResult:
-        config, stops = settings[k]
-        return _execute(ctx, plans[k], config, reference, eval_groups, stops, ids=ids[k])
-
-    side_by_side = len(plans) > 1 and hasattr(ctx.executor, "places") and ctx.config.engine == "torch"
-    if not side_by_side:
-        out = [one(k) for k in range(len(plans))]
-    else:
-        with ThreadPoolExecutor(len(plans), thread_name_prefix="envaudit-grpo-run") as pool:
-            out = list(pool.map(one, range(len(plans))))
-    # The probe's later episodes (replays) number on from the highest id the wave handed out.
-    used = max((i.last for i in ids if i.last is not None), default=None)
-    while used is not None and next(ctx.ids) < used:
-        pass
-    return out
-
-
-class _Stride:
-    """Ids ``first, first + n, first + 2n, ...``; remembers the last it handed out."""
-
-    def __init__(self, first: int, n: int) -> None:
-        self.next, self.n, self.last = first, n, None
-
-    def __iter__(self) -> _Stride:
-        return self
-
-    def __next__(self) -> int:
-        self.last, self.next = self.next, self.next + self.n
-        return self.last
-
-
-def strided_ids(ids, n: int) -> list[_Stride]:
-    """``n`` id iterators that never meet, from the next id of ``ids`` on: the k-th hands out every
-    n-th id from that id + k. ``ids`` itself is not advanced (``_execute_wave`` does that)."""
-    first = next(ids)
-    return [_Stride(first + k, n) for k in range(n)]
 
 
 def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:

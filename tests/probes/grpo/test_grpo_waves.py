@@ -6,7 +6,8 @@ import itertools
 import pandas as pd
 
 from envaudit.execution import ThreadExecutor
-from envaudit.probes.grpo.training import Plan, run, strided_ids, waves
+from envaudit.probes.grpo.training import Plan, run
+from envaudit.probes.grpo.waves import strided_ids, waves
 from tests.fixtures.context import explore
 from tests.grpo.ladder_envs import Booking
 
