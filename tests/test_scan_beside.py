@@ -10,6 +10,7 @@ import pytest
 
 import envaudit.scan as scan_module
 from envaudit import Finding, Probe, ScanConfig
+from envaudit.cost import STEPS_CAP_REASON
 from envaudit.coverage import ReturnTally
 from envaudit.execution import ExecutionConfig, InlineExecutor, ProcessExecutor, ThreadExecutor
 from envaudit.execution.aio import AsyncioExecutor
@@ -105,3 +106,32 @@ def test_a_tally_kept_beside_adds_up_with_the_scans():
     mine.merge(other)
     assert (mine.n, mine.n_success, mine.low, mine.high) == (4, 3, -1.0, 3.0)
     assert len(mine.seeds) >= 2
+
+
+def test_a_probe_the_unit_cap_skips_is_listed_with_the_reason_and_nothing_else(monkeypatch):
+    _with_probes(monkeypatch, *_players(threading.Event()))
+    report = run_scan(CoinEnv, ScanConfig(episodes=8, group_size=4, max_env_steps=1))
+    statuses = {p.name: p for p in report.probes}
+    reason = STEPS_CAP_REASON.format(cap=1)
+    for name in ("first", "second"):
+        p = statuses[name]
+        assert (p.status, p.seconds, p.findings, p.error) == ("skipped", 0.0, 0, reason)
+    assert report.incomplete == [{"probe": name, "skipped": "the whole probe", "reason": reason}
+                                 for name in ("first", "second")]
+    assert not [f for f in report.findings if f.probe in ("first", "second")]
+
+
+def test_a_failure_of_the_scan_itself_beside_reaches_the_caller(monkeypatch):
+    """A probe's own exception is a finding (``_run_probe``); anything that breaks the scan's
+    handling of a beside probe is raised where the scan was called, not lost on its thread."""
+    _with_probes(monkeypatch, *_players(threading.Event()))
+    real = scan_module._run_probe
+
+    def broken(probe, ctx, host=None):
+        if probe.beside:
+            raise RuntimeError("the scan's own bug")
+        return real(probe, ctx, host)
+
+    monkeypatch.setattr(scan_module, "_run_probe", broken)
+    with pytest.raises(RuntimeError, match="the scan's own bug"):
+        run_scan(CoinEnv, ScanConfig(episodes=8, group_size=4), execution=ExecutionConfig("threads", workers=2))

@@ -35,7 +35,6 @@ class Places:
 
     def __init__(self, n: int) -> None:
         assert n >= 1, f"an executor needs at least one place, got {n}"
-        self.n = n
         self._free = n
         self._lock = threading.Lock()
         self._urgent = threading.Condition(self._lock)

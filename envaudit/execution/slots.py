@@ -146,7 +146,7 @@ class Slot:
         already left its stuck thread behind and starts a fresh one for the next call); the stuck
         call's place is given back."""
         token, self._token = self._token, None
-        if token is not None and self.places is not None:
+        if token is not None:  # only a slot with places takes tokens
             self.places.give(token)
         self._at_end.clear()
         self.state.clear()

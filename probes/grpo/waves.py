@@ -35,8 +35,7 @@ def play_wave(ctx: Any, runs: Sequence[Callable[[Iterator[int]], R]]) -> list[R]
     from), side by side where the workers are shared, in order elsewhere (module docstring); their
     results in the runs' order. ``ctx.ids`` is then passed over every id the wave handed out."""
     ids = strided_ids(ctx.ids, len(runs))
-    side_by_side = len(runs) > 1 and hasattr(ctx.executor, "places") and ctx.config.engine == "torch"
-    if side_by_side:
+    if side_by_side(ctx, len(runs)):
         with ThreadPoolExecutor(len(runs), thread_name_prefix="envaudit-grpo-run") as pool:
             out = list(pool.map(lambda k: runs[k](ids[k]), range(len(runs))))
     else:
@@ -45,6 +44,12 @@ def play_wave(ctx: Any, runs: Sequence[Callable[[Iterator[int]], R]]) -> list[R]
     while used is not None and next(ctx.ids) < used:
         pass
     return out
+
+
+def side_by_side(ctx: Any, n: int) -> bool:
+    """Whether ``n`` runs play at once: more than one, on an executor whose workers every run shares
+    (``places``: threads, asyncio), with the embedded torch policy (a language model is one)."""
+    return n > 1 and hasattr(ctx.executor, "places") and ctx.config.engine == "torch"
 
 
 class Stride:
@@ -69,4 +74,4 @@ def strided_ids(ids: Iterator[int], n: int) -> list[Stride]:
     return [Stride(first + k, n) for k in range(n)]
 
 
-__all__ = ["Stride", "play_wave", "strided_ids", "waves"]
+__all__ = ["Stride", "play_wave", "side_by_side", "strided_ids", "waves"]

@@ -18,7 +18,7 @@ from envaudit.rollout import RandomPolicy, Runner
 
 def _hold(places: Places, urgent: bool, order: list, name: str, hold_s: float = 0.0) -> threading.Thread:
     def body() -> None:
-        token = places.take(urgent)
+        token = places.take(True) if urgent else places.take()  # a plain take is not urgent
         order.append(name)
         time.sleep(hold_s)
         places.give(token)
