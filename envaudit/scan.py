@@ -297,7 +297,8 @@ def _audit(make_env, env_id, spec, config, probes, pipeline, tell, executor, sta
     kept: list[Records] = [exploration]
     tables: dict[str, pd.DataFrame] = {}
     statuses: list[ProbeStatus] = []
-    lost_in = {id(p): "explore" for p in lost}  # which probe's work each lost episode was
+    # Which probe's work each lost episode was: exploration's own first, then each probe's.
+    lost_in = {id(p): "explore" for p in problems if p.kind in ("crash", "memory")}
     for probe in probes:
         part = played[probe.name]
         findings.extend(part.findings)
