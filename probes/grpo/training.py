@@ -62,6 +62,7 @@ so a missing finding is weak evidence.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -307,11 +308,12 @@ def _incomplete(ctx: ProbeContext, runs: list[str], when: str) -> None:
 
 # -- runs -------------------------------------------------------------------------------------
 def _execute(ctx: ProbeContext, plan: Plan, config: GRPOConfig, reference: Reference, eval_groups: int,
-             stops: tuple[Ceiling, ...] = (), ids=None) -> SearchResult:
+             stops: tuple[Ceiling, ...], ids: Iterator[int]) -> SearchResult:
+    """One run; ``ids``: the stride of episode ids its wave gave it (``waves.play_wave``)."""
     # The scan's deadline is a safety cap only; the work is ``config.iterations`` and ``eval_groups``.
     make_env = _env_factory(ctx)
     # The rollouts' envs step on the scan's workers (one lane each); the policy stays here.
-    common = dict(ids=ctx.ids if ids is None else ids, deadline=ctx.deadline, eval_groups=eval_groups, executor=ctx.executor,
+    common = dict(ids=ids, deadline=ctx.deadline, eval_groups=eval_groups, executor=ctx.executor,
                   spec=ctx.spec if make_env is ctx.make_env else None)
     # The uniform explorer's episodes count towards a barren run's quiet rollouts, and are a barren
     # run's evaluation, where the untrained policy is that explorer: uniform over a Discrete space,
